@@ -1,0 +1,124 @@
+//! Rules between steps that need no graph: unique ids, targets that exist, and
+//! `person` / `wait_until` paths that name declared fields of the right type.
+
+use std::collections::HashMap;
+
+use crate::document::{DataPath, FieldType, Fields, Next, PersonRef, Step, StepKind};
+use crate::issue::Issues;
+use crate::path;
+use crate::steps::StepSlot;
+
+/// Checks ids and references of every readable step.
+pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, issues: &mut Issues) {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (index, slot) in slots.iter().enumerate() {
+        let Some(id) = slot.id.as_deref() else {
+            continue;
+        };
+        if let Some(earlier) = first.get(id) {
+            issues.push(
+                path::child(&slot.path, "id"),
+                format!("{id:?} is already the id of steps[{earlier}]"),
+            );
+        } else {
+            first.insert(id, index);
+        }
+    }
+    let exists = |id: &str| first.contains_key(id) || (uses_parallel && id == "join");
+    let steps: HashMap<&str, &Step> = slots
+        .iter()
+        .filter_map(|slot| slot.step.as_ref())
+        .map(|step| (step.id.as_str(), step))
+        .collect();
+
+    for slot in slots {
+        let Some(step) = &slot.step else { continue };
+        let mut target = |key: String, id: &str| {
+            if !exists(id) {
+                issues.push(key, format!("no step {id:?}"));
+            }
+        };
+        match &step.next {
+            Some(Next::Step(id)) => target(path::child(&slot.path, "next"), id),
+            Some(Next::Routes(routes)) => {
+                for (index, route) in routes.iter().enumerate() {
+                    target(
+                        path::index(&path::child(&slot.path, "next"), index),
+                        &route.to,
+                    );
+                }
+            }
+            Some(Next::Join) | None => {}
+        }
+        if let Some(id) = &step.on_reject {
+            target(path::child(&slot.path, "on_reject"), id);
+        }
+        if let Some(id) = &step.on_timeout {
+            target(path::child(&slot.path, "on_timeout"), id);
+        }
+        if let StepKind::Parallel(entries) = &step.kind {
+            for (index, id) in entries.iter().enumerate() {
+                if !first.contains_key(id.as_str()) {
+                    issues.push(
+                        path::index(&path::child(&slot.path, "parallel"), index),
+                        format!("no step {id:?}"),
+                    );
+                }
+            }
+        }
+        if let Some(PersonRef::Path(data)) = &step.person {
+            declared(
+                data,
+                FieldType::Person,
+                inputs,
+                &steps,
+                path::child(&slot.path, "person"),
+                issues,
+            );
+        }
+        if let StepKind::WaitUntil(data) = &step.kind {
+            declared(
+                data,
+                FieldType::Datetime,
+                inputs,
+                &steps,
+                path::child(&slot.path, "wait_until"),
+                issues,
+            );
+        }
+    }
+}
+
+/// A path must name a declared field of type `ty`.
+fn declared(
+    data: &DataPath,
+    ty: FieldType,
+    inputs: &Fields,
+    steps: &HashMap<&str, &Step>,
+    at: String,
+    issues: &mut Issues,
+) {
+    let field = match data {
+        DataPath::Input(name) => match inputs.get(name) {
+            Some(field) => field,
+            None => return issues.push(at, format!("{data} names no declared input")),
+        },
+        DataPath::Output { step, field } => {
+            let Some(source) = steps.get(step.as_str()) else {
+                return issues.push(at, format!("{data} names no step {step:?}"));
+            };
+            match source.output.get(field) {
+                Some(field) => field,
+                None => {
+                    return issues.push(at, format!("{data} names no declared output of {step:?}"));
+                }
+            }
+        }
+    };
+    if field.ty != ty {
+        issues.push(
+            at,
+            format!("{data} is a {} field; it must name a {ty} field", field.ty),
+        );
+    }
+}

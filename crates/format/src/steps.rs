@@ -1,0 +1,479 @@
+//! One step: its id, its kind, and the optional keys its kind allows (spec §2.2).
+
+use std::collections::HashSet;
+
+use crate::check::check;
+use crate::document::{
+    DataPath, Duration, DurationError, EvidenceKind, Next, PersonRef, Route, Step, StepKind,
+};
+use crate::fields::fields;
+use crate::path;
+use crate::read::{Object, Reader, STEP_ID_PATTERN, is_step_id};
+use crate::yaml::{Node, Value};
+
+/// Every key a step may have, kind keys first.
+const STEP_KEYS: [&str; 19] = [
+    "id",
+    "agent",
+    "task",
+    "approve",
+    "wait",
+    "wait_until",
+    "wait_for",
+    "finish",
+    "parallel",
+    "output",
+    "evidence",
+    "next",
+    "person",
+    "on_reject",
+    "due",
+    "timeout",
+    "on_timeout",
+    "check",
+    "advisory",
+];
+
+/// The optional keys each kind allows.
+fn allowed(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "agent" => &["output", "evidence", "next", "due", "check", "advisory"],
+        "task" => &[
+            "output", "evidence", "next", "person", "due", "check", "advisory",
+        ],
+        "approve" => &["next", "person", "on_reject", "due"],
+        "wait" | "wait_until" | "parallel" => &["next"],
+        "wait_for" => &["next", "timeout", "on_timeout"],
+        _ => &[],
+    }
+}
+
+/// A step as read, kept even when it is broken so that the rest of the document can
+/// still be checked against its id.
+#[derive(Debug)]
+pub(crate) struct StepSlot {
+    /// `steps[i] (id)`.
+    pub(crate) path: String,
+    /// The id as written, when it is a string.
+    pub(crate) id: Option<String>,
+    /// The step, when its id and kind could be read.
+    pub(crate) step: Option<Step>,
+}
+
+/// Reads the step at `index`. `join` is the parallel profile's reserved `next` only
+/// in a process that uses the profile.
+pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel: bool) -> StepSlot {
+    let bare = path::index("steps", index);
+    let written_id = match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|entry| entry.key == "id")
+            .and_then(|entry| match &entry.value.value {
+                Value::String(id) => Some(id.as_str()),
+                _ => None,
+            }),
+        _ => None,
+    };
+    let label = written_id.filter(|id| is_step_id(id));
+    let path = path::step(index, label);
+    r.issues.locate(&bare, node.position);
+    r.issues.locate(&path, node.position);
+    let Some(object) = r.object(node, &path, &STEP_KEYS) else {
+        return StepSlot {
+            path,
+            id: None,
+            step: None,
+        };
+    };
+    let id = match object.get("id") {
+        Some((value, child)) => r.string(value, &child).map(str::to_owned),
+        None => {
+            r.issues.push(path::child(&path, "id"), "missing");
+            None
+        }
+    };
+    if let Some(id) = &id
+        && label.is_none()
+    {
+        r.issues.push(
+            path::child(&path, "id"),
+            format!("{id:?} does not match {STEP_ID_PATTERN}"),
+        );
+    }
+
+    let kinds: Vec<&str> = object
+        .keys()
+        .filter(|key| StepKind::KEYS.contains(key))
+        .collect();
+    let kind = match kinds.as_slice() {
+        [] => {
+            r.issues.push(
+                &path,
+                format!(
+                    "no kind key; a step has exactly one of {}",
+                    StepKind::KEYS.join(", ")
+                ),
+            );
+            None
+        }
+        [one] => kind(r, &object, one),
+        several => {
+            r.issues.push(
+                &path,
+                format!(
+                    "has {} kind keys ({}); a step has exactly one",
+                    several.len(),
+                    several.join(", ")
+                ),
+            );
+            None
+        }
+    };
+    let kind_key = kind.as_ref().map(StepKind::key);
+    let permitted = |r: &mut Reader<'_>, key: &str| -> bool {
+        match kind_key {
+            _ if !object.has(key) => false,
+            Some(kind) if !allowed(kind).contains(&key) => {
+                r.issues.push(
+                    path::child(&path, key),
+                    format!("not allowed on {} {kind} step", article(kind)),
+                );
+                false
+            }
+            _ => true,
+        }
+    };
+
+    let output = if permitted(r, "output") {
+        object.get("output").map(|(v, c)| fields(r, v, &c))
+    } else {
+        None
+    };
+    let evidence = if permitted(r, "evidence") {
+        object.get("evidence").and_then(|(v, c)| evidence(r, v, &c))
+    } else {
+        None
+    };
+    let next = if permitted(r, "next") {
+        object
+            .get("next")
+            .and_then(|(v, c)| next(r, v, &c, kind_key, uses_parallel))
+    } else {
+        None
+    };
+    let person = if permitted(r, "person") {
+        object.get("person").and_then(|(v, c)| person(r, v, &c))
+    } else {
+        None
+    };
+    let on_reject = if permitted(r, "on_reject") {
+        object.get("on_reject").and_then(|(v, c)| r.text(v, &c))
+    } else {
+        None
+    };
+    let due = if permitted(r, "due") {
+        object.get("due").and_then(|(v, c)| duration(r, v, &c))
+    } else {
+        None
+    };
+    let timeout = if permitted(r, "timeout") {
+        object.get("timeout").and_then(|(v, c)| duration(r, v, &c))
+    } else {
+        None
+    };
+    let on_timeout = if permitted(r, "on_timeout") {
+        object.get("on_timeout").and_then(|(v, c)| r.text(v, &c))
+    } else {
+        None
+    };
+    let check = if permitted(r, "check") {
+        object.get("check").and_then(|(v, c)| check(r, v, &c))
+    } else {
+        None
+    };
+    let advisory = if permitted(r, "advisory") {
+        object.get("advisory").and_then(|(v, c)| r.boolean(v, &c))
+    } else {
+        None
+    };
+
+    if matches!(kind_key, Some("task" | "approve")) && !object.has("person") {
+        r.issues.push(
+            path::child(&path, "person"),
+            format!(
+                "missing; {} {} step needs one",
+                article(kind_key.unwrap_or_default()),
+                kind_key.unwrap_or_default()
+            ),
+        );
+    }
+    if object.has("advisory")
+        && !object.has("check")
+        && kind_key.is_some_and(|kind| allowed(kind).contains(&"advisory"))
+    {
+        r.issues
+            .push(path::child(&path, "advisory"), "allowed only beside check");
+    }
+    if object.has("on_timeout") && !object.has("timeout") && kind_key == Some("wait_for") {
+        r.issues
+            .push(path::child(&path, "on_timeout"), "needs timeout");
+    }
+
+    let step = kind
+        .zip(id.clone().filter(|_| label.is_some()))
+        .map(|(kind, id)| Step {
+            id,
+            kind,
+            output: output.unwrap_or_default(),
+            evidence: evidence.unwrap_or_default(),
+            next,
+            person,
+            on_reject,
+            due,
+            timeout,
+            on_timeout,
+            check,
+            advisory: advisory.unwrap_or(false),
+        });
+    StepSlot { path, id, step }
+}
+
+fn article(kind: &str) -> &'static str {
+    if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// The value of the kind key.
+fn kind(r: &mut Reader<'_>, object: &Object<'_>, key: &str) -> Option<StepKind> {
+    let (value, child) = object.get(key)?;
+    match key {
+        "agent" => r.text(value, &child).map(StepKind::Agent),
+        "task" => r.text(value, &child).map(StepKind::Task),
+        "approve" => r.text(value, &child).map(StepKind::Approve),
+        "wait" => duration(r, value, &child).map(StepKind::Wait),
+        "wait_until" => {
+            let text = r.text(value, &child)?;
+            match data_path(&text) {
+                Some(path) => Some(StepKind::WaitUntil(path)),
+                None => {
+                    r.issues.push(child, format!("{text:?} is not a path of the form inputs.<field> or steps.<id>.output.<field>"));
+                    None
+                }
+            }
+        }
+        "wait_for" => {
+            let name = r.text(value, &child)?;
+            if !is_step_id(&name) {
+                r.issues.push(
+                    child,
+                    format!("event name {name:?} does not match {STEP_ID_PATTERN}"),
+                );
+                return None;
+            }
+            Some(StepKind::WaitFor(name))
+        }
+        "finish" => r.text(value, &child).map(StepKind::Finish),
+        "parallel" => branches(r, value, &child).map(StepKind::Parallel),
+        _ => None,
+    }
+}
+
+/// `parallel:` two or more distinct step ids.
+fn branches(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Vec<String>> {
+    let items = r.list(node, path)?;
+    if items.len() < 2 {
+        r.issues.push(path, "needs two or more branch entries");
+    }
+    let mut seen = HashSet::new();
+    let mut entries = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let child = path::index(path, index);
+        if let Some(id) = r.text(item, &child) {
+            if !seen.insert(id.clone()) {
+                r.issues.push(child, format!("{id:?} is listed twice"));
+            }
+            entries.push(id);
+        }
+    }
+    (entries.len() == items.len()).then_some(entries)
+}
+
+fn evidence(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Vec<EvidenceKind>> {
+    let items = r.list(node, path)?;
+    let mut kinds = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let child = path::index(path, index);
+        match r.string(item, &child)? {
+            "file" => kinds.push(EvidenceKind::File),
+            "link" => kinds.push(EvidenceKind::Link),
+            other => r.issues.push(
+                child,
+                format!("{other:?} is not an evidence kind; expected file or link"),
+            ),
+        }
+    }
+    Some(kinds)
+}
+
+/// A step id, or a list of two or more routes (only on `agent` and `task`).
+fn next(
+    r: &mut Reader<'_>,
+    node: &Node,
+    path: &str,
+    kind: Option<&str>,
+    uses_parallel: bool,
+) -> Option<Next> {
+    let target = |id: String| {
+        if uses_parallel && id == "join" {
+            Next::Join
+        } else {
+            Next::Step(id)
+        }
+    };
+    let items = match &node.value {
+        Value::String(_) => return r.text(node, path).map(target),
+        Value::List(_) => r.list(node, path)?,
+        other => {
+            r.issues.push(
+                path,
+                format!(
+                    "expected a step id or a list of routes, found {}",
+                    other.kind_name()
+                ),
+            );
+            return None;
+        }
+    };
+    if let Some(kind) = kind
+        && !matches!(kind, "agent" | "task")
+    {
+        r.issues.push(
+            path,
+            format!(
+                "a list of routes is allowed only on agent and task steps, not on {} {kind} step",
+                article(kind)
+            ),
+        );
+    }
+    if items.len() < 2 {
+        r.issues.push(
+            path,
+            format!("a list of routes needs two or more, found {}", items.len()),
+        );
+    }
+    let mut routes = Vec::with_capacity(items.len());
+    let mut seen = HashSet::new();
+    for (index, item) in items.iter().enumerate() {
+        let child = path::index(path, index);
+        let Some(route) = route(r, item, &child) else {
+            continue;
+        };
+        if !seen.insert(route.to.clone()) {
+            r.issues
+                .push(&child, format!("{:?} is already a route", route.to));
+        }
+        routes.push(route);
+    }
+    (routes.len() == items.len()).then_some(Next::Routes(routes))
+}
+
+/// A route: a step id, or `{ to, when }`.
+fn route(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Route> {
+    match &node.value {
+        Value::String(_) => r.text(node, path).map(|to| Route { to, when: None }),
+        Value::Map(_) => {
+            let object = r.object(node, path, &["to", "when"])?;
+            let when = object
+                .get("when")
+                .map(|(value, child)| r.text(value, &child));
+            let to = match object.get("to") {
+                Some((value, child)) => r.text(value, &child),
+                None => {
+                    r.issues.push(path::child(path, "to"), "missing");
+                    None
+                }
+            };
+            Some(Route {
+                to: to?,
+                when: when.map(|when| when.ok_or(())).transpose().ok()?,
+            })
+        }
+        other => {
+            r.issues.push(
+                path,
+                format!(
+                    "expected a step id or {{ to, when }}, found {}",
+                    other.kind_name()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A role name, `initiator`, or a path (any value with a dot).
+fn person(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<PersonRef> {
+    let text = r.text(node, path)?;
+    if text == "initiator" {
+        return Some(PersonRef::Initiator);
+    }
+    if !text.contains('.') {
+        return Some(PersonRef::Role(text));
+    }
+    match data_path(&text) {
+        Some(data) => Some(PersonRef::Path(data)),
+        None => {
+            r.issues.push(
+                path,
+                format!("{text:?} is not a role name (role names have no dots) nor a path of the form inputs.<field> or steps.<id>.output.<field>"),
+            );
+            None
+        }
+    }
+}
+
+/// `inputs.<field>` or `steps.<id>.output.<field>`.
+fn data_path(text: &str) -> Option<DataPath> {
+    if let Some(field) = text.strip_prefix("inputs.") {
+        return (!field.is_empty()).then(|| DataPath::Input(field.to_owned()));
+    }
+    let rest = text.strip_prefix("steps.")?;
+    let (step, field) = rest.split_once(".output.")?;
+    (!step.is_empty() && !step.contains('.') && !field.is_empty()).then(|| DataPath::Output {
+        step: step.to_owned(),
+        field: field.to_owned(),
+    })
+}
+
+/// An integer followed by `m`, `h` or `d`.
+fn duration(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Duration> {
+    let text = match &node.value {
+        Value::String(text) => text.as_str(),
+        Value::Number(text) => text.as_str(),
+        other => {
+            r.issues.push(
+                path,
+                format!(
+                    "expected a duration such as 30m, 4h or 3d, found {}",
+                    other.kind_name()
+                ),
+            );
+            return None;
+        }
+    };
+    match Duration::parse(text) {
+        Ok(duration) => Some(duration),
+        Err(DurationError::TooLong) => {
+            r.issues
+                .push(path, format!("{text:?} is longer than 100 years"));
+            None
+        }
+        Err(DurationError::Malformed) => {
+            r.issues.push(path, format!("{text:?} is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d"));
+            None
+        }
+    }
+}

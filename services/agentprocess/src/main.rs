@@ -1,0 +1,88 @@
+//! `agentprocess`: the command line for process authors and operators.
+
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Work with Agent Process files (PROCESS.md, protocol core-2).
+///
+/// A process is one PROCESS.md: YAML frontmatter between two `---` lines naming the
+/// process, its inputs and its steps, then a plain-language body. These commands
+/// check a file the way a process server does before it publishes it.
+#[derive(Debug, Parser)]
+#[command(name = "agentprocess", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check PROCESS.md files against every publication rule.
+    ///
+    /// Each PATH is a PROCESS.md or a folder holding one; in a folder, the process
+    /// `name` must equal the folder's name. Every issue in every file is printed as
+    /// `FILE:LINE:COLUMN: PATH: MESSAGE`. Exits 0 when every file would publish,
+    /// 1 when any is refused, 2 when a file cannot be read.
+    Validate {
+        /// PROCESS.md files or folders holding one.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Print one JSON object instead of lines of text.
+        #[arg(long)]
+        json: bool,
+        /// Validate as a server that does not offer this profile or optional tool
+        /// (repeat for several). By default everything is offered.
+        #[arg(long, value_enum, value_name = "CAPABILITY")]
+        without: Vec<Capability>,
+    },
+    /// Print the content hash of a PROCESS.md (the file must validate).
+    ///
+    /// SHA-256 over the RFC 8785 canonical JSON of the parsed frontmatter, one
+    /// newline, then the body exactly as written; lowercase hex. The same hash a
+    /// server records when it publishes the file.
+    Hash {
+        /// A PROCESS.md or a folder holding one.
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+    },
+}
+
+/// A profile or optional tool that a server may leave out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Capability {
+    /// The parallel-1 profile (`parallel:` steps).
+    #[value(name = "parallel-1")]
+    Parallel,
+    /// The check-1 profile (`check:` on agent and task steps).
+    #[value(name = "check-1")]
+    Check,
+    /// The upload tool (needed by `evidence: [file]`).
+    #[value(name = "upload")]
+    Upload,
+    /// The send_event tool (needed by `wait_for`).
+    #[value(name = "send_event")]
+    SendEvent,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Validate {
+            paths,
+            json,
+            without,
+        } => validate::run(&paths, json, &without),
+        Command::Hash { path } => validate::hash(&path),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("agentprocess: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
