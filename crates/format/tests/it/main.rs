@@ -1,0 +1,9 @@
+//! Integration tests of the format library: the conformance fixtures, one refusal
+//! per publication rule, the content hash against an independent implementation,
+//! and never a panic on any input.
+
+mod fixtures;
+mod fuzz;
+mod reference_hash;
+mod rules;
+mod support;

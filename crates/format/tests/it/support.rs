@@ -1,0 +1,76 @@
+//! Shared helpers: fixture paths and short ways to validate a document.
+
+use std::path::PathBuf;
+
+use agentprocess_format::{Capabilities, Options, ValidatedProcess, validate};
+
+/// `../shared/agentprocess` beside the repository.
+pub(crate) fn shared() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/agentprocess")
+}
+
+/// The twelve conformance fixtures: (folder name, PROCESS.md bytes).
+pub(crate) fn fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = shared().join("conformance/fixtures");
+    let mut found: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
+        .map(|entry| {
+            let path = entry.expect("a directory entry").path();
+            let name = path
+                .file_name()
+                .expect("a folder name")
+                .to_string_lossy()
+                .into_owned();
+            let bytes = std::fs::read(path.join("PROCESS.md")).expect("a PROCESS.md");
+            (name, bytes)
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found.len(),
+        12,
+        "expected the twelve conformance fixtures in {}",
+        dir.display()
+    );
+    found
+}
+
+/// Validates with every capability offered.
+pub(crate) fn publish(source: &str) -> Result<ValidatedProcess, Vec<String>> {
+    publish_with(source, Capabilities::ALL)
+}
+
+/// Validates as a server offering `capabilities`; issues as their displayed text.
+pub(crate) fn publish_with(
+    source: &str,
+    capabilities: Capabilities,
+) -> Result<ValidatedProcess, Vec<String>> {
+    validate(
+        source.as_bytes(),
+        &Options {
+            capabilities,
+            folder: None,
+        },
+    )
+    .map_err(|refusal| refusal.issues.iter().map(ToString::to_string).collect())
+}
+
+/// The issues of a document that must be refused.
+pub(crate) fn refuse(source: &str) -> Vec<String> {
+    match publish(source) {
+        Ok(_) => panic!("expected a refusal, but it published:\n{source}"),
+        Err(issues) => issues,
+    }
+}
+
+/// A whole document from a frontmatter body (without the fences).
+pub(crate) fn doc(frontmatter: &str) -> String {
+    format!("---\n{frontmatter}---\n# Body\n")
+}
+
+/// A valid document's frontmatter with `steps` replaced.
+pub(crate) fn with_steps(steps: &str) -> String {
+    doc(&format!(
+        "name: sample\ndescription: A sample process.\nsteps:\n{steps}"
+    ))
+}
