@@ -119,6 +119,12 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
             ),
         ))
     })?;
+    if text.starts_with('\u{feff}') {
+        return Err(refuse(Issue::new(
+            "",
+            "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one so that its first line is `---`",
+        )));
+    }
     let parts = split::split(text).map_err(refuse)?;
     // The frontmatter starts on the file's second line.
     let read = yaml::read(parts.frontmatter, 2);

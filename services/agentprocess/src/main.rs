@@ -13,7 +13,16 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// process, its inputs and its steps, then a plain-language body. These commands
 /// check a file the way a process server does before it publishes it.
 #[derive(Debug, Parser)]
-#[command(name = "agentprocess", version, propagate_version = true)]
+#[command(
+    name = "agentprocess",
+    version,
+    propagate_version = true,
+    after_long_help = "Examples:\n  \
+        agentprocess validate processes/supplier-onboarding\n  \
+        agentprocess validate --json processes/*/\n  \
+        agentprocess validate --without check-1 PROCESS.md\n  \
+        agentprocess hash processes/supplier-onboarding"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -34,6 +34,12 @@ fn the_file_needs_frontmatter_and_utf8() {
         &["frontmatter is not closed: no line `---` after the first"],
     );
     refused("---\n---\nbody\n", &["the frontmatter is empty"]);
+    refused(
+        "\u{feff}---\nname: a\n---\n",
+        &[
+            "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one so that its first line is `---`",
+        ],
+    );
     let not_utf8 = agentprocess_format::validate(b"---\nname: \xff\n---\n", &Default::default())
         .expect_err("refused");
     assert_eq!(
