@@ -43,8 +43,8 @@ impl Default for Capabilities {
 }
 
 /// Refuses each key whose profile or tool is not offered.
-pub(crate) fn check(offered: Capabilities, steps: &[(String, &Step)], issues: &mut Issues) {
-    for (at, step) in steps {
+pub(crate) fn check(offered: Capabilities, paths: &[String], steps: &[Step], issues: &mut Issues) {
+    for (at, step) in paths.iter().zip(steps) {
         if !offered.parallel && matches!(step.kind, StepKind::Parallel(_)) {
             issues.push(
                 path::child(at, "parallel"),

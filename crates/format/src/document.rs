@@ -234,7 +234,7 @@ pub enum Next {
 /// One route of a `next` list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
-    /// `to`: the step id.
+    /// `to`: the step id, or `join` inside a parallel branch.
     pub to: String,
     /// `when`: a plain-language label, not enforced.
     pub when: Option<String>,

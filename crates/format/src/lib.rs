@@ -141,7 +141,7 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
         });
     };
 
-    let mut draft = frontmatter::draft(
+    let draft = frontmatter::draft(
         &mut Reader {
             issues: &mut issues,
         },
@@ -154,23 +154,18 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
         draft.uses_parallel,
         &mut issues,
     );
-    let paths: Vec<String> = draft.steps.iter().map(|slot| slot.path.clone()).collect();
-    let steps_readable = draft.steps.iter().all(|slot| slot.step.is_some());
-    let mut steps: Vec<Step> = draft
+    let readable = draft.steps.iter().all(|slot| slot.step.is_some());
+    let (paths, mut steps): (Vec<String>, Vec<Step>) = draft
         .steps
-        .iter_mut()
-        .filter_map(|slot| slot.step.take())
-        .collect();
-    capabilities::check(
-        options.capabilities,
-        &paths.iter().cloned().zip(steps.iter()).collect::<Vec<_>>(),
-        &mut issues,
-    );
+        .into_iter()
+        .filter_map(|slot| Some((slot.path, slot.step?)))
+        .unzip();
+    capabilities::check(options.capabilities, &paths, &steps, &mut issues);
     let ids_unique = {
         let mut seen = std::collections::HashSet::new();
         steps.iter().all(|step| seen.insert(step.id.as_str()))
     };
-    if steps_readable && ids_unique && !steps.is_empty() {
+    if readable && ids_unique && !steps.is_empty() {
         graph::check(&mut steps, &paths, draft.uses_parallel, &mut issues);
     }
 

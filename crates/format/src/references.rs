@@ -24,7 +24,11 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
             first.insert(id, index);
         }
     }
-    let exists = |id: &str| first.contains_key(id) || (uses_parallel && id == "join");
+    // `join` is a target of `next` and `on_timeout` in a process that uses parallel-1,
+    // never of `on_reject` or `parallel:`.
+    let exists = |id: &str, join_allowed: bool| {
+        first.contains_key(id) || (join_allowed && uses_parallel && id == "join")
+    };
     let steps: HashMap<&str, &Step> = slots
         .iter()
         .filter_map(|slot| slot.step.as_ref())
@@ -33,37 +37,37 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
 
     for slot in slots {
         let Some(step) = &slot.step else { continue };
-        let mut target = |key: String, id: &str| {
-            if !exists(id) {
+        let mut target = |key: String, id: &str, join_allowed: bool| {
+            if !exists(id, join_allowed) {
                 issues.push(key, format!("no step {id:?}"));
             }
         };
         match &step.next {
-            Some(Next::Step(id)) => target(path::child(&slot.path, "next"), id),
+            Some(Next::Step(id)) => target(path::child(&slot.path, "next"), id, true),
             Some(Next::Routes(routes)) => {
                 for (index, route) in routes.iter().enumerate() {
                     target(
                         path::index(&path::child(&slot.path, "next"), index),
                         &route.to,
+                        true,
                     );
                 }
             }
             Some(Next::Join) | None => {}
         }
         if let Some(id) = &step.on_reject {
-            target(path::child(&slot.path, "on_reject"), id);
+            target(path::child(&slot.path, "on_reject"), id, false);
         }
         if let Some(id) = &step.on_timeout {
-            target(path::child(&slot.path, "on_timeout"), id);
+            target(path::child(&slot.path, "on_timeout"), id, true);
         }
         if let StepKind::Parallel(entries) = &step.kind {
             for (index, id) in entries.iter().enumerate() {
-                if !first.contains_key(id.as_str()) {
-                    issues.push(
-                        path::index(&path::child(&slot.path, "parallel"), index),
-                        format!("no step {id:?}"),
-                    );
-                }
+                target(
+                    path::index(&path::child(&slot.path, "parallel"), index),
+                    id,
+                    false,
+                );
             }
         }
         if let Some(PersonRef::Path(data)) = &step.person {

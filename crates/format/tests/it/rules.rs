@@ -703,6 +703,46 @@ fn join_only_inside_a_branch_and_no_step_named_join() {
 }
 
 #[test]
+fn join_is_not_a_target_of_on_reject_or_parallel() {
+    refused(
+        &parallel(
+            "  - id: a\n    agent: A.\n    next: join\n  - id: b\n    approve: B?\n    person: ops\n    on_reject: join\n    next: join\n",
+        ),
+        &["steps[3] (b).on_reject: no step \"join\""],
+    );
+    refused(
+        &with_steps(
+            "  - id: fork\n    parallel: [a, join]\n    next: done\n  - id: a\n    agent: A.\n    next: join\n  - id: done\n    finish: ok\n",
+        ),
+        &["steps[0] (fork).parallel[1]: no step \"join\""],
+    );
+}
+
+#[test]
+fn a_broken_step_does_not_shift_the_place_of_later_issues() {
+    let source = with_steps(&format!(
+        "  - id: start\n    agent: A.\n    task: B.\n{FORK_AT_1}"
+    ));
+    let issues = crate::support::publish_with(
+        &source,
+        agentprocess_format::Capabilities {
+            parallel: false,
+            ..agentprocess_format::Capabilities::ALL
+        },
+    )
+    .expect_err("refused");
+    assert_eq!(
+        issues,
+        [
+            "steps[0] (start): has 2 kind keys (agent, task); a step has exactly one",
+            "steps[1] (fork).parallel: needs the parallel-1 profile, which this server does not offer",
+        ]
+    );
+}
+
+const FORK_AT_1: &str = "  - id: fork\n    parallel: [a, b]\n    next: done\n  - id: a\n    agent: A.\n    next: join\n  - id: b\n    agent: B.\n    next: join\n  - id: done\n    finish: ok\n";
+
+#[test]
 fn no_nesting() {
     refused(
         &with_steps(&format!(
@@ -905,8 +945,8 @@ steps:\n  \
     finish: done\n\
 ---\n";
     let expected = [
-        "name: \"Bad_Name\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$",
         "description: missing",
+        "name: \"Bad_Name\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$",
         "inputs.amount: \"money\" is not a type; expected one of string, number, boolean, date, datetime, list, object, person",
         "colour: unknown field",
         "steps[0] (check_vendor).evidence[0]: \"pdf\" is not an evidence kind; expected file or link",
@@ -917,10 +957,6 @@ steps:\n  \
         "steps[1] (approve).timeout: not allowed on an approve step",
         "steps[2] (approve).id: \"approve\" is already the id of steps[1]",
     ];
-    let mut got = refuse(source);
-    // `description: missing` belongs to the file as a whole and sorts by its path.
-    got.sort_by_key(|issue| !issue.starts_with("description"));
-    let mut want: Vec<&str> = expected.to_vec();
-    want.sort_by_key(|issue| !issue.starts_with("description"));
-    assert_eq!(got, want);
+    // `description: missing` has no place in the file, so it comes first.
+    assert_eq!(refuse(source), expected);
 }
