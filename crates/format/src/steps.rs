@@ -11,17 +11,8 @@ use crate::path;
 use crate::read::{Object, Reader, STEP_ID_PATTERN, is_step_id};
 use crate::yaml::{Node, Value};
 
-/// Every key a step may have, kind keys first.
-const STEP_KEYS: [&str; 19] = [
-    "id",
-    "agent",
-    "task",
-    "approve",
-    "wait",
-    "wait_until",
-    "wait_for",
-    "finish",
-    "parallel",
+/// The keys a step may have besides `id` and its kind key.
+const OPTIONAL_KEYS: [&str; 10] = [
     "output",
     "evidence",
     "next",
@@ -78,7 +69,12 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
     let path = path::step(index, label);
     r.issues.locate(&bare, node.position);
     r.issues.locate(&path, node.position);
-    let Some(object) = r.object(node, &path, &STEP_KEYS) else {
+    let known: Vec<&str> = ["id"]
+        .into_iter()
+        .chain(StepKind::KEYS)
+        .chain(OPTIONAL_KEYS)
+        .collect();
+    let Some(object) = r.object(node, &path, &known) else {
         return StepSlot {
             path,
             id: None,
@@ -130,72 +126,27 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
         }
     };
     let kind_key = kind.as_ref().map(StepKind::key);
-    let permitted = |r: &mut Reader<'_>, key: &str| -> bool {
-        match kind_key {
-            _ if !object.has(key) => false,
-            Some(kind) if !allowed(kind).contains(&key) => {
-                r.issues.push(
-                    path::child(&path, key),
-                    format!("not allowed on {} {kind} step", article(kind)),
-                );
-                false
-            }
-            _ => true,
+    // The value of an optional key, when present and allowed on this kind.
+    let optional = |r: &mut Reader<'_>, key: &str| match kind_key {
+        Some(kind) if object.has(key) && !allowed(kind).contains(&key) => {
+            r.issues.push(
+                path::child(&path, key),
+                format!("not allowed on {} {kind} step", article(kind)),
+            );
+            None
         }
+        _ => object.get(key),
     };
-
-    let output = if permitted(r, "output") {
-        object.get("output").map(|(v, c)| fields(r, v, &c))
-    } else {
-        None
-    };
-    let evidence = if permitted(r, "evidence") {
-        object.get("evidence").and_then(|(v, c)| evidence(r, v, &c))
-    } else {
-        None
-    };
-    let next = if permitted(r, "next") {
-        object
-            .get("next")
-            .and_then(|(v, c)| next(r, v, &c, kind_key, uses_parallel))
-    } else {
-        None
-    };
-    let person = if permitted(r, "person") {
-        object.get("person").and_then(|(v, c)| person(r, v, &c))
-    } else {
-        None
-    };
-    let on_reject = if permitted(r, "on_reject") {
-        object.get("on_reject").and_then(|(v, c)| r.text(v, &c))
-    } else {
-        None
-    };
-    let due = if permitted(r, "due") {
-        object.get("due").and_then(|(v, c)| duration(r, v, &c))
-    } else {
-        None
-    };
-    let timeout = if permitted(r, "timeout") {
-        object.get("timeout").and_then(|(v, c)| duration(r, v, &c))
-    } else {
-        None
-    };
-    let on_timeout = if permitted(r, "on_timeout") {
-        object.get("on_timeout").and_then(|(v, c)| r.text(v, &c))
-    } else {
-        None
-    };
-    let check = if permitted(r, "check") {
-        object.get("check").and_then(|(v, c)| check(r, v, &c))
-    } else {
-        None
-    };
-    let advisory = if permitted(r, "advisory") {
-        object.get("advisory").and_then(|(v, c)| r.boolean(v, &c))
-    } else {
-        None
-    };
+    let output = optional(r, "output").map(|(v, c)| fields(r, v, &c));
+    let evidence = optional(r, "evidence").and_then(|(v, c)| evidence(r, v, &c));
+    let next = optional(r, "next").and_then(|(v, c)| next(r, v, &c, kind_key, uses_parallel));
+    let person = optional(r, "person").and_then(|(v, c)| person(r, v, &c));
+    let on_reject = optional(r, "on_reject").and_then(|(v, c)| r.text(v, &c));
+    let due = optional(r, "due").and_then(|(v, c)| duration(r, v, &c));
+    let timeout = optional(r, "timeout").and_then(|(v, c)| duration(r, v, &c));
+    let on_timeout = optional(r, "on_timeout").and_then(|(v, c)| r.text(v, &c));
+    let check = optional(r, "check").and_then(|(v, c)| check(r, v, &c));
+    let advisory = optional(r, "advisory").and_then(|(v, c)| r.boolean(v, &c));
 
     if matches!(kind_key, Some("task" | "approve")) && !object.has("person") {
         r.issues.push(
