@@ -3,7 +3,7 @@
 
 use agentprocess_format::{Capabilities, Options, validate};
 
-use crate::support::{fixtures, shared};
+use crate::support::{fixtures, official_schema};
 
 #[test]
 fn all_twelve_fixtures_publish_with_their_folder_name() {
@@ -149,10 +149,7 @@ fn a_folder_name_must_match() {
 
 #[test]
 fn parsed_frontmatter_of_every_fixture_meets_the_official_schema() {
-    let path = shared().join("schemas/core-2/process-document.json");
-    let schema: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).expect("the official schema")).expect("JSON");
-    let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
+    let validator = official_schema();
     for (name, bytes) in fixtures() {
         let process = validate(&bytes, &Options::default()).expect("publishes");
         let errors: Vec<String> = validator

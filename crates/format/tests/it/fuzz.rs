@@ -9,7 +9,10 @@ use crate::support::fixtures;
 /// Whatever the input, validation returns, and a refusal always says why.
 fn holds(bytes: &[u8]) {
     match validate(bytes, &Options::default()) {
-        Ok(process) => assert_eq!(process.content_hash().len(), 64),
+        Ok(process) => {
+            assert_eq!(process.content_hash().len(), 64);
+            assert!(crate::support::official_schema().is_valid(process.frontmatter()));
+        }
         Err(refusal) => {
             assert!(!refusal.issues.is_empty());
             assert!(refusal.issues.iter().all(|issue| !issue.message.is_empty()));

@@ -1,6 +1,7 @@
 //! Shared helpers: fixture paths and short ways to validate a document.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use agentprocess_format::{Capabilities, Options, ValidatedProcess, validate};
 
@@ -40,19 +41,47 @@ pub(crate) fn publish(source: &str) -> Result<ValidatedProcess, Vec<String>> {
     publish_with(source, Capabilities::ALL)
 }
 
+/// The official `process-document.json` schema, compiled once.
+pub(crate) fn official_schema() -> &'static jsonschema::Validator {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let path = shared().join("schemas/core-2/process-document.json");
+        let schema: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("the official schema"))
+                .expect("JSON");
+        jsonschema::draft202012::new(&schema).expect("a valid schema")
+    })
+}
+
 /// Validates as a server offering `capabilities`; issues as their displayed text.
+/// Whatever publishes must also meet the official schema.
 pub(crate) fn publish_with(
     source: &str,
     capabilities: Capabilities,
 ) -> Result<ValidatedProcess, Vec<String>> {
-    validate(
+    let process = validate(
         source.as_bytes(),
         &Options {
             capabilities,
             folder: None,
         },
     )
-    .map_err(|refusal| refusal.issues.iter().map(ToString::to_string).collect())
+    .map_err(|refusal| {
+        refusal
+            .issues
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    })?;
+    let errors: Vec<String> = official_schema()
+        .iter_errors(process.frontmatter())
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "published, but the official schema refuses it: {errors:?}\n{source}"
+    );
+    Ok(process)
 }
 
 /// The issues of a document that must be refused.
