@@ -19,6 +19,7 @@ pub mod values;
 mod yaml;
 
 use std::fmt;
+use std::rc::Rc;
 
 pub use capabilities::Capabilities;
 pub use document::{
@@ -95,9 +96,16 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Reads and validates a `PROCESS.md` against spec §2 and the profiles `options`
-/// offers. Never panics; returns the process or every issue found.
-pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess, Refusal> {
+/// What every reading of a file shares: the body and the YAML tree, with the issues
+/// that did not stop reading.
+struct Source<'a> {
+    body: &'a str,
+    root: Rc<yaml::Node>,
+    issues: Issues,
+}
+
+/// Size and UTF-8 limits, the fences, and the YAML under the core schema.
+fn read_source(source: &[u8]) -> Result<Source<'_>, Refusal> {
     let refuse = |issue: Issue| Refusal {
         issues: vec![issue],
     };
@@ -132,15 +140,45 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
     for issue in read.issues {
         issues.push_issue(issue);
     }
-    let Some(root) = read.root else {
-        if issues.is_empty() {
-            issues.push("", "the frontmatter is empty");
+    match read.root {
+        Some(root) => Ok(Source {
+            body: parts.body,
+            root,
+            issues,
+        }),
+        None => {
+            if issues.is_empty() {
+                issues.push("", "the frontmatter is empty");
+            }
+            Err(Refusal {
+                issues: issues.finish(),
+            })
         }
+    }
+}
+
+/// The frontmatter as JSON, read under the YAML 1.2 core schema with the same limits
+/// and refusals as [`validate`] (duplicate keys, non-string keys, numbers a double
+/// cannot hold, unsupported tags), but without the publication rules. For tools that
+/// need the data of a file that may not publish.
+pub fn read_frontmatter(source: &[u8]) -> Result<serde_json::Value, Refusal> {
+    let Source { root, issues, .. } = read_source(source)?;
+    if !issues.is_empty() {
         return Err(Refusal {
             issues: issues.finish(),
         });
-    };
+    }
+    Ok(json::to_json(&root))
+}
 
+/// Reads and validates a `PROCESS.md` against spec §2 and the profiles `options`
+/// offers. Never panics; returns the process or every issue found.
+pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess, Refusal> {
+    let Source {
+        body,
+        root,
+        mut issues,
+    } = read_source(source)?;
     let draft = frontmatter::draft(
         &mut Reader {
             issues: &mut issues,
@@ -172,7 +210,7 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
     match (draft.name, draft.description) {
         (Some(name), Some(description)) if issues.is_empty() => {
             let frontmatter = json::to_json(&root);
-            let content_hash = hash::content_hash(&frontmatter, parts.body);
+            let content_hash = hash::content_hash(&frontmatter, body);
             let document = ProcessDocument {
                 name,
                 description,
@@ -183,7 +221,7 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
             Ok(ValidatedProcess {
                 document,
                 frontmatter,
-                body: parts.body.to_owned(),
+                body: body.to_owned(),
                 content_hash,
             })
         }

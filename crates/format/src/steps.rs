@@ -125,7 +125,11 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
             None
         }
     };
-    let kind_key = kind.as_ref().map(StepKind::key);
+    // Judge the optional keys by the kind key written, even when its value is broken.
+    let kind_key: Option<&str> = match kinds.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    };
     // The value of an optional key, when present and allowed on this kind.
     let optional = |r: &mut Reader<'_>, key: &str| match kind_key {
         Some(kind) if object.has(key) && !allowed(kind).contains(&key) => {

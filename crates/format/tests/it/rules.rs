@@ -266,6 +266,14 @@ fn only_the_optional_keys_a_kind_allows() {
 
 #[test]
 fn kind_values() {
+    // The optional keys are judged by the kind key even when its value is broken.
+    refused(
+        &steps("  - id: work\n    agent: ''\n    person: ops\n"),
+        &[
+            "steps[0] (work).agent: must not be blank",
+            "steps[0] (work).person: not allowed on an agent step",
+        ],
+    );
     refused(
         &steps("  - id: work\n    agent: ''\n"),
         &["steps[0] (work).agent: must not be blank"],
