@@ -7,3 +7,4 @@ mod fuzz;
 mod reference_hash;
 mod rules;
 mod support;
+mod yaml_crates;
