@@ -25,6 +25,20 @@ impl ProcessDocument {
     pub fn step(&self, id: &str) -> Option<&Step> {
         self.steps.iter().find(|step| step.id == id)
     }
+
+    /// The role names in `person:`, each once, in order of first use: what an importer
+    /// maps to groups (spec §7).
+    pub fn roles(&self) -> Vec<&str> {
+        let mut roles: Vec<&str> = Vec::new();
+        for step in &self.steps {
+            if let Some(PersonRef::Role(role)) = &step.person
+                && !roles.contains(&role.as_str())
+            {
+                roles.push(role);
+            }
+        }
+        roles
+    }
 }
 
 /// Named fields in the order written (spec §2.3).

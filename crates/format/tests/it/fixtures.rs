@@ -195,3 +195,29 @@ fn typed_documents_carry_the_defaults() {
         Some("draft")
     );
 }
+
+#[test]
+fn role_names_to_bind_at_import() {
+    let roles = |name: &str| {
+        let (_, bytes) = fixtures()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .expect("fixture");
+        let process = validate(&bytes, &Options::default()).expect("publishes");
+        process
+            .document()
+            .roles()
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        roles("contract-review"),
+        ["legal-reviewer", "finance-reviewer", "authorized-signatory"]
+    );
+    assert_eq!(
+        roles("customer-offboarding"),
+        ["account-owner", "finance-collections", "data-steward"]
+    );
+    assert_eq!(roles("expense-reimbursement"), ["accounts-payable"]);
+}
