@@ -299,8 +299,10 @@ impl<'s> Graph<'s> {
                 issues.push(
                     at,
                     format!(
-                        "is in more than one parallel branch (entered at {:?} and {:?})",
+                        "is in more than one parallel branch: {:?} → {:?} and {:?} → {:?}",
+                        id(first.0),
                         id(first.1),
+                        id(second.0),
                         id(second.1)
                     ),
                 );

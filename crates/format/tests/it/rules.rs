@@ -644,7 +644,19 @@ fn no_step_is_in_two_branches() {
         &parallel(
             "  - id: a\n    agent: A.\n    next: shared\n  - id: b\n    agent: B.\n    next: shared\n  - id: shared\n    agent: S.\n    next: join\n",
         ),
-        &["steps[4] (shared): is in more than one parallel branch (entered at \"a\" and \"b\")"],
+        &[
+            "steps[4] (shared): is in more than one parallel branch: \"fork\" → \"a\" and \"fork\" → \"b\"",
+        ],
+    );
+}
+
+#[test]
+fn two_parallel_steps_cannot_share_an_entry() {
+    refused(
+        &with_steps(
+            "  - id: one\n    parallel: [a, b]\n    next: two\n  - id: two\n    parallel: [a, c]\n    next: done\n  - id: a\n    agent: A.\n    next: join\n  - id: b\n    agent: B.\n    next: join\n  - id: c\n    agent: C.\n    next: join\n  - id: done\n    finish: ok\n",
+        ),
+        &["steps[2] (a): is in more than one parallel branch: \"one\" → \"a\" and \"two\" → \"a\""],
     );
 }
 
