@@ -39,6 +39,19 @@ pub(crate) fn from_yaml(text: &str) -> Yaml {
     }
 }
 
+/// The core schema's integer forms: `[-+]?[0-9]+`, `0o[0-7]+`, `0x[0-9a-fA-F]+`.
+pub(crate) fn is_int_form(text: &str) -> bool {
+    let digits = |s: &str, radix: u32| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
+    digits(text.strip_prefix(['-', '+']).unwrap_or(text), 10)
+        || text.strip_prefix("0o").is_some_and(|s| digits(s, 8))
+        || text.strip_prefix("0x").is_some_and(|s| digits(s, 16))
+}
+
+/// The core schema's float forms, which include plain decimal integers.
+pub(crate) fn is_float_form(text: &str) -> bool {
+    decimal(text).is_some()
+}
+
 /// The digits of `0x…` or `0o…` as decimal text: `None` when they are not of that
 /// form, `Some(None)` when they are too large to convert.
 fn radix(digits: &str, radix: u32) -> Option<Option<String>> {

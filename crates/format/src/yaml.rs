@@ -69,9 +69,13 @@ pub(crate) struct Read {
     pub(crate) issues: Vec<Issue>,
 }
 
+/// Most characters outside YAML's printable set reported from one document.
+const MAX_UNPRINTABLE_REPORTED: usize = 20;
+
 /// Reads `text`, whose first line is line `first_line` of the file.
 pub(crate) fn read(text: &str, first_line: usize) -> Read {
     let mut builder = Builder::new(first_line);
+    builder.issues.extend(unprintable(text, first_line));
     let mut parser = Parser::new_from_str(text);
     let mut documents = 0;
     loop {
@@ -125,6 +129,33 @@ pub(crate) fn read(text: &str, first_line: usize) -> Read {
         root: builder.root,
         issues: builder.issues,
     }
+}
+
+/// YAML streams hold only printable characters (YAML 1.2.2 §5.1): tab, line feed,
+/// carriage return, U+0020–U+007E, U+0085, U+00A0–U+D7FF, U+E000–U+FFFD and above.
+/// The parser lets the others through, so they are refused here, each where it is.
+fn unprintable(text: &str, first_line: usize) -> Vec<Issue> {
+    let printable = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}')
+            || c >= '\u{10000}'
+    };
+    text.split('\n')
+        .enumerate()
+        .flat_map(|(line, content)| {
+            content.chars().enumerate().filter(|&(_, c)| !printable(c)).map(move |(column, c)| {
+                Issue::at(
+                    "",
+                    format!(
+                        "the frontmatter holds the character U+{:04X}, which YAML does not allow; \
+                         write it as an escape in a double-quoted string",
+                        u32::from(c)
+                    ),
+                    Position { line: first_line + line, column: column + 1 },
+                )
+            })
+        })
+        .take(MAX_UNPRINTABLE_REPORTED)
+        .collect()
 }
 
 /// A list or mapping being read.
@@ -383,12 +414,14 @@ fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, S
             "str" => Ok(Value::String(text.to_owned())),
             "null" | "bool" | "int" | "float" => {
                 let value = resolve_plain(text)?;
-                let matches = matches!(
-                    (&value, tag.suffix.as_str()),
-                    (Value::Null, "null")
-                        | (Value::Bool(_), "bool")
-                        | (Value::Number(_), "int" | "float")
-                );
+                // `!!float` takes the core schema's float forms, which include plain
+                // decimal integers; `!!int` takes only the integer forms.
+                let matches = match (&value, tag.suffix.as_str()) {
+                    (Value::Null, "null") | (Value::Bool(_), "bool") => true,
+                    (Value::Number(_), "int") => number::is_int_form(text),
+                    (Value::Number(_), "float") => number::is_float_form(text),
+                    _ => false,
+                };
                 if matches {
                     Ok(value)
                 } else {
@@ -526,6 +559,9 @@ mod tests {
         assert!(matches!(scalar("!!str 12"), Value::String(s) if s == "12"));
         assert!(matches!(scalar("! 12"), Value::String(s) if s == "12"));
         assert!(matches!(scalar("!!int 12"), Value::Number(s) if s == "12"));
+        assert!(matches!(scalar("!!int 0x1F"), Value::Number(s) if s == "31"));
+        assert!(matches!(scalar("!!float 012"), Value::Number(s) if s == "12"));
+        assert!(matches!(scalar("!!float 1.50"), Value::Number(s) if s == "1.50"));
     }
 
     #[test]
@@ -654,6 +690,31 @@ mod tests {
             issues("v: !!int x\n"),
             ["v: \"x\" is not a valid !!int@1:4"]
         );
+        assert_eq!(
+            issues("v: !!int 1.50\n"),
+            ["v: \"1.50\" is not a valid !!int@1:4"]
+        );
+        assert_eq!(
+            issues("v: !!int 1e3\n"),
+            ["v: \"1e3\" is not a valid !!int@1:4"]
+        );
+        assert_eq!(
+            issues("v: !!float 0xff\n"),
+            ["v: \"0xff\" is not a valid !!float@1:4"]
+        );
+    }
+
+    #[test]
+    fn unprintable_characters_are_refused_where_they_are() {
+        assert_eq!(
+            issues("a: x\u{1}y\nb: \"\u{7f}\"\n"),
+            [
+                "the frontmatter holds the character U+0001, which YAML does not allow; write it as an escape in a double-quoted string@1:5",
+                "the frontmatter holds the character U+007F, which YAML does not allow; write it as an escape in a double-quoted string@2:5",
+            ]
+        );
+        // Escapes are fine, and so is everything printable.
+        assert!(issues("a: \"\\x01 \\u007f\"\nb: \"Zürich \u{85} 東京 😀\"\n").is_empty());
     }
 
     #[test]
