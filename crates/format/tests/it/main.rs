@@ -8,3 +8,4 @@ mod reference_hash;
 mod rules;
 mod support;
 mod yaml_crates;
+mod yaml_differential;

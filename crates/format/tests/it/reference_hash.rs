@@ -8,18 +8,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use agentprocess_format::{Options, ValidatedProcess, validate};
+
+use crate::support::{TempDir, reference_hash_command};
 
 /// The crate folder, `crates/format`.
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `tests/reference`, where `hash.mjs` and its `node_modules` live.
-fn reference_dir() -> PathBuf {
-    manifest_dir().join("tests").join("reference")
 }
 
 /// Every `PROCESS.md` under `shared/agentprocess/conformance/fixtures`, sorted.
@@ -46,30 +43,6 @@ fn fixture_files() -> Vec<PathBuf> {
         files.len()
     );
     files
-}
-
-/// A fresh folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "agentprocess-reference-hash-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir)
-            .unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// CRLF line ends everywhere, non-ASCII text, strings that look like numbers, numbers
@@ -162,16 +135,7 @@ A body with a final newline.
 /// Runs `node tests/reference/hash.mjs ARGS...`; fails the test if node or the
 /// packages are missing.
 fn run_reference(args: &[&Path], canonical: bool) -> Output {
-    let reference = reference_dir();
-    let node_modules = reference.join("node_modules");
-    assert!(
-        node_modules.join("yaml").is_dir() && node_modules.join("canonicalize").is_dir(),
-        "the reference hash's npm packages are not installed in {}: run scripts/test \
-         (it runs scripts/install-test-deps, which runs npm ci there)",
-        node_modules.display()
-    );
-    let mut command = Command::new("node");
-    command.arg(reference.join("hash.mjs"));
+    let mut command = reference_hash_command();
     if canonical {
         command.arg("--canonical");
     }
@@ -189,7 +153,7 @@ fn our_canonical(process: &ValidatedProcess) -> String {
 
 #[test]
 fn content_hash_matches_an_independent_rfc8785_implementation() {
-    let temp = TempDir::new();
+    let temp = TempDir::new("reference-hash");
     let mut files = fixture_files();
     for (name, bytes) in [
         ("crlf-unicode-numbers.md", crlf_unicode_numbers()),

@@ -1,6 +1,8 @@
-//! Shared helpers: fixture paths and short ways to validate a document.
+//! Shared helpers: fixture paths, short ways to validate a document, and the
+//! independent reference implementation in `tests/reference`.
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::OnceLock;
 
 use agentprocess_format::{Capabilities, Options, ValidatedProcess, validate};
@@ -102,4 +104,45 @@ pub(crate) fn with_steps(steps: &str) -> String {
     doc(&format!(
         "name: sample\ndescription: A sample process.\nsteps:\n{steps}"
     ))
+}
+
+/// A fresh folder under the system temp dir, removed when dropped.
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    /// `agentprocess-<label>-<pid>-<nanos>` under the system temp dir.
+    pub(crate) fn new(label: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "agentprocess-{label}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `node tests/reference/hash.mjs`, ready for arguments (see that script for its
+/// modes). Fails the test, never skips it, when the npm packages are missing.
+pub(crate) fn reference_hash_command() -> Command {
+    let reference = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
+    let node_modules = reference.join("node_modules");
+    assert!(
+        node_modules.join("yaml").is_dir() && node_modules.join("canonicalize").is_dir(),
+        "the reference hash's npm packages are not installed in {}: run scripts/test \
+         (it runs scripts/install-test-deps, which runs npm ci there)",
+        node_modules.display()
+    );
+    let mut command = Command::new("node");
+    command.arg(reference.join("hash.mjs"));
+    command
 }

@@ -6,12 +6,19 @@
 // keys refused), `canonicalize` (RFC 8785) and node:crypto. It shares nothing with
 // the Rust implementation.
 //
-// Usage: node hash.mjs [--canonical] FILE...
+// Usage: node hash.mjs [--canonical | --json-lines] FILE...
 //   prints one line per file: `<sha256hex> <path>`
 //   with --canonical, prints `<path>\t<canonical JSON of the frontmatter>` instead
 //   (for diagnosing a mismatch).
 // Exits 1 if any file cannot be read, split or parsed (a message goes to stderr and
 // no line is printed for that file), 2 on a usage error.
+//
+//   with --json-lines, prints one JSON object per file and line, in the order given:
+//   `{"path", "canonical"}` when the file reads, `{"path", "error", "codes"}` when it
+//   does not (`codes` are the `yaml` package's error codes, e.g. "DUPLICATE_KEY";
+//   empty when the failure is not a YAML error). One failing file does not stop the
+//   others, and the exit code is 0 (2 on a usage error), so that one node process can
+//   judge a whole batch.
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -60,10 +67,18 @@ function split(bytes) {
   throw new Error('frontmatter is not closed: no line `---` after the first');
 }
 
+/** A failure to read YAML, with the `yaml` package's error codes. */
+class YamlError extends Error {
+  constructor(errors) {
+    super(`YAML: ${errors.map((error) => error.message).join('; ')}`);
+    this.codes = errors.map((error) => error.code);
+  }
+}
+
 function canonicalFrontmatter(text) {
   const doc = parseDocument(text, { schema: 'core', version: '1.2', uniqueKeys: true });
   if (doc.errors.length > 0) {
-    throw new Error(`YAML: ${doc.errors.map((error) => error.message).join('; ')}`);
+    throw new YamlError(doc.errors);
   }
   const value = doc.toJS();
   const canonical = canonicalize(value);
@@ -99,12 +114,29 @@ function run(files, showCanonical) {
   process.exitCode = failed ? 1 : 0;
 }
 
+function runJsonLines(files) {
+  const lines = files.map((file) => {
+    try {
+      const { frontmatter } = split(readFileSync(file));
+      return JSON.stringify({ path: file, canonical: canonicalFrontmatter(frontmatter) });
+    } catch (error) {
+      // `yaml` may cut a line of context inside a surrogate pair: keep the JSON well formed.
+      const message = String(error.message).toWellFormed();
+      return JSON.stringify({ path: file, error: message, codes: error.codes ?? [] });
+    }
+  });
+  process.stdout.write(lines.map((line) => `${line}\n`).join(''));
+  process.exitCode = 0;
+}
+
 const args = process.argv.slice(2);
-const showCanonical = args[0] === '--canonical';
-const files = showCanonical ? args.slice(1) : args;
+const mode = ['--canonical', '--json-lines'].includes(args[0]) ? args[0] : null;
+const files = mode === null ? args : args.slice(1);
 if (files.length === 0) {
-  process.stderr.write('usage: node hash.mjs [--canonical] FILE...\n');
+  process.stderr.write('usage: node hash.mjs [--canonical | --json-lines] FILE...\n');
   process.exitCode = 2;
+} else if (mode === '--json-lines') {
+  runJsonLines(files);
 } else {
-  run(files, showCanonical);
+  run(files, mode === '--canonical');
 }
