@@ -85,11 +85,9 @@ pub(crate) fn read(text: &str, first_line: usize) -> Read {
             Some(Err(error)) => {
                 let marker = error.marker();
                 let position = builder.position_of(marker.line(), marker.col());
-                builder.issues.push(Issue::at(
-                    "",
-                    format!("YAML syntax: {}", error.info()),
-                    position,
-                ));
+                builder
+                    .issues
+                    .push(Issue::at("", syntax_error(error.info()), position));
                 return builder.stop();
             }
         };
@@ -156,6 +154,17 @@ fn unprintable(text: &str, first_line: usize) -> Vec<Issue> {
         })
         .take(MAX_UNPRINTABLE_REPORTED)
         .collect()
+}
+
+/// The parser's message, with a hint where the parser is stricter than YAML 1.2:
+/// saphyr-parser 0.3 refuses a tab as the only separator after `:` before a word
+/// (`a:<TAB>b`), which YAML allows.
+fn syntax_error(info: &str) -> String {
+    if info == "':' must be followed by a valid YAML whitespace" {
+        format!("YAML syntax: {info} (a tab right after ':' is not accepted here; use a space)")
+    } else {
+        format!("YAML syntax: {info}")
+    }
 }
 
 /// A list or mapping being read.
@@ -677,6 +686,17 @@ mod tests {
             issues("a: 1\n...\n---\nb: 2\n"),
             ["the frontmatter holds more than one YAML document@3:1"]
         );
+    }
+
+    #[test]
+    fn a_tab_after_a_colon_gets_a_hint() {
+        assert_eq!(
+            issues("a:\tb\n"),
+            [
+                "YAML syntax: ':' must be followed by a valid YAML whitespace (a tab right after ':' is not accepted here; use a space)@1:4"
+            ]
+        );
+        assert!(issues("a: \tb\n").is_empty());
     }
 
     #[test]
