@@ -58,13 +58,9 @@ pub(crate) fn check(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Check
 
 fn question(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Question> {
     let object = r.object(node, path, &QUESTION_KEYS)?;
-    let ask = match object.get("ask") {
-        Some((value, child)) => r.text(value, &child),
-        None => {
-            r.issues.push(path::child(path, "ask"), "missing");
-            None
-        }
-    };
+    let ask = object
+        .required(r, "ask")
+        .and_then(|(value, child)| r.text(value, &child));
     let confidence = object
         .get("confidence")
         .and_then(|(value, child)| r.fraction(value, &child));

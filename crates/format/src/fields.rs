@@ -42,15 +42,10 @@ fn field(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Field> {
         return None;
     }
     let object = r.object(node, path, &FIELD_KEYS)?;
-    let ty = match object.get("type") {
-        Some((value, child)) => r
-            .string(value, &child)
-            .and_then(|name| type_name(r, name, &child)),
-        None => {
-            r.issues.push(crate::path::child(path, "type"), "missing");
-            None
-        }
-    };
+    let ty = object.required(r, "type").and_then(|(value, child)| {
+        r.string(value, &child)
+            .and_then(|name| type_name(r, name, &child))
+    });
     let description = object
         .get("description")
         .and_then(|(value, child)| r.string(value, &child).map(str::to_owned));

@@ -85,11 +85,7 @@ pub(crate) fn draft(r: &mut Reader<'_>, root: &Node, folder: Option<&str>) -> Dr
 /// `requires: { systems: [...] }`: names of the name pattern, each once.
 fn requires(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Requires> {
     let object = r.object(node, path, &["systems"])?;
-    let Some((value, path)) = object.get("systems") else {
-        r.issues
-            .push(crate::path::child(path, "systems"), "missing");
-        return None;
-    };
+    let (value, path) = object.required(r, "systems")?;
     let items = r.list(value, &path)?;
     if items.is_empty() {
         r.issues.push(&path, "needs at least one system");

@@ -27,6 +27,15 @@ impl<'n> Object<'n> {
             .map(|entry| (&*entry.value, path::child(&self.path, key)))
     }
 
+    /// The value of `key` and its path; a required key that is absent is an issue.
+    pub(crate) fn required(&self, r: &mut Reader<'_>, key: &str) -> Option<(&'n Node, String)> {
+        let found = self.get(key);
+        if found.is_none() {
+            r.issues.push(path::child(&self.path, key), "missing");
+        }
+        found
+    }
+
     /// Whether `key` is present.
     pub(crate) fn has(&self, key: &str) -> bool {
         self.entries.iter().any(|entry| entry.key == key)

@@ -81,13 +81,9 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
             step: None,
         };
     };
-    let id = match object.get("id") {
-        Some((value, child)) => r.string(value, &child).map(str::to_owned),
-        None => {
-            r.issues.push(path::child(&path, "id"), "missing");
-            None
-        }
-    };
+    let id = object
+        .required(r, "id")
+        .and_then(|(value, child)| r.string(value, &child).map(str::to_owned));
     if let Some(id) = &id
         && label.is_none()
     {
@@ -344,13 +340,9 @@ fn route(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Route> {
             let when = object
                 .get("when")
                 .map(|(value, child)| r.text(value, &child));
-            let to = match object.get("to") {
-                Some((value, child)) => r.text(value, &child),
-                None => {
-                    r.issues.push(path::child(path, "to"), "missing");
-                    None
-                }
-            };
+            let to = object
+                .required(r, "to")
+                .and_then(|(value, child)| r.text(value, &child));
             Some(Route {
                 to: to?,
                 when: when.map(|when| when.ok_or(())).transpose().ok()?,
