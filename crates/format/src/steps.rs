@@ -97,7 +97,9 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
         .keys()
         .filter(|key| StepKind::KEYS.contains(key))
         .collect();
-    let kind = match kinds.as_slice() {
+    // The optional keys are judged by the kind key written, even when its value is broken.
+    let kind_key: Option<&str> = match kinds.as_slice() {
+        [one] => Some(one),
         [] => {
             r.issues.push(
                 &path,
@@ -108,7 +110,6 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
             );
             None
         }
-        [one] => kind(r, &object, one),
         several => {
             r.issues.push(
                 &path,
@@ -121,11 +122,7 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
             None
         }
     };
-    // Judge the optional keys by the kind key written, even when its value is broken.
-    let kind_key: Option<&str> = match kinds.as_slice() {
-        [one] => Some(one),
-        _ => None,
-    };
+    let kind = kind_key.and_then(|key| kind(r, &object, key));
     // The value of an optional key, when present and allowed on this kind.
     let optional = |r: &mut Reader<'_>, key: &str| match kind_key {
         Some(kind) if object.has(key) && !allowed(kind).contains(&key) => {
