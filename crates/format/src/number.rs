@@ -128,7 +128,7 @@ pub(crate) fn exact_as_double(json: &str) -> bool {
 }
 
 /// A decimal number as (negative, significant digits, power of ten), zero as no digits.
-fn normalize(text: &str) -> Option<(bool, String, i64)> {
+pub(crate) fn normalize(text: &str) -> Option<(bool, String, i64)> {
     let negative = text.starts_with('-');
     let unsigned = text.trim_start_matches(['-', '+']);
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
@@ -136,6 +136,13 @@ fn normalize(text: &str) -> Option<(bool, String, i64)> {
         None => (unsigned, 0),
     };
     let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if integer.is_empty() && fraction.is_empty()
+        || !format!("{integer}{fraction}")
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
     let mut digits: String = format!("{integer}{fraction}")
         .trim_start_matches('0')
         .to_owned();

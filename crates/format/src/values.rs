@@ -1,4 +1,5 @@
-//! The text forms of `date` and `datetime` values.
+//! The text forms of `date`, `datetime` and `number` values, shared by the format and
+//! the engine.
 
 /// `YYYY-MM-DD` naming a real calendar date (proleptic Gregorian).
 pub fn is_date(text: &str) -> bool {
@@ -51,6 +52,12 @@ pub fn is_datetime(text: &str) -> bool {
     }
 }
 
+/// Whether two JSON number texts name the same number (`1.50` and `1.5e0` do),
+/// compared as decimals so that nothing is rounded.
+pub fn same_number(a: &str, b: &str) -> bool {
+    matches!((crate::number::normalize(a), crate::number::normalize(b)), (Some(x), Some(y)) if x == y)
+}
+
 fn real_date(year: &str, month: &str, day: &str) -> bool {
     let (Some(y), Some(m), Some(d)) = (digits(year), digits(month), digits(day)) else {
         return false;
@@ -80,6 +87,16 @@ fn digits(text: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(same_number("1.50", "1.5"));
+        assert!(same_number("100", "1e2"));
+        assert!(same_number("-0", "0.0"));
+        assert!(!same_number("1.5", "1.500000000000000001"));
+        assert!(!same_number("1", "-1"));
+        assert!(!same_number("x", "x"));
+    }
 
     #[test]
     fn dates_must_be_real() {
