@@ -25,6 +25,7 @@ pub(crate) struct Draft {
 /// Reads the root of the frontmatter.
 pub(crate) fn draft(r: &mut Reader<'_>, root: &Node, folder: Option<&str>) -> Draft {
     let mut draft = Draft::default();
+    r.issues.locate("", root.position);
     let Some(object) = r.object(root, "", &TOP_KEYS) else {
         return draft;
     };

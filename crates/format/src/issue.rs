@@ -117,7 +117,12 @@ fn locate(positions: &HashMap<String, Position>, path: &str) -> Option<Position>
         if let Some(position) = positions.get(candidate) {
             return Some(*position);
         }
-        let cut = candidate.rfind(['.', '['])?;
-        candidate = &candidate[..cut];
+        match candidate.rfind(['.', '[']) {
+            Some(cut) => candidate = &candidate[..cut],
+            // A top-level path without a place of its own (a missing key) is placed
+            // at the frontmatter's mapping.
+            None if !candidate.is_empty() => candidate = "",
+            None => return None,
+        }
     }
 }
