@@ -180,6 +180,18 @@ fn name_pattern_length_and_description() {
         &doc("description: A sample.\n"),
         &["name: missing", "steps: missing"],
     );
+    // A missing key is placed at the frontmatter's mapping, on the file's second line.
+    let refusal = agentprocess_format::validate(
+        doc("description: A sample.\n").as_bytes(),
+        &Default::default(),
+    )
+    .expect_err("refused");
+    let places: Vec<_> = refusal
+        .issues
+        .iter()
+        .map(|issue| issue.position.map(|p| (p.line, p.column)))
+        .collect();
+    assert_eq!(places, [Some((2, 1)), Some((2, 1))]);
 }
 
 // ---- steps ----
