@@ -63,6 +63,20 @@ pub(crate) fn check(
     }
 }
 
+/// For each step of a valid document, the index of the parallel step whose branch
+/// holds it (parallel-1 §2), or `None` outside every branch.
+pub(crate) fn enclosing_parallel(steps: &[Step]) -> Vec<Option<usize>> {
+    let uses_parallel = steps
+        .iter()
+        .any(|step| matches!(step.kind, StepKind::Parallel(_)));
+    let paths = vec![String::new(); steps.len()];
+    Graph::new(steps, &paths, uses_parallel)
+        .branches()
+        .into_iter()
+        .map(|branches| branches.first().map(|&(parallel, _)| parallel))
+        .collect()
+}
+
 /// Outside a branch, a step that names no `next` continues at the following step;
 /// the last step and every branch step must name it.
 fn fill_default_next(

@@ -221,3 +221,18 @@ fn role_names_to_bind_at_import() {
     );
     assert_eq!(roles("expense-reimbursement"), ["accounts-payable"]);
 }
+
+#[test]
+fn branch_steps_know_their_parallel_step() {
+    let (_, bytes) = fixtures()
+        .into_iter()
+        .find(|(n, _)| n == "major-incident")
+        .expect("fixture");
+    let process = validate(&bytes, &Options::default()).expect("publishes");
+    let document = process.document();
+    assert!(document.uses_parallel());
+    assert_eq!(
+        document.enclosing_parallel(),
+        [None, None, Some(1), Some(1), Some(1), None, None]
+    );
+}
