@@ -1,9 +1,32 @@
 #![doc = include_str!("../README.md")]
 
 mod acceptance;
+mod context;
+mod effect;
 mod error;
 mod fields;
+mod machine;
+mod model;
+mod start;
+mod view;
 
 pub use acceptance::{EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission};
+pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
+pub use effect::{Effect, Notification, Timer, TimerKind};
 pub use error::{Code, ToolError};
 pub use fields::{PersonFormat, check_fields};
+pub use model::{
+    Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run,
+    StepRun, StepState, WorkItem,
+};
+pub use start::{StartRun, start};
+pub use view::{handoff, routes, run_data, run_state, run_view, snapshot, step_state, work_item};
+
+/// What a command produces: the new run and what to do once it is stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    /// The run after the command.
+    pub run: Run,
+    /// Timers and notifications to carry out after commit.
+    pub effects: Vec<Effect>,
+}

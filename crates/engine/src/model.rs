@@ -1,0 +1,298 @@
+//! A run as the engine keeps it: everything needed to answer any call, and nothing of
+//! a caller's credentials but token hashes. Serializable so the store can keep it as
+//! one row.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `live` or `test` (spec §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Real work.
+    Live,
+    /// A rehearsal: agents cause no external effects, nobody is notified.
+    Test,
+}
+
+impl Mode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Live => "live",
+            Mode::Test => "test",
+        }
+    }
+}
+
+/// One run of one pinned process version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The run id.
+    pub id: String,
+    /// The process name.
+    pub process: String,
+    /// The pinned version number; never changes.
+    pub version: u32,
+    /// `live` or `test`.
+    pub mode: Mode,
+    /// Who started it: a person value, or an agent id.
+    pub started_by: String,
+    /// The person who started it; `None` when an agent did.
+    pub initiator: Option<String>,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+    /// Set once the run has ended or been cancelled.
+    pub end: Option<End>,
+    /// The inputs, numbers kept as sent.
+    pub inputs: Map<String, Value>,
+    /// One entry per step of the process, in the process's order.
+    pub steps: Vec<StepRun>,
+    /// Events delivered and not yet consumed, oldest first.
+    pub events: Vec<HeldEvent>,
+    /// Counts completions, so that rework knows what came after what.
+    pub completions: u64,
+}
+
+impl Run {
+    /// The step with this id.
+    pub fn step(&self, id: &str) -> Option<&StepRun> {
+        self.steps.iter().find(|step| step.id == id)
+    }
+
+    /// Whether the run has ended or been cancelled.
+    pub fn is_over(&self) -> bool {
+        self.end.is_some()
+    }
+}
+
+/// How a run ended (`run.ended` plus state and outcome).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    /// `true` for `cancel`, `false` for an outcome.
+    pub cancelled: bool,
+    /// The finish outcome, `rejected` or `failed`; `None` when cancelled.
+    pub outcome: Option<String>,
+    /// Who ended it (`server` for a finish).
+    pub by: String,
+    /// When.
+    pub at: Timestamp,
+    /// The cancel reason, the `failed` note, the rejection note, or `None` for a finish.
+    pub note: Option<String>,
+}
+
+/// The state of a step (spec §3.5); `None` in [`StepRun::state`] is "not reached".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepState {
+    /// An agent step anyone allowed may claim.
+    Ready,
+    /// An agent step held by a live claim.
+    Claimed,
+    /// Waiting on a person, a timer, an event or the branches of a fork.
+    Waiting,
+    /// Completed.
+    Done,
+    /// Its `failed` decision, or a server failure, ended the run.
+    Failed,
+    /// Unfinished when the run ended.
+    Cancelled,
+}
+
+impl StepState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepState::Ready => "ready",
+            StepState::Claimed => "claimed",
+            StepState::Waiting => "waiting",
+            StepState::Done => "done",
+            StepState::Failed => "failed",
+            StepState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A step within a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRun {
+    /// The step id.
+    pub id: String,
+    /// Its state, `None` when not currently reached.
+    pub state: Option<StepState>,
+    /// Its current completion in run data.
+    pub record: Option<Record>,
+    /// Earlier completions, oldest first.
+    pub history: Vec<Record>,
+    /// The completion counter when `record` was made.
+    pub completed: Option<u64>,
+    /// When it last became ready or waiting.
+    pub ready_since: Option<Timestamp>,
+    /// When its `due` passes, while current.
+    pub due_at: Option<Timestamp>,
+    /// Whether `due` has passed while it was current.
+    pub overdue: bool,
+    /// How many times it has been entered; names its timers.
+    pub attempt: u32,
+    /// The live claim of an agent step.
+    pub claim: Option<Claim>,
+    /// The open work item of a person step or an escalation.
+    pub work_item: Option<WorkItem>,
+    /// What the previous attempt left for the next one.
+    pub handoff: Handoff,
+}
+
+impl StepRun {
+    /// A step not yet reached.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            state: None,
+            record: None,
+            history: Vec::new(),
+            completed: None,
+            ready_since: None,
+            due_at: None,
+            overdue: false,
+            attempt: 0,
+            claim: None,
+            work_item: None,
+            handoff: Handoff::default(),
+        }
+    }
+}
+
+/// One completion of a step: `data.steps.<id>` without `history`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Map<String, Value>>,
+    /// `evidence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<Evidence>>,
+    /// `summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// `next`, when chosen from a list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// `reason` for that choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `decision`: `approved`, `rejected` or `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// `note`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Who completed it.
+    pub by: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// An evidence item in run data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// `file` or `link`.
+    pub kind: String,
+    /// The upload id or the link.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// For a file: the SHA-256 recorded at upload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// A live claim on an agent step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The agent holding it.
+    pub holder: String,
+    /// SHA-256 of the token, lowercase hex; the token itself is never kept.
+    pub token_hash: String,
+    /// When the lease ends.
+    pub expires_at: Timestamp,
+    /// The latest `progress` note.
+    pub progress: Option<String>,
+}
+
+/// To whom a work item is assigned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Assignee {
+    /// Every member of a group.
+    Group(String),
+    /// One person, by person value.
+    Person(String),
+}
+
+/// An open work item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkItem {
+    /// Its id, unique in the run.
+    pub id: String,
+    /// Who may decide it.
+    pub assigned_to: Assignee,
+    /// When it opened.
+    pub created_at: Timestamp,
+    /// Set when an agent escalated the step.
+    pub escalation: Option<Escalation>,
+}
+
+/// An agent's escalation of its step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Escalation {
+    /// The agent's note.
+    pub note: String,
+    /// The agent.
+    pub by: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// What the previous attempt at a step left behind (spec §3.3).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    /// The last `progress` note of a lease that ended.
+    pub progress: Option<String>,
+    /// The note of a person who returned the step.
+    pub returned: Option<Returned>,
+    /// The issues of the last refused submission.
+    pub issues: Option<Vec<String>>,
+}
+
+impl Handoff {
+    /// Whether nothing was left: a first attempt.
+    pub fn is_empty(&self) -> bool {
+        self.progress.is_none() && self.returned.is_none() && self.issues.is_none()
+    }
+}
+
+/// `handoff.returned`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Returned {
+    /// Why it came back.
+    pub note: String,
+    /// Who returned it.
+    pub by: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// An event delivered to the run and not yet consumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldEvent {
+    /// The event name.
+    pub name: String,
+    /// Its data, which becomes the wait's output.
+    pub data: Map<String, Value>,
+    /// Who sent it.
+    pub sender: String,
+    /// When it arrived.
+    pub at: Timestamp,
+}

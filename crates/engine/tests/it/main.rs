@@ -1,0 +1,5 @@
+//! Scenario tests of the engine: commands in, run views out, every view checked
+//! against the official JSON Schemas.
+
+mod start;
+mod support;

@@ -1,0 +1,190 @@
+//! A test bench: fixtures as process versions, a counting id source, a fixed clock,
+//! sample inputs, and the official schemas.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use agentprocess_engine::{
+    Actor, Context, Ids, Mode, ProcessVersion, Settings, StartRun, ToolError, Transition, start,
+};
+use agentprocess_format::{Field, FieldType, Options, validate};
+use jiff::Timestamp;
+use serde_json::{Map, Value, json};
+
+/// `../shared/agentprocess` beside the repository.
+pub(crate) fn shared() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/agentprocess")
+}
+
+/// The time every scenario starts at.
+pub(crate) fn t0() -> Timestamp {
+    "2026-10-06T09:00:00Z".parse().expect("a timestamp")
+}
+
+/// Ids that count: `w_1`, `w_2`, … and `tok_1`, …
+#[derive(Default)]
+pub(crate) struct Counter {
+    work_items: u32,
+    tokens: u32,
+}
+
+impl Ids for Counter {
+    fn work_item(&mut self) -> String {
+        self.work_items += 1;
+        format!("w_{}", self.work_items)
+    }
+
+    fn token(&mut self) -> String {
+        self.tokens += 1;
+        format!("tok_{}", self.tokens)
+    }
+}
+
+/// Every role bound to the group `g_<role>`.
+pub(crate) fn version_of(source: &str) -> ProcessVersion {
+    let process = validate(source.as_bytes(), &Options::default())
+        .unwrap_or_else(|refusal| panic!("{refusal}"));
+    let roles: BTreeMap<String, String> = process
+        .document()
+        .roles()
+        .into_iter()
+        .map(|role| (role.to_owned(), format!("g_{role}")))
+        .collect();
+    ProcessVersion {
+        number: 1,
+        process,
+        roles,
+    }
+}
+
+/// A conformance fixture as version 1.
+pub(crate) fn fixture(name: &str) -> ProcessVersion {
+    let path = shared()
+        .join("conformance/fixtures")
+        .join(name)
+        .join("PROCESS.md");
+    version_of(
+        &std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display())),
+    )
+}
+
+/// Every fixture name.
+pub(crate) fn fixture_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(shared().join("conformance/fixtures"))
+        .expect("fixtures")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A person in the groups of every role of `version`.
+pub(crate) fn person(version: &ProcessVersion) -> Actor {
+    Actor::Person {
+        person: "mira@example.com".to_owned(),
+        groups: version.roles.values().cloned().collect(),
+        operator: false,
+    }
+}
+
+/// An agent.
+pub(crate) fn agent() -> Actor {
+    Actor::Agent {
+        id: "a_screener".to_owned(),
+    }
+}
+
+/// A value of the field's type, the first of `one_of` when it has one.
+pub(crate) fn sample(field: &Field) -> Value {
+    if let Some(first) = field.one_of.as_ref().and_then(|values| values.first()) {
+        return first.clone();
+    }
+    match field.ty {
+        FieldType::String => json!("sample"),
+        FieldType::Number => json!(1080.5),
+        FieldType::Boolean => json!(true),
+        FieldType::Date => json!("2026-10-06"),
+        FieldType::Datetime => json!("2026-10-20T09:00:00Z"),
+        FieldType::List => json!([]),
+        FieldType::Object => json!({}),
+        FieldType::Person => json!("dana@example.com"),
+    }
+}
+
+/// Inputs for every declared input.
+pub(crate) fn sample_inputs(version: &ProcessVersion) -> Map<String, Value> {
+    version
+        .process
+        .document()
+        .inputs
+        .0
+        .iter()
+        .map(|(name, field)| (name.clone(), sample(field)))
+        .collect()
+}
+
+/// Starts a run as `actor` at `t0`.
+pub(crate) fn start_as(
+    version: &ProcessVersion,
+    actor: &Actor,
+    inputs: Map<String, Value>,
+    mode: Mode,
+) -> Result<Transition, ToolError> {
+    let settings = Settings::default();
+    let mut ids = Counter::default();
+    let mut context = Context {
+        now: t0(),
+        actor,
+        ids: &mut ids,
+        settings: &settings,
+    };
+    start(
+        version,
+        StartRun {
+            id: "r_1".to_owned(),
+            inputs,
+            mode,
+        },
+        &mut context,
+    )
+}
+
+fn compile(name: &str) -> jsonschema::Validator {
+    let path = shared().join("schemas/core-2").join(name);
+    let schema: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("schema")).expect("JSON");
+    jsonschema::draft202012::new(&schema).expect("a valid schema")
+}
+
+/// Asserts that `view` meets the official `run-view.json`, and each of its work
+/// items `work-item.json`.
+#[track_caller]
+pub(crate) fn assert_valid_view(view: &Value) {
+    static RUN_VIEW: OnceLock<jsonschema::Validator> = OnceLock::new();
+    static WORK_ITEM: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let run_view = RUN_VIEW.get_or_init(|| compile("run-view.json"));
+    let errors: Vec<String> = run_view
+        .iter_errors(view)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "run view breaks run-view.json: {errors:?}\n{view:#}"
+    );
+    let work_item = WORK_ITEM.get_or_init(|| compile("work-item.json"));
+    for item in view["workItems"].as_array().expect("workItems") {
+        let errors: Vec<String> = work_item.iter_errors(item).map(|e| e.to_string()).collect();
+        assert!(
+            errors.is_empty(),
+            "work item breaks work-item.json: {errors:?}\n{item:#}"
+        );
+    }
+}
