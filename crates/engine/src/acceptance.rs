@@ -17,6 +17,8 @@ pub struct EvidenceItem {
     pub kind: EvidenceKind,
     /// `ref`.
     pub reference: String,
+    /// For a file the caller verified: the SHA-256 recorded at upload.
+    pub sha256: Option<String>,
 }
 
 /// What a `submit`, or a `decide … completed`, carries.
@@ -170,6 +172,7 @@ steps:
                             EvidenceKind::Link
                         },
                         reference: item["ref"].as_str().unwrap_or_default().to_owned(),
+                        sha256: None,
                     })
                     .collect()
             })

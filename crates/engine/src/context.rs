@@ -55,6 +55,8 @@ pub struct Settings {
     pub run_data_bytes: usize,
     /// The form of `person` values.
     pub person: PersonFormat,
+    /// The group whose members take escalations: the organization's operators.
+    pub escalation_group: String,
 }
 
 impl Default for Settings {
@@ -63,6 +65,7 @@ impl Default for Settings {
             lease_seconds: 600,
             run_data_bytes: 1 << 20,
             person: PersonFormat::Email,
+            escalation_group: "operators".to_owned(),
         }
     }
 }

@@ -1,25 +1,34 @@
 #![doc = include_str!("../README.md")]
 
 mod acceptance;
+mod claim;
 mod context;
 mod effect;
 mod error;
+mod escalate;
 mod fields;
+mod guard;
 mod machine;
 mod model;
+mod renew;
 mod start;
+mod submit;
 mod view;
 
 pub use acceptance::{EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission};
+pub use claim::{Claimed, claim};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
 pub use effect::{Effect, Notification, Timer, TimerKind};
 pub use error::{Code, ToolError};
+pub use escalate::escalate;
 pub use fields::{PersonFormat, check_fields};
 pub use model::{
     Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run,
     StepRun, StepState, WorkItem,
 };
+pub use renew::renew;
 pub use start::{StartRun, start};
+pub use submit::{Submitted, submit};
 pub use view::{handoff, routes, run_data, run_state, run_view, snapshot, step_state, work_item};
 
 /// What a command produces: the new run and what to do once it is stored.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::context::{Ids, ProcessVersion};
 use crate::effect::{Effect, Notification, Timer, TimerKind};
-use crate::model::{Assignee, End, Record, Run, StepState, WorkItem};
+use crate::model::{Assignee, End, Handoff, Record, Run, StepState, WorkItem};
 
 /// The run being changed, and the effects gathered on the way.
 pub(crate) struct Machine<'a> {
@@ -67,7 +67,11 @@ impl<'a> Machine<'a> {
     /// Makes step `index` current, and keeps moving while steps complete at once
     /// (a past `wait_until`, a held event, a finish, a fork).
     pub(crate) fn enter(&mut self, index: usize) {
-        let mut queue = VecDeque::from([index]);
+        self.run_queue(VecDeque::from([index]));
+    }
+
+    /// Enters each queued step in turn, and those they lead to.
+    pub(crate) fn run_queue(&mut self, mut queue: VecDeque<usize>) {
         while let Some(index) = queue.pop_front() {
             if self.run.is_over() {
                 return;
@@ -84,9 +88,11 @@ impl<'a> Machine<'a> {
         at.attempt += 1;
         at.ready_since = Some(now);
         at.overdue = false;
-        at.claim = None;
+        at.retire_claim();
         at.work_item = None;
         at.due_at = None;
+        // A new attempt starts with an empty handoff (rework is a fresh attempt).
+        at.handoff = Handoff::default();
         match &step.kind {
             StepKind::Agent(_) => {
                 self.run.steps[index].state = Some(StepState::Ready);
@@ -285,8 +291,9 @@ impl<'a> Machine<'a> {
         step.state = Some(StepState::Done);
         step.record = Some(record);
         step.completed = Some(completions);
-        step.claim = None;
+        step.retire_claim();
         step.work_item = None;
+        step.handoff = Handoff::default();
         let uses_parallel = self.version.process.document().uses_parallel();
         let target = match &self.definition(index).next {
             Some(Next::Step(id)) => self.index_of(id).map(Target::Step),
@@ -334,7 +341,7 @@ impl<'a> Machine<'a> {
         self.cancel_timers(index);
         let step = &mut self.run.steps[index];
         step.state = Some(StepState::Failed);
-        step.claim = None;
+        step.retire_claim();
         step.work_item = None;
         step.record = Some(Record {
             decision: Some("failed".to_owned()),
@@ -368,7 +375,7 @@ impl<'a> Machine<'a> {
                 self.cancel_timers(index);
                 let step = &mut self.run.steps[index];
                 step.state = Some(StepState::Cancelled);
-                step.claim = None;
+                step.retire_claim();
                 step.work_item = None;
             }
         }

@@ -143,6 +143,9 @@ pub struct StepRun {
     pub work_item: Option<WorkItem>,
     /// What the previous attempt left for the next one.
     pub handoff: Handoff,
+    /// Hashes of this step's most recent dead tokens (renewed, submitted, escalated,
+    /// expired), so that using one is `stale` rather than `invalid`.
+    pub retired_tokens: Vec<String>,
 }
 
 impl StepRun {
@@ -161,9 +164,25 @@ impl StepRun {
             claim: None,
             work_item: None,
             handoff: Handoff::default(),
+            retired_tokens: Vec::new(),
         }
     }
+
+    /// Ends the claim, keeping its token's hash so a late use reads as `stale`.
+    pub fn retire_claim(&mut self) -> Option<Claim> {
+        let claim = self.claim.take()?;
+        self.retired_tokens.push(claim.token_hash.clone());
+        let excess = self
+            .retired_tokens
+            .len()
+            .saturating_sub(RETIRED_TOKENS_KEPT);
+        self.retired_tokens.drain(..excess);
+        Some(claim)
+    }
 }
+
+/// How many dead token hashes a step remembers.
+pub(crate) const RETIRED_TOKENS_KEPT: usize = 32;
 
 /// One completion of a step: `data.steps.<id>` without `history`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

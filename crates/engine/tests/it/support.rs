@@ -138,12 +138,21 @@ pub(crate) fn start_as(
     inputs: Map<String, Value>,
     mode: Mode,
 ) -> Result<Transition, ToolError> {
+    start_with(version, actor, inputs, mode, &mut Counter::default())
+}
+
+fn start_with(
+    version: &ProcessVersion,
+    actor: &Actor,
+    inputs: Map<String, Value>,
+    mode: Mode,
+    ids: &mut Counter,
+) -> Result<Transition, ToolError> {
     let settings = Settings::default();
-    let mut ids = Counter::default();
     let mut context = Context {
         now: t0(),
         actor,
-        ids: &mut ids,
+        ids,
         settings: &settings,
     };
     start(
@@ -186,5 +195,163 @@ pub(crate) fn assert_valid_view(view: &Value) {
             errors.is_empty(),
             "work item breaks work-item.json: {errors:?}\n{item:#}"
         );
+    }
+}
+
+/// A run under test, with its own clock, ids and settings. Every call applies its
+/// transition and checks the run view against the schemas.
+pub(crate) struct Bench {
+    pub(crate) version: ProcessVersion,
+    pub(crate) run: agentprocess_engine::Run,
+    pub(crate) now: Timestamp,
+    pub(crate) settings: Settings,
+    ids: Counter,
+}
+
+impl Bench {
+    /// Starts a run of `version` as `actor` at `t0`.
+    pub(crate) fn start(
+        version: ProcessVersion,
+        actor: &Actor,
+        inputs: Map<String, Value>,
+    ) -> Self {
+        let mut ids = Counter::default();
+        let transition = start_with(&version, actor, inputs, Mode::Live, &mut ids)
+            .unwrap_or_else(|error| panic!("{error}"));
+        let bench = Self {
+            version,
+            run: transition.run,
+            now: t0(),
+            settings: Settings::default(),
+            ids,
+        };
+        bench.view();
+        bench
+    }
+
+    /// Moves the clock on by `seconds`.
+    pub(crate) fn wait(&mut self, seconds: i64) {
+        self.now = self
+            .now
+            .checked_add(jiff::SignedDuration::from_secs(seconds))
+            .expect("a time");
+    }
+
+    /// The run view now, checked against the schemas.
+    pub(crate) fn view(&self) -> Value {
+        let view = agentprocess_engine::run_view(&self.run, &self.version, self.now);
+        assert_valid_view(&view);
+        view
+    }
+
+    fn context<'a>(
+        &'a mut self,
+        actor: &'a Actor,
+    ) -> (
+        Context<'a>,
+        &'a mut agentprocess_engine::Run,
+        &'a ProcessVersion,
+    ) {
+        let context = Context {
+            now: self.now,
+            actor,
+            ids: &mut self.ids,
+            settings: &self.settings,
+        };
+        (context, &mut self.run, &self.version)
+    }
+
+    /// `claim`; returns the claim result.
+    pub(crate) fn claim(&mut self, actor: &Actor, step: &str) -> Result<Value, ToolError> {
+        let (mut context, run, version) = self.context(actor);
+        let claimed = agentprocess_engine::claim(run, version, step, &mut context)?;
+        *run = claimed.transition.run;
+        Ok(claimed.result)
+    }
+
+    /// `renew`; returns `{ token, expiresAt }`.
+    pub(crate) fn renew(
+        &mut self,
+        actor: &Actor,
+        token: &str,
+        progress: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        let (mut context, run, _) = self.context(actor);
+        let (transition, result) =
+            agentprocess_engine::renew(run, token, progress.map(str::to_owned), &mut context)?;
+        *run = transition.run;
+        Ok(result)
+    }
+
+    /// `submit`; returns the effects. A refusal keeps its handoff, as the server does.
+    pub(crate) fn submit(
+        &mut self,
+        actor: &Actor,
+        token: &str,
+        submission: Value,
+        file_issues: Vec<String>,
+    ) -> Result<Vec<agentprocess_engine::Effect>, ToolError> {
+        let (mut context, run, version) = self.context(actor);
+        match agentprocess_engine::submit(
+            run,
+            version,
+            token,
+            submission_of(&submission),
+            file_issues,
+            &mut context,
+        )? {
+            agentprocess_engine::Submitted::Accepted(transition) => {
+                *run = transition.run;
+                Ok(transition.effects)
+            }
+            agentprocess_engine::Submitted::NotAccepted { run: kept, error } => {
+                *run = kept;
+                Err(error)
+            }
+        }
+    }
+
+    /// `escalate`.
+    pub(crate) fn escalate(
+        &mut self,
+        actor: &Actor,
+        token: &str,
+        note: &str,
+    ) -> Result<(), ToolError> {
+        let (mut context, run, version) = self.context(actor);
+        let transition = agentprocess_engine::escalate(run, version, token, note, &mut context)?;
+        *run = transition.run;
+        Ok(())
+    }
+}
+
+/// A submission from its JSON arguments.
+pub(crate) fn submission_of(value: &Value) -> agentprocess_engine::Submission {
+    use agentprocess_engine::{EvidenceItem, Submission};
+    use agentprocess_format::EvidenceKind;
+    let evidence = value["evidence"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| EvidenceItem {
+                    kind: if item["kind"] == "file" {
+                        EvidenceKind::File
+                    } else {
+                        EvidenceKind::Link
+                    },
+                    reference: item["ref"].as_str().unwrap_or_default().to_owned(),
+                    sha256: item["sha256"].as_str().map(str::to_owned),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let text = |key: &str| value[key].as_str().map(str::to_owned);
+    Submission {
+        output: value["output"].as_object().cloned().unwrap_or_default(),
+        evidence,
+        summary: text("summary"),
+        next: text("next"),
+        reason: text("reason"),
     }
 }

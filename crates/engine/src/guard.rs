@@ -1,0 +1,85 @@
+//! Checks every write shares: the run has not ended (checked first of all), the token
+//! verifies, the lease is live, the caller is who the call needs.
+
+use jiff::Timestamp;
+use sha2::{Digest, Sha256};
+
+use crate::context::Actor;
+use crate::error::{Code, ToolError};
+use crate::model::{Run, StepState};
+
+/// `conflict` with `run_ended` when the run has ended or been cancelled.
+pub(crate) fn not_ended(run: &Run) -> Result<(), ToolError> {
+    if run.is_over() {
+        return Err(ToolError::new(
+            Code::Conflict,
+            "the run has ended",
+            vec!["run_ended".to_owned()],
+        ));
+    }
+    Ok(())
+}
+
+/// The agent's id, or `forbidden` for anyone else.
+pub(crate) fn agent(actor: &Actor, tool: &str) -> Result<String, ToolError> {
+    match actor {
+        Actor::Agent { id } => Ok(id.clone()),
+        Actor::Person { .. } => Err(ToolError::new(
+            Code::Forbidden,
+            format!("{tool} is for agents"),
+            Vec::new(),
+        )),
+    }
+}
+
+/// SHA-256 of a token, lowercase hex: all a run keeps of it.
+pub(crate) fn token_hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// When a lease has ended, the step is claimable at once: the claim goes, its token
+/// is retired, and its last progress note goes to the handoff.
+pub(crate) fn expire_leases(run: &mut Run, now: Timestamp) {
+    for step in &mut run.steps {
+        let expired = step.state == Some(StepState::Claimed)
+            && step.claim.as_ref().is_some_and(|c| c.expires_at <= now);
+        if expired && let Some(claim) = step.retire_claim() {
+            step.state = Some(StepState::Ready);
+            if claim.progress.is_some() {
+                step.handoff.progress = claim.progress;
+            }
+        }
+    }
+}
+
+/// The index of the step a token holds. A token whose lease ended or that was replaced
+/// is `stale`; one that never verified is `invalid`. Call after [`expire_leases`].
+pub(crate) fn claimed_step(run: &Run, token: &str) -> Result<usize, ToolError> {
+    let hash = token_hash(token);
+    if let Some(index) = run
+        .steps
+        .iter()
+        .position(|step| step.claim.as_ref().is_some_and(|c| c.token_hash == hash))
+    {
+        return Ok(index);
+    }
+    if run
+        .steps
+        .iter()
+        .any(|step| step.retired_tokens.contains(&hash))
+    {
+        return Err(ToolError::new(
+            Code::Stale,
+            "the token is no longer current: its lease ended or the claim was replaced",
+            Vec::new(),
+        ));
+    }
+    Err(ToolError::new(
+        Code::Invalid,
+        "the token does not verify",
+        vec!["token: not a token of this run".to_owned()],
+    ))
+}

@@ -1,0 +1,53 @@
+//! `renew`: a new token and expiry for a live claim; the old token dies at once.
+
+use jiff::SignedDuration;
+use serde_json::{Value, json};
+
+use crate::Transition;
+use crate::context::Context;
+use crate::error::{Code, ToolError};
+use crate::guard::{agent, claimed_step, expire_leases, not_ended, token_hash};
+use crate::model::{Claim, Run};
+
+/// Renews the claim `token` holds, keeping `progress` on the step when given.
+/// Returns the new run and `{ token, expiresAt }`.
+pub fn renew(
+    run: &Run,
+    token: &str,
+    progress: Option<String>,
+    context: &mut Context<'_>,
+) -> Result<(Transition, Value), ToolError> {
+    not_ended(run)?;
+    agent(context.actor, "renew")?;
+    let mut run = run.clone();
+    expire_leases(&mut run, context.now);
+    let index = claimed_step(&run, token)?;
+    let fresh = context.ids.token();
+    let lease = SignedDuration::from_secs(i64::from(context.settings.lease_seconds));
+    let expires_at = context
+        .now
+        .checked_add(lease)
+        .unwrap_or(jiff::Timestamp::MAX);
+    let step = &mut run.steps[index];
+    let Some(old) = step.retire_claim() else {
+        return Err(ToolError::new(
+            Code::Stale,
+            "the claim is no longer current",
+            Vec::new(),
+        ));
+    };
+    step.claim = Some(Claim {
+        holder: old.holder,
+        token_hash: token_hash(&fresh),
+        expires_at,
+        progress: progress.or(old.progress),
+    });
+    run.updated_at = context.now;
+    Ok((
+        Transition {
+            run,
+            effects: Vec::new(),
+        },
+        json!({ "token": fresh, "expiresAt": expires_at }),
+    ))
+}
