@@ -64,6 +64,12 @@ pub enum Notification {
         /// The work item.
         work_item: String,
     },
+    /// A step's `due` passed while it was still open: tell the assignee and the
+    /// organization's operators.
+    Overdue {
+        /// The step.
+        step: String,
+    },
     /// The run ended or was cancelled.
     RunEnded {
         /// `ended` or `cancelled`.

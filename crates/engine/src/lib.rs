@@ -1,11 +1,14 @@
 #![doc = include_str!("../README.md")]
 
 mod acceptance;
+mod cancel;
 mod claim;
 mod context;
+mod decide;
 mod effect;
 mod error;
 mod escalate;
+mod event;
 mod fields;
 mod guard;
 mod machine;
@@ -13,14 +16,18 @@ mod model;
 mod renew;
 mod start;
 mod submit;
+mod timer;
 mod view;
 
 pub use acceptance::{EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission};
+pub use cancel::cancel;
 pub use claim::{Claimed, claim};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
+pub use decide::{Decide, Decision, decide};
 pub use effect::{Effect, Notification, Timer, TimerKind};
 pub use error::{Code, ToolError};
 pub use escalate::escalate;
+pub use event::send_event;
 pub use fields::{PersonFormat, check_fields};
 pub use model::{
     Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run,
@@ -29,6 +36,7 @@ pub use model::{
 pub use renew::renew;
 pub use start::{StartRun, start};
 pub use submit::{Submitted, submit};
+pub use timer::timer_fired;
 pub use view::{handoff, routes, run_data, run_state, run_view, snapshot, step_state, work_item};
 
 /// What a command produces: the new run and what to do once it is stored.

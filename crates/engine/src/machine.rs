@@ -84,8 +84,10 @@ impl<'a> Machine<'a> {
     fn enter_one(&mut self, index: usize, queue: &mut VecDeque<usize>) {
         let step = self.definition(index);
         let now = self.now;
+        let completions = self.run.completions;
         let at = &mut self.run.steps[index];
         at.attempt += 1;
+        at.entered = Some(completions);
         at.ready_since = Some(now);
         at.overdue = false;
         at.retire_claim();
@@ -276,7 +278,8 @@ impl<'a> Machine<'a> {
         self.complete(index, record, None, queue);
     }
 
-    /// Records a completion and follows the step's `next` (or the chosen route).
+    /// Records a completion and follows the step's `next`, or the route chosen from
+    /// its list.
     pub(crate) fn complete(
         &mut self,
         index: usize,
@@ -284,32 +287,136 @@ impl<'a> Machine<'a> {
         chosen: Option<&str>,
         queue: &mut VecDeque<usize>,
     ) {
-        self.cancel_timers(index);
-        self.run.completions += 1;
-        let completions = self.run.completions;
-        let step = &mut self.run.steps[index];
-        step.state = Some(StepState::Done);
-        step.record = Some(record);
-        step.completed = Some(completions);
-        step.retire_claim();
-        step.work_item = None;
-        step.handoff = Handoff::default();
-        let uses_parallel = self.version.process.document().uses_parallel();
+        self.record(index, record);
         let target = match &self.definition(index).next {
-            Some(Next::Step(id)) => self.index_of(id).map(Target::Step),
+            Some(Next::Step(id)) => self.target(id),
             Some(Next::Join) => Some(Target::Join),
-            Some(Next::Routes(_)) => match chosen {
-                Some("join") if uses_parallel => Some(Target::Join),
-                Some(id) => self.index_of(id).map(Target::Step),
-                None => None,
-            },
+            Some(Next::Routes(_)) => chosen.and_then(|id| self.target(id)),
             None => None,
         };
+        self.follow(index, target, queue);
+    }
+
+    /// Records a completion and continues at `to` (a `wait_for` that timed out).
+    pub(crate) fn complete_towards(
+        &mut self,
+        index: usize,
+        record: Record,
+        to: &str,
+        queue: &mut VecDeque<usize>,
+    ) {
+        self.record(index, record);
+        let target = self.target(to);
+        self.follow(index, target, queue);
+    }
+
+    /// A step id as a target: `join` in a process that uses parallel-1.
+    fn target(&self, id: &str) -> Option<Target> {
+        if id == "join" && self.version.process.document().uses_parallel() {
+            return Some(Target::Join);
+        }
+        self.index_of(id).map(Target::Step)
+    }
+
+    fn follow(&mut self, index: usize, target: Option<Target>, queue: &mut VecDeque<usize>) {
         match target {
             Some(Target::Step(next)) => queue.push_back(next),
             Some(Target::Join) => self.join(index, queue),
             None => {}
         }
+    }
+
+    /// Records a completion that moves the run nowhere (a rejection without
+    /// `on_reject`, a `failed` decision): the run ends next.
+    pub(crate) fn conclude(&mut self, index: usize, record: Record) {
+        self.record(index, record);
+    }
+
+    /// Makes `record` the step's current completion (the previous one goes to
+    /// history) and leaves the step done.
+    fn record(&mut self, index: usize, record: Record) {
+        self.cancel_timers(index);
+        self.run.completions += 1;
+        let completions = self.run.completions;
+        let step = &mut self.run.steps[index];
+        if let Some(previous) = step.record.replace(record) {
+            step.history.push(previous);
+        }
+        step.state = Some(StepState::Done);
+        step.completed = Some(completions);
+        step.retire_claim();
+        step.work_item = None;
+        step.handoff = Handoff::default();
+    }
+
+    /// An approval rejected into `on_reject` (spec §3.1, parallel-1 §3): every step
+    /// downstream of the returned-to step that completed since it was entered moves
+    /// its completion to history and is no longer reached; the rejecting approval
+    /// keeps its rejection current; the returned-to step is entered again (a parallel
+    /// step forks every branch again).
+    pub(crate) fn reject_into(
+        &mut self,
+        approval: usize,
+        target: usize,
+        record: Record,
+        queue: &mut VecDeque<usize>,
+    ) {
+        self.record(approval, record);
+        self.run.steps[approval].state = None;
+        let since = self.run.steps[target].entered.unwrap_or(0);
+        for index in self.downstream(target) {
+            if index == approval || index == target {
+                continue;
+            }
+            let step = &mut self.run.steps[index];
+            if step.completed.is_some_and(|completed| completed > since) {
+                if let Some(previous) = step.record.take() {
+                    step.history.push(previous);
+                }
+                step.completed = None;
+                step.state = None;
+            }
+        }
+        queue.push_back(target);
+    }
+
+    /// Every step reachable from `from` along `next`, `on_timeout` and `parallel:`
+    /// edges, `from` included. The graph is acyclic on these edges, so this is what
+    /// comes after it.
+    fn downstream(&self, from: usize) -> Vec<usize> {
+        let steps = &self.version.process.document().steps;
+        let mut seen = vec![false; steps.len()];
+        let mut stack = vec![from];
+        let mut found = Vec::new();
+        while let Some(index) = stack.pop() {
+            if std::mem::replace(&mut seen[index], true) {
+                continue;
+            }
+            found.push(index);
+            let step = &steps[index];
+            let mut targets: Vec<&str> = match &step.next {
+                Some(Next::Step(id)) => vec![id.as_str()],
+                Some(Next::Routes(routes)) => {
+                    routes.iter().map(|route| route.to.as_str()).collect()
+                }
+                Some(Next::Join) | None => Vec::new(),
+            };
+            targets.extend(step.on_timeout.as_deref());
+            if let StepKind::Parallel(entries) = &step.kind {
+                targets.extend(entries.iter().map(String::as_str));
+            }
+            if let Some(parallel) = self.parents[index]
+                && targets.is_empty()
+            {
+                // A branch's last step leads on to what follows its parallel step.
+                targets.extend(match &steps[parallel].next {
+                    Some(Next::Step(id)) => Some(id.as_str()),
+                    _ => None,
+                });
+            }
+            stack.extend(targets.into_iter().filter_map(|id| self.index_of(id)));
+        }
+        found
     }
 
     /// A branch reached `join`: when no step of any branch of the fork is still

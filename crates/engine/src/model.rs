@@ -55,6 +55,9 @@ pub struct Run {
     pub events: Vec<HeldEvent>,
     /// Counts completions, so that rework knows what came after what.
     pub completions: u64,
+    /// Ids of work items that received a decision, so a second decision is
+    /// `already_decided` rather than `not_found`.
+    pub decided: Vec<String>,
 }
 
 impl Run {
@@ -129,6 +132,8 @@ pub struct StepRun {
     pub history: Vec<Record>,
     /// The completion counter when `record` was made.
     pub completed: Option<u64>,
+    /// The completion counter when the step was last entered.
+    pub entered: Option<u64>,
     /// When it last became ready or waiting.
     pub ready_since: Option<Timestamp>,
     /// When its `due` passes, while current.
@@ -157,6 +162,7 @@ impl StepRun {
             record: None,
             history: Vec::new(),
             completed: None,
+            entered: None,
             ready_since: None,
             due_at: None,
             overdue: false,

@@ -87,6 +87,7 @@ pub fn start(
             .collect(),
         events: Vec::new(),
         completions: 0,
+        decided: Vec::new(),
     };
     let mut machine = Machine::new(&mut run, version, context.now, context.ids);
     if !document.steps.is_empty() {

@@ -2,5 +2,7 @@
 //! against the official JSON Schemas.
 
 mod agent;
+mod people;
 mod start;
 mod support;
+mod waits;

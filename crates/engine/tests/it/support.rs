@@ -355,3 +355,98 @@ pub(crate) fn submission_of(value: &Value) -> agentprocess_engine::Submission {
         reason: text("reason"),
     }
 }
+
+impl Bench {
+    /// `decide` with tools.md's arguments as JSON; `snapshot` defaults to the current one.
+    pub(crate) fn decide(&mut self, actor: &Actor, arguments: Value) -> Result<(), ToolError> {
+        use agentprocess_engine::{Decide, Decision};
+        let decision = match arguments["decision"].as_str() {
+            Some("completed") => Decision::Completed,
+            Some("approved") => Decision::Approved,
+            Some("rejected") => Decision::Rejected,
+            Some("returned") => Decision::Returned,
+            _ => Decision::Failed,
+        };
+        let snapshot = arguments["snapshot"]
+            .as_str()
+            .map_or_else(|| agentprocess_engine::snapshot(&self.run), str::to_owned);
+        let decide = Decide {
+            work_item: arguments["workItemId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            snapshot,
+            decision,
+            submission: submission_of(&arguments),
+            sent_work: ["output", "evidence", "summary"]
+                .iter()
+                .any(|key| arguments.get(key).is_some()),
+            note: arguments["note"].as_str().map(str::to_owned),
+        };
+        let (mut context, run, version) = self.context(actor);
+        let transition =
+            agentprocess_engine::decide(run, version, decide, Vec::new(), &mut context)?;
+        *run = transition.run;
+        Ok(())
+    }
+
+    /// `cancel`.
+    pub(crate) fn cancel(&mut self, actor: &Actor, reason: &str) -> Result<(), ToolError> {
+        let (mut context, run, version) = self.context(actor);
+        let transition = agentprocess_engine::cancel(run, version, reason, &mut context)?;
+        *run = transition.run;
+        Ok(())
+    }
+
+    /// `send_event`; returns `consumedBy`.
+    pub(crate) fn send_event(
+        &mut self,
+        actor: &Actor,
+        name: &str,
+        data: Value,
+    ) -> Result<Option<String>, ToolError> {
+        let data = data.as_object().cloned().unwrap_or_default();
+        let (mut context, run, version) = self.context(actor);
+        let (transition, consumed) =
+            agentprocess_engine::send_event(run, version, name, data, &mut context)?;
+        *run = transition.run;
+        Ok(consumed)
+    }
+
+    /// The scheduler fires timer `id` now; returns the effects.
+    pub(crate) fn fire(&mut self, id: &str) -> Vec<agentprocess_engine::Effect> {
+        let transition =
+            agentprocess_engine::timer_fired(&self.run, &self.version, id, self.now, &mut self.ids);
+        self.run = transition.run;
+        self.view();
+        transition.effects
+    }
+
+    /// The id of the open work item of `step`.
+    pub(crate) fn item(&self, step: &str) -> String {
+        self.run
+            .step(step)
+            .and_then(|s| s.work_item.as_ref())
+            .map(|item| item.id.clone())
+            .expect("an open work item")
+    }
+
+    /// Each step's state as the view shows it.
+    pub(crate) fn states(&self) -> Vec<Value> {
+        self.view()["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .map(|step| step["state"].clone())
+            .collect()
+    }
+}
+
+/// An operator in every group.
+pub(crate) fn operator() -> Actor {
+    Actor::Person {
+        person: "ops@example.com".to_owned(),
+        groups: vec!["operators".to_owned()],
+        operator: true,
+    }
+}

@@ -1,0 +1,107 @@
+//! `send_event`: an event delivered to one run (spec §3.6). It satisfies one waiting
+//! `wait_for` of its name, or is held, oldest first, until one is ready or the run ends.
+
+use std::collections::VecDeque;
+
+use agentprocess_format::StepKind;
+use serde_json::{Map, Value};
+
+use crate::Transition;
+use crate::context::{Actor, Context, ProcessVersion};
+use crate::error::{Code, ToolError};
+use crate::guard::not_ended;
+use crate::machine::Machine;
+use crate::model::{HeldEvent, Record, Run, StepState};
+use crate::view::run_data;
+
+/// Delivers event `name` with `data`. Returns the new run and `consumedBy`: the wait
+/// step it satisfied, or `None` when it is held.
+pub fn send_event(
+    run: &Run,
+    version: &ProcessVersion,
+    name: &str,
+    data: Map<String, Value>,
+    context: &mut Context<'_>,
+) -> Result<(Transition, Option<String>), ToolError> {
+    not_ended(run)?;
+    let sender = match context.actor {
+        Actor::Agent { id } => id.clone(),
+        Actor::Person {
+            person,
+            operator: true,
+            ..
+        } => person.clone(),
+        Actor::Person { .. } => {
+            return Err(ToolError::new(
+                Code::Forbidden,
+                "events come from agents and operators",
+                Vec::new(),
+            ));
+        }
+    };
+    let mut issues = Vec::new();
+    if !is_event_name(name) {
+        issues.push(format!(
+            "name: {name:?} does not match ^[a-z][a-z0-9_-]{{0,63}}$"
+        ));
+    }
+    let held_bytes = serde_json::to_vec(&run_data(run)).map_or(usize::MAX, |json| json.len())
+        + serde_json::to_vec(&data).map_or(usize::MAX, |json| json.len());
+    if held_bytes > context.settings.run_data_bytes {
+        issues.push(format!(
+            "data: run data would be {held_bytes} bytes with this event; the limit is {} (limits.runDataBytes)",
+            context.settings.run_data_bytes
+        ));
+    }
+    if !issues.is_empty() {
+        return Err(ToolError::new(
+            Code::Invalid,
+            "the event was not delivered",
+            issues,
+        ));
+    }
+    let steps = &version.process.document().steps;
+    let waiting = run.steps.iter().zip(steps).position(|(step, definition)| {
+        step.state == Some(StepState::Waiting)
+            && matches!(&definition.kind, StepKind::WaitFor(event) if event == name)
+    });
+    let mut run = run.clone();
+    let Some(index) = waiting else {
+        run.events.push(HeldEvent {
+            name: name.to_owned(),
+            data,
+            sender,
+            at: context.now,
+        });
+        run.updated_at = context.now;
+        return Ok((
+            Transition {
+                run,
+                effects: Vec::new(),
+            },
+            None,
+        ));
+    };
+    let consumed = run.steps[index].id.clone();
+    let mut machine = Machine::new(&mut run, version, context.now, context.ids);
+    let record = Record {
+        output: Some(data),
+        by: sender,
+        at: context.now,
+        ..Record::default()
+    };
+    let mut queue = VecDeque::new();
+    machine.complete(index, record, None, &mut queue);
+    machine.run_queue(queue);
+    let effects = machine.effects;
+    Ok((Transition { run, effects }, Some(consumed)))
+}
+
+fn is_event_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    (1..=64).contains(&bytes.len())
+        && bytes[0].is_ascii_lowercase()
+        && bytes[1..]
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
