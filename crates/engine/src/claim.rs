@@ -1,12 +1,11 @@
 //! `claim`: an agent takes a ready agent step for the length of a lease.
 
-use jiff::SignedDuration;
 use serde_json::{Value, json};
 
 use crate::Transition;
 use crate::context::{Context, ProcessVersion};
 use crate::error::{Code, ToolError};
-use crate::guard::{agent, expire_leases, not_ended, token_hash};
+use crate::guard::{agent, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run, StepState};
 use crate::view::{handoff, routes, run_data};
 use agentprocess_format::StepKind;
@@ -75,11 +74,7 @@ pub fn claim(
         }
     }
     let token = context.ids.token();
-    let lease = SignedDuration::from_secs(i64::from(context.settings.lease_seconds));
-    let expires_at = context
-        .now
-        .checked_add(lease)
-        .unwrap_or(jiff::Timestamp::MAX);
+    let expires_at = lease_end(context);
     step.state = Some(StepState::Claimed);
     step.claim = Some(Claim {
         holder,

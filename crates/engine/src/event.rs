@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use agentprocess_format::StepKind;
+use agentprocess_format::values::{STEP_ID_PATTERN, is_step_id};
 use serde_json::{Map, Value};
 
 use crate::Transition;
@@ -12,7 +13,7 @@ use crate::error::{Code, ToolError};
 use crate::guard::not_ended;
 use crate::machine::Machine;
 use crate::model::{HeldEvent, Record, Run, StepState};
-use crate::view::run_data;
+use crate::view::{json_bytes, run_data};
 
 /// Delivers event `name` with `data`. Returns the new run and `consumedBy`: the wait
 /// step it satisfied, or `None` when it is held.
@@ -40,13 +41,10 @@ pub fn send_event(
         }
     };
     let mut issues = Vec::new();
-    if !is_event_name(name) {
-        issues.push(format!(
-            "name: {name:?} does not match ^[a-z][a-z0-9_-]{{0,63}}$"
-        ));
+    if !is_step_id(name) {
+        issues.push(format!("name: {name:?} does not match {STEP_ID_PATTERN}"));
     }
-    let held_bytes = serde_json::to_vec(&run_data(run)).map_or(usize::MAX, |json| json.len())
-        + serde_json::to_vec(&data).map_or(usize::MAX, |json| json.len());
+    let held_bytes = json_bytes(&run_data(run)).saturating_add(json_bytes(&data));
     if held_bytes > context.settings.run_data_bytes {
         issues.push(format!(
             "data: run data would be {held_bytes} bytes with this event; the limit is {} (limits.runDataBytes)",
@@ -95,13 +93,4 @@ pub fn send_event(
     machine.run_queue(queue);
     let effects = machine.effects;
     Ok((Transition { run, effects }, Some(consumed)))
-}
-
-fn is_event_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    (1..=64).contains(&bytes.len())
-        && bytes[0].is_ascii_lowercase()
-        && bytes[1..]
-            .iter()
-            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }

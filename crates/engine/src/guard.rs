@@ -1,10 +1,10 @@
 //! Checks every write shares: the run has not ended (checked first of all), the token
 //! verifies, the lease is live, the caller is who the call needs.
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use sha2::{Digest, Sha256};
 
-use crate::context::Actor;
+use crate::context::{Actor, Context};
 use crate::error::{Code, ToolError};
 use crate::model::{Run, StepState};
 
@@ -30,6 +30,12 @@ pub(crate) fn agent(actor: &Actor, tool: &str) -> Result<String, ToolError> {
             Vec::new(),
         )),
     }
+}
+
+/// When a lease taken now ends.
+pub(crate) fn lease_end(context: &Context<'_>) -> Timestamp {
+    let lease = SignedDuration::from_secs(i64::from(context.settings.lease_seconds));
+    context.now.checked_add(lease).unwrap_or(Timestamp::MAX)
 }
 
 /// SHA-256 of a token, lowercase hex: all a run keeps of it.

@@ -1,12 +1,11 @@
 //! `renew`: a new token and expiry for a live claim; the old token dies at once.
 
-use jiff::SignedDuration;
 use serde_json::{Value, json};
 
 use crate::Transition;
 use crate::context::Context;
 use crate::error::{Code, ToolError};
-use crate::guard::{agent, claimed_step, expire_leases, not_ended, token_hash};
+use crate::guard::{agent, claimed_step, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run};
 
 /// Renews the claim `token` holds, keeping `progress` on the step when given.
@@ -23,11 +22,7 @@ pub fn renew(
     expire_leases(&mut run, context.now);
     let index = claimed_step(&run, token)?;
     let fresh = context.ids.token();
-    let lease = SignedDuration::from_secs(i64::from(context.settings.lease_seconds));
-    let expires_at = context
-        .now
-        .checked_add(lease)
-        .unwrap_or(jiff::Timestamp::MAX);
+    let expires_at = lease_end(context);
     let step = &mut run.steps[index];
     let Some(old) = step.retire_claim() else {
         return Err(ToolError::new(

@@ -10,6 +10,7 @@ use crate::error::{Code, ToolError};
 use crate::fields::check_fields;
 use crate::machine::Machine;
 use crate::model::{Mode, Run, StepRun};
+use crate::view::json_bytes;
 
 /// What `start_run` asks for, once the server has chosen the run id.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +51,7 @@ pub fn start(
         "inputs",
         context.settings.person,
     );
-    let bytes = serde_json::to_vec(&command.inputs).map_or(usize::MAX, |json| json.len());
+    let bytes = json_bytes(&command.inputs);
     if bytes > context.settings.run_data_bytes {
         issues.push(format!(
             "inputs: {bytes} bytes; the limit is {} (limits.runDataBytes)",

@@ -9,7 +9,7 @@ use crate::error::ToolError;
 use crate::guard::{agent, claimed_step, expire_leases, not_ended};
 use crate::machine::Machine;
 use crate::model::{Evidence, Record, Run};
-use crate::view::run_data;
+use crate::view::{json_bytes, run_data};
 
 /// The outcome of a submission that got as far as the acceptance rules.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +115,6 @@ pub(crate) fn run_data_cap(
 ) -> Option<String> {
     let mut with = run.clone();
     with.steps[index].record = Some(record.clone());
-    let bytes = serde_json::to_vec(&run_data(&with)).map_or(usize::MAX, |json| json.len());
+    let bytes = json_bytes(&run_data(&with));
     (bytes > limit).then(|| format!("run data: {bytes} bytes with this submission; the limit is {limit} (limits.runDataBytes)"))
 }

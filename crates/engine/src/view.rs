@@ -60,6 +60,11 @@ pub fn run_data(run: &Run) -> Value {
     json!({ "inputs": run.inputs, "steps": steps })
 }
 
+/// How many bytes `value` takes as JSON: what `limits.runDataBytes` counts.
+pub(crate) fn json_bytes(value: &impl serde::Serialize) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |json| json.len())
+}
+
 /// A hash of the run data at the moment of the read: it changes exactly when run data
 /// changes (SHA-256 over its RFC 8785 canonical JSON, lowercase hex).
 pub fn snapshot(run: &Run) -> String {

@@ -4,8 +4,9 @@ use std::collections::HashSet;
 
 use crate::document::{Fields, Requires};
 use crate::fields::fields;
-use crate::read::{NAME_PATTERN, Reader, is_name};
+use crate::read::Reader;
 use crate::steps::{StepSlot, step};
+use crate::values::{NAME_PATTERN, is_name};
 use crate::yaml::{Node, Value};
 
 const TOP_KEYS: [&str; 5] = ["name", "description", "inputs", "requires", "steps"];

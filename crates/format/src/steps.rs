@@ -8,7 +8,8 @@ use crate::document::{
 };
 use crate::fields::fields;
 use crate::path;
-use crate::read::{Object, Reader, STEP_ID_PATTERN, is_step_id};
+use crate::read::{Object, Reader};
+use crate::values::{STEP_ID_PATTERN, is_step_id};
 use crate::yaml::{Node, Value};
 
 /// The keys a step may have besides `id` and its kind key.

@@ -1,5 +1,5 @@
-//! The text forms of `date`, `datetime` and `number` values, shared by the format and
-//! the engine.
+//! The text forms of names, step ids, `date`, `datetime` and `number` values, shared
+//! by the format and the engine.
 
 /// `YYYY-MM-DD` naming a real calendar date (proleptic Gregorian).
 pub fn is_date(text: &str) -> bool {
@@ -57,6 +57,32 @@ pub fn is_datetime(text: &str) -> bool {
 pub fn same_number(a: &str, b: &str) -> bool {
     matches!((crate::number::normalize(a), crate::number::normalize(b)), (Some(x), Some(y)) if x == y)
 }
+
+/// `^[a-z0-9]+(-[a-z0-9]+)*$`: process names and `requires.systems`.
+pub fn is_name(text: &str) -> bool {
+    text.split('-').all(|part| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    })
+}
+
+/// The name pattern, as shown in issues.
+pub const NAME_PATTERN: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
+
+/// `^[a-z][a-z0-9_-]{0,63}$`: step ids and event names.
+pub fn is_step_id(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    (1..=64).contains(&bytes.len())
+        && bytes[0].is_ascii_lowercase()
+        && bytes[1..]
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// The step id pattern, as shown in issues.
+pub const STEP_ID_PATTERN: &str = "^[a-z][a-z0-9_-]{0,63}$";
 
 fn real_date(year: &str, month: &str, day: &str) -> bool {
     let (Some(y), Some(m), Some(d)) = (digits(year), digits(month), digits(day)) else {
@@ -136,6 +162,22 @@ mod tests {
             "2026-02-30T09:00:00Z",
         ] {
             assert!(!is_datetime(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn patterns() {
+        for ok in ["a", "supplier-onboarding", "a1-2b", &"x".repeat(64)] {
+            assert!(is_name(ok), "{ok}");
+        }
+        for bad in ["", "-a", "a-", "a--b", "A", "a_b", "é"] {
+            assert!(!is_name(bad), "{bad}");
+        }
+        for ok in ["a", "check_vendor", "a-1", &"x".repeat(64)] {
+            assert!(is_step_id(ok), "{ok}");
+        }
+        for bad in ["", "1a", "_a", "A", "a.b", &"x".repeat(65)] {
+            assert!(!is_step_id(bad), "{bad}");
         }
     }
 }

@@ -112,7 +112,7 @@ fn claim_errors() {
 #[test]
 fn an_accepted_submission_records_the_route_and_moves_on() {
     let mut bench = invoice();
-    let token = token_of(&bench.claim(&agent(), "validate").expect("claims"));
+    let token = bench.token(&agent(), "validate");
     bench.wait(60);
     let effects = bench
         .submit(&agent(), &token, good_validation(), Vec::new())
@@ -151,7 +151,7 @@ fn an_accepted_submission_records_the_route_and_moves_on() {
 #[test]
 fn a_refused_submission_changes_nothing_but_the_handoff_and_the_claim_stands() {
     let mut bench = invoice();
-    let token = token_of(&bench.claim(&agent(), "validate").expect("claims"));
+    let token = bench.token(&agent(), "validate");
     let before = agentprocess_engine::snapshot(&bench.run);
     let error = bench
         .submit(
@@ -193,7 +193,7 @@ fn a_refused_submission_changes_nothing_but_the_handoff_and_the_claim_stands() {
 #[test]
 fn renew_replaces_the_token_and_keeps_progress_for_whoever_comes_next() {
     let mut bench = invoice();
-    let first = token_of(&bench.claim(&agent(), "validate").expect("claims"));
+    let first = bench.token(&agent(), "validate");
     bench.wait(300);
     let renewed = bench
         .renew(&agent(), &first, Some("PO matched; receipt pending"))
@@ -245,7 +245,7 @@ fn a_token_that_never_verified_is_invalid() {
 #[test]
 fn escalation_hands_the_step_to_the_operators_and_kills_the_token() {
     let mut bench = invoice();
-    let token = token_of(&bench.claim(&agent(), "validate").expect("claims"));
+    let token = bench.token(&agent(), "validate");
     assert_eq!(
         bench
             .escalate(&agent(), &token, "  ")
@@ -300,7 +300,7 @@ steps:
 #[test]
 fn once_a_run_ends_every_write_is_a_run_ended_conflict_first_of_all() {
     let mut bench = Bench::start(version_of(TWO_STEPS), &agent(), Default::default());
-    let token = token_of(&bench.claim(&agent(), "work").expect("claims"));
+    let token = bench.token(&agent(), "work");
     bench
         .submit(&agent(), &token, json!({ "summary": "Done." }), Vec::new())
         .expect("accepted");
@@ -342,7 +342,7 @@ fn once_a_run_ends_every_write_is_a_run_ended_conflict_first_of_all() {
 #[test]
 fn next_and_reason_on_a_single_next_step_are_not_accepted() {
     let mut bench = Bench::start(version_of(TWO_STEPS), &agent(), Default::default());
-    let token = token_of(&bench.claim(&agent(), "work").expect("claims"));
+    let token = bench.token(&agent(), "work");
     let error = bench
         .submit(
             &agent(),
@@ -367,7 +367,7 @@ fn run_data_is_capped_on_submit() {
     );
     let mut bench = Bench::start(version, &agent(), Default::default());
     bench.settings.run_data_bytes = 1000;
-    let token = token_of(&bench.claim(&agent(), "work").expect("claims"));
+    let token = bench.token(&agent(), "work");
     let error = bench
         .submit(
             &agent(),
@@ -395,8 +395,8 @@ fn the_last_branch_to_join_continues_at_the_parallel_steps_next() {
     );
     let mut bench = Bench::start(version, &agent(), Default::default());
     let done = json!({ "summary": "Done." });
-    let ops = token_of(&bench.claim(&agent(), "ops").expect("claims"));
-    let sec = token_of(&bench.claim(&other_agent(), "sec").expect("claims"));
+    let ops = bench.token(&agent(), "ops");
+    let sec = bench.token(&other_agent(), "sec");
     bench
         .submit(&agent(), &ops, done.clone(), Vec::new())
         .expect("accepted");
@@ -433,7 +433,7 @@ fn the_last_branch_to_join_continues_at_the_parallel_steps_next() {
             Value::Null
         ]
     );
-    let sec2 = token_of(&bench.claim(&agent(), "sec2").expect("claims"));
+    let sec2 = bench.token(&agent(), "sec2");
     bench
         .submit(&agent(), &sec2, done, Vec::new())
         .expect("accepted");

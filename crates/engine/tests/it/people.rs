@@ -36,10 +36,7 @@ steps:
 }
 
 fn screen(bench: &mut Bench) {
-    let token = bench.claim(&agent(), "check_vendor").expect("claims")["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = bench.token(&agent(), "check_vendor");
     bench
         .submit(
             &agent(),
@@ -244,10 +241,7 @@ fn a_rejection_without_on_reject_ends_the_run_rejected() {
     let version = fixture("invoice-approval");
     let inputs = sample_inputs(&version);
     let mut bench = Bench::start(version, &agent(), inputs);
-    let token = bench.claim(&agent(), "validate").expect("claims")["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = bench.token(&agent(), "validate");
     bench
         .submit(&agent(), &token, json!({
             "output": { "totalUsd": 120000, "supplier": "Acme", "matchSummary": "ok" },
@@ -279,10 +273,7 @@ fn a_rejection_without_on_reject_ends_the_run_rejected() {
 #[test]
 fn an_escalation_is_returned_with_a_note_or_completed_by_a_person() {
     let (mut bench, _) = supplier();
-    let token = bench.claim(&agent(), "check_vendor").expect("claims")["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = bench.token(&agent(), "check_vendor");
     bench
         .escalate(&agent(), &token, "The EU list is down.")
         .expect("escalates");
@@ -350,10 +341,7 @@ fn a_failed_decision_ends_the_run_and_cancels_the_rest() {
 #[test]
 fn an_operator_cancels_with_a_reason_and_nothing_else_may() {
     let (mut bench, mira) = supplier();
-    let token = bench.claim(&agent(), "check_vendor").expect("claims")["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = bench.token(&agent(), "check_vendor");
     assert_eq!(
         bench
             .cancel(&agent(), "x")
@@ -404,10 +392,7 @@ fn rework_from_after_the_join_reruns_every_branch() {
     };
     let lead = person(&version);
     let mut bench = Bench::start(version, &agent(), inputs);
-    let token = bench.claim(&agent(), "activate").expect("claims")["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = bench.token(&agent(), "activate");
     bench
         .submit(
             &agent(),

@@ -269,6 +269,14 @@ impl Bench {
         Ok(claimed.result)
     }
 
+    /// `claim` that must succeed; returns the token.
+    pub(crate) fn token(&mut self, actor: &Actor, step: &str) -> String {
+        let result = self
+            .claim(actor, step)
+            .unwrap_or_else(|error| panic!("claim {step}: {error}"));
+        result["token"].as_str().expect("a token").to_owned()
+    }
+
     /// `renew`; returns `{ token, expiresAt }`.
     pub(crate) fn renew(
         &mut self,

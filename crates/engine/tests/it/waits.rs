@@ -41,10 +41,7 @@ fn bench() -> Bench {
 }
 
 fn pass_invoice(bench: &mut Bench) {
-    let token = bench.claim(&agent(), "invoice").expect("claims")["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    let token = bench.token(&agent(), "invoice");
     bench
         .submit(
             &agent(),
