@@ -1,6 +1,7 @@
 //! Scenario tests of the engine: commands in, run views out, every view checked
 //! against the official JSON Schemas.
 
+mod acceptance;
 mod agent;
 mod people;
 mod start;

@@ -7,8 +7,8 @@ use agentprocess_engine::{
 use serde_json::{Map, Value, json};
 
 use crate::support::{
-    agent, assert_valid_view, fixture, fixture_names, person, sample_inputs, start_as, t0,
-    version_of,
+    agent, assert_valid_view, fixture, fixture_names, person, sample_inputs, start_as,
+    started_fixture, t0, version_of,
 };
 
 fn object(value: Value) -> Map<String, Value> {
@@ -60,15 +60,7 @@ fn an_agent_step_first_is_ready_and_the_run_active() {
 
 #[test]
 fn a_person_step_first_opens_one_work_item_with_its_decide_call() {
-    let version = fixture("contract-review");
-    let transition = start_as(
-        &version,
-        &person(&version),
-        sample_inputs(&version),
-        Mode::Live,
-    )
-    .expect("starts");
-    let view = run_view(&transition.run, &version, t0());
+    let (_, transition, view) = started_fixture("contract-review", Mode::Live);
     assert_eq!(view["run"]["state"], "waiting");
     let items = view["workItems"].as_array().expect("work items");
     assert_eq!(items.len(), 1);
@@ -104,15 +96,7 @@ fn a_person_step_first_opens_one_work_item_with_its_decide_call() {
 
 #[test]
 fn a_role_goes_to_its_group_and_due_starts_the_clock() {
-    let version = fixture("employee-onboarding");
-    let transition = start_as(
-        &version,
-        &person(&version),
-        sample_inputs(&version),
-        Mode::Live,
-    )
-    .expect("starts");
-    let view = run_view(&transition.run, &version, t0());
+    let (_, transition, view) = started_fixture("employee-onboarding", Mode::Live);
     assert_eq!(
         view["workItems"][0]["assignedTo"],
         json!({ "group": "g_hr-operations" })
@@ -130,15 +114,7 @@ fn a_role_goes_to_its_group_and_due_starts_the_clock() {
 
 #[test]
 fn test_mode_marks_work_items_and_notifies_nobody() {
-    let version = fixture("contract-review");
-    let transition = start_as(
-        &version,
-        &person(&version),
-        sample_inputs(&version),
-        Mode::Test,
-    )
-    .expect("starts");
-    let view = run_view(&transition.run, &version, t0());
+    let (_, transition, view) = started_fixture("contract-review", Mode::Test);
     assert_eq!(view["run"]["mode"], "test");
     assert_eq!(view["workItems"][0]["mode"], "test");
     assert!(

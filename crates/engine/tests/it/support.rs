@@ -141,6 +141,16 @@ pub(crate) fn start_as(
     start_with(version, actor, inputs, mode, &mut Counter::default())
 }
 
+/// A fixture started by a person in its roles' groups, with sample inputs: the
+/// version, the transition, and the run view at `t0`.
+pub(crate) fn started_fixture(name: &str, mode: Mode) -> (ProcessVersion, Transition, Value) {
+    let version = fixture(name);
+    let transition = start_as(&version, &person(&version), sample_inputs(&version), mode)
+        .unwrap_or_else(|error| panic!("{name}: {error}"));
+    let view = agentprocess_engine::run_view(&transition.run, &version, t0());
+    (version, transition, view)
+}
+
 fn start_with(
     version: &ProcessVersion,
     actor: &Actor,
