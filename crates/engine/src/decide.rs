@@ -9,9 +9,9 @@ use crate::Transition;
 use crate::acceptance::{Submission, Submitter, check_submission};
 use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
-use crate::guard::not_ended;
+use crate::guard::{assigned, not_ended};
 use crate::machine::Machine;
-use crate::model::{Assignee, Record, Returned, Run, StepState};
+use crate::model::{Record, Returned, Run, StepState};
 use crate::submit::{record, run_data_cap};
 use crate::view::snapshot;
 
@@ -265,18 +265,13 @@ fn combinations(decide: &Decide) -> Result<(), ToolError> {
 }
 
 /// The caller's person value, when they may decide this item: a person (never an
-/// agent) in the assigned group, the assigned person, or an operator for escalations.
+/// agent) among those it is assigned to.
 fn person_in_assignment(
     run: &Run,
     index: usize,
     context: &Context<'_>,
 ) -> Result<String, ToolError> {
-    let Actor::Person {
-        person,
-        groups,
-        operator,
-    } = context.actor
-    else {
+    let Actor::Person { person, .. } = context.actor else {
         return Err(ToolError::new(
             Code::Forbidden,
             "only a person decides",
@@ -284,14 +279,7 @@ fn person_in_assignment(
         ));
     };
     let item = run.steps[index].work_item.as_ref();
-    let allowed = match item.map(|item| &item.assigned_to) {
-        Some(Assignee::Group(group)) => {
-            groups.contains(group) || (*operator && *group == context.settings.escalation_group)
-        }
-        Some(Assignee::Person(assigned)) => assigned.eq_ignore_ascii_case(person),
-        None => false,
-    };
-    if !allowed {
+    if !item.is_some_and(|item| assigned(context.actor, &item.assigned_to, context.settings)) {
         return Err(ToolError::new(
             Code::Forbidden,
             "this work item is assigned to someone else",

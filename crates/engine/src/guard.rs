@@ -4,9 +4,9 @@
 use jiff::{SignedDuration, Timestamp};
 use sha2::{Digest, Sha256};
 
-use crate::context::{Actor, Context};
+use crate::context::{Actor, Context, Settings};
 use crate::error::{Code, ToolError};
-use crate::model::{Run, StepState};
+use crate::model::{Assignee, Run, StepState};
 
 /// `conflict` with `run_ended` when the run has ended or been cancelled.
 pub(crate) fn not_ended(run: &Run) -> Result<(), ToolError> {
@@ -29,6 +29,25 @@ pub(crate) fn agent(actor: &Actor, tool: &str) -> Result<String, ToolError> {
             format!("{tool} is for agents"),
             Vec::new(),
         )),
+    }
+}
+
+/// Whether `actor` is among those a work item is assigned to: a member of its group
+/// (operators take the escalation group's items), or its person.
+pub(crate) fn assigned(actor: &Actor, assignee: &Assignee, settings: &Settings) -> bool {
+    let Actor::Person {
+        person,
+        groups,
+        operator,
+    } = actor
+    else {
+        return false;
+    };
+    match assignee {
+        Assignee::Group(group) => {
+            groups.contains(group) || (*operator && *group == settings.escalation_group)
+        }
+        Assignee::Person(assigned) => assigned.eq_ignore_ascii_case(person),
     }
 }
 

@@ -18,6 +18,7 @@ mod start;
 mod submit;
 mod timer;
 mod view;
+mod work;
 
 pub use acceptance::{EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission};
 pub use cancel::cancel;
@@ -38,6 +39,7 @@ pub use start::{StartRun, start};
 pub use submit::{Submitted, submit};
 pub use timer::timer_fired;
 pub use view::{handoff, routes, run_data, run_state, run_view, snapshot, step_state, work_item};
+pub use work::work_items;
 
 /// What a command produces: the new run and what to do once it is stored.
 #[derive(Debug, Clone, PartialEq)]

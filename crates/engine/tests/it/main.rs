@@ -7,3 +7,4 @@ mod people;
 mod start;
 mod support;
 mod waits;
+mod work;

@@ -188,7 +188,6 @@ fn compile(name: &str) -> jsonschema::Validator {
 #[track_caller]
 pub(crate) fn assert_valid_view(view: &Value) {
     static RUN_VIEW: OnceLock<jsonschema::Validator> = OnceLock::new();
-    static WORK_ITEM: OnceLock<jsonschema::Validator> = OnceLock::new();
     let run_view = RUN_VIEW.get_or_init(|| compile("run-view.json"));
     let errors: Vec<String> = run_view
         .iter_errors(view)
@@ -198,14 +197,21 @@ pub(crate) fn assert_valid_view(view: &Value) {
         errors.is_empty(),
         "run view breaks run-view.json: {errors:?}\n{view:#}"
     );
-    let work_item = WORK_ITEM.get_or_init(|| compile("work-item.json"));
     for item in view["workItems"].as_array().expect("workItems") {
-        let errors: Vec<String> = work_item.iter_errors(item).map(|e| e.to_string()).collect();
-        assert!(
-            errors.is_empty(),
-            "work item breaks work-item.json: {errors:?}\n{item:#}"
-        );
+        assert_valid_work_item(item);
     }
+}
+
+/// Asserts that `item` meets the official `work-item.json`.
+#[track_caller]
+pub(crate) fn assert_valid_work_item(item: &Value) {
+    static WORK_ITEM: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let work_item = WORK_ITEM.get_or_init(|| compile("work-item.json"));
+    let errors: Vec<String> = work_item.iter_errors(item).map(|e| e.to_string()).collect();
+    assert!(
+        errors.is_empty(),
+        "work item breaks work-item.json: {errors:?}\n{item:#}"
+    );
 }
 
 /// A run under test, with its own clock, ids and settings. Every call applies its
@@ -466,5 +472,25 @@ pub(crate) fn operator() -> Actor {
         person: "ops@example.com".to_owned(),
         groups: vec!["operators".to_owned()],
         operator: true,
+    }
+}
+
+impl Bench {
+    /// `get_work` items of this run for `actor`; each person item's work item is
+    /// checked against work-item.json.
+    pub(crate) fn work(&self, actor: &Actor) -> Vec<Value> {
+        let items = agentprocess_engine::work_items(
+            &self.run,
+            &self.version,
+            actor,
+            &self.settings,
+            self.now,
+        );
+        for item in &items {
+            if let Some(work_item) = item.get("workItem") {
+                assert_valid_work_item(work_item);
+            }
+        }
+        items
     }
 }
