@@ -7,4 +7,5 @@ mod people;
 mod start;
 mod support;
 mod waits;
+mod walks;
 mod work;

@@ -23,7 +23,7 @@ pub(crate) fn t0() -> Timestamp {
 }
 
 /// Ids that count: `w_1`, `w_2`, … and `tok_1`, …
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Counter {
     work_items: u32,
     tokens: u32,
@@ -216,6 +216,7 @@ pub(crate) fn assert_valid_work_item(item: &Value) {
 
 /// A run under test, with its own clock, ids and settings. Every call applies its
 /// transition and checks the run view against the schemas.
+#[derive(Clone)]
 pub(crate) struct Bench {
     pub(crate) version: ProcessVersion,
     pub(crate) run: agentprocess_engine::Run,
