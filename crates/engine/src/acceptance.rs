@@ -47,28 +47,16 @@ pub enum Submitter {
 
 /// Every issue that keeps `submission` from completing `step`, in the order: summary,
 /// output fields, evidence, next and reason.
-pub fn check_submission(
-    step: &Step,
-    submission: &Submission,
-    by: Submitter,
-    person: PersonFormat,
-) -> Vec<String> {
+pub fn check_submission(step: &Step, submission: &Submission, by: Submitter, person: PersonFormat) -> Vec<String> {
     let mut issues = Vec::new();
     match submission.summary.as_deref().map(str::trim) {
         None | Some("") if by == Submitter::Agent => issues.push("summary: missing".to_owned()),
         Some(summary) if summary.chars().count() > MAX_SUMMARY_CHARS => {
-            issues.push(format!(
-                "summary: longer than {MAX_SUMMARY_CHARS} characters"
-            ));
+            issues.push(format!("summary: longer than {MAX_SUMMARY_CHARS} characters"));
         }
         _ => {}
     }
-    issues.extend(check_fields(
-        &step.output,
-        &submission.output,
-        "output",
-        person,
-    ));
+    issues.extend(check_fields(&step.output, &submission.output, "output", person));
     for (index, item) in submission.evidence.iter().enumerate() {
         if item.reference.trim().is_empty() {
             issues.push(format!("evidence[{index}].ref: missing"));
@@ -101,10 +89,7 @@ fn check_route(step: &Step, submission: &Submission) -> Vec<String> {
             match submission.next.as_deref() {
                 None => issues.push(format!("next: required, one of {}", names.join(", "))),
                 Some(chosen) if !names.contains(&chosen) => {
-                    issues.push(format!(
-                        "next: {chosen:?} is not one of {}",
-                        names.join(", ")
-                    ));
+                    issues.push(format!("next: {chosen:?} is not one of {}", names.join(", ")));
                 }
                 Some(_) => {}
             }

@@ -16,9 +16,7 @@ pub fn cancel(
 ) -> Result<Transition, ToolError> {
     not_ended(run)?;
     let Actor::Person {
-        person,
-        operator: true,
-        ..
+        person, operator: true, ..
     } = context.actor
     else {
         return Err(ToolError::new(

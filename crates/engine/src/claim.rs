@@ -33,13 +33,7 @@ pub fn claim(
         .steps
         .iter()
         .position(|step| step.id == step_id)
-        .ok_or_else(|| {
-            ToolError::new(
-                Code::NotFound,
-                format!("no step {step_id:?} in this run"),
-                Vec::new(),
-            )
-        })?;
+        .ok_or_else(|| ToolError::new(Code::NotFound, format!("no step {step_id:?} in this run"), Vec::new()))?;
     let definition = &version.process.document().steps[index];
     let StepKind::Agent(instructions) = &definition.kind else {
         return Err(ToolError::new(

@@ -73,11 +73,11 @@ pub fn decide(
 ) -> Result<Transition, ToolError> {
     not_ended(run)?;
     combinations(&decide)?;
-    let Some(index) = run.steps.iter().position(|step| {
-        step.work_item
-            .as_ref()
-            .is_some_and(|item| item.id == decide.work_item)
-    }) else {
+    let Some(index) = run
+        .steps
+        .iter()
+        .position(|step| step.work_item.as_ref().is_some_and(|item| item.id == decide.work_item))
+    else {
         if run.decided.contains(&decide.work_item) {
             return Err(ToolError::new(
                 Code::Conflict,
@@ -175,14 +175,11 @@ pub fn decide(
                 at: now,
                 ..Record::default()
             };
-            match definition.on_reject.as_deref().and_then(|id| {
-                version
-                    .process
-                    .document()
-                    .steps
-                    .iter()
-                    .position(|s| s.id == id)
-            }) {
+            match definition
+                .on_reject
+                .as_deref()
+                .and_then(|id| version.process.document().steps.iter().position(|s| s.id == id))
+            {
                 Some(target) => machine.reject_into(index, target, record, &mut queue),
                 None => {
                     machine.conclude(index, record);
@@ -233,9 +230,7 @@ fn combinations(decide: &Decide) -> Result<(), ToolError> {
             issues.push(format!("reason: not allowed with {name}"));
         }
         if decide.sent_work {
-            issues.push(format!(
-                "output, evidence, summary: not allowed with {name}"
-            ));
+            issues.push(format!("output, evidence, summary: not allowed with {name}"));
         }
     }
     if completed && decide.note.is_some() {
@@ -245,12 +240,7 @@ fn combinations(decide: &Decide) -> Result<(), ToolError> {
         decide.decision,
         Decision::Rejected | Decision::Returned | Decision::Failed
     );
-    if needs_note
-        && decide
-            .note
-            .as_deref()
-            .is_none_or(|note| note.trim().is_empty())
-    {
+    if needs_note && decide.note.as_deref().is_none_or(|note| note.trim().is_empty()) {
         issues.push(format!("note: required with {name}"));
     }
     if issues.is_empty() {
@@ -266,17 +256,9 @@ fn combinations(decide: &Decide) -> Result<(), ToolError> {
 
 /// The caller's person value, when they may decide this item: a person (never an
 /// agent) among those it is assigned to.
-fn person_in_assignment(
-    run: &Run,
-    index: usize,
-    context: &Context<'_>,
-) -> Result<String, ToolError> {
+fn person_in_assignment(run: &Run, index: usize, context: &Context<'_>) -> Result<String, ToolError> {
     let Actor::Person { person, .. } = context.actor else {
-        return Err(ToolError::new(
-            Code::Forbidden,
-            "only a person decides",
-            Vec::new(),
-        ));
+        return Err(ToolError::new(Code::Forbidden, "only a person decides", Vec::new()));
     };
     let item = run.steps[index].work_item.as_ref();
     if !item.is_some_and(|item| assigned(context.actor, &item.assigned_to, context.settings)) {

@@ -28,9 +28,7 @@ pub fn send_event(
     let sender = match context.actor {
         Actor::Agent { id } => id.clone(),
         Actor::Person {
-            person,
-            operator: true,
-            ..
+            person, operator: true, ..
         } => person.clone(),
         Actor::Person { .. } => {
             return Err(ToolError::new(
@@ -52,16 +50,11 @@ pub fn send_event(
         ));
     }
     if !issues.is_empty() {
-        return Err(ToolError::new(
-            Code::Invalid,
-            "the event was not delivered",
-            issues,
-        ));
+        return Err(ToolError::new(Code::Invalid, "the event was not delivered", issues));
     }
     let steps = &version.process.document().steps;
     let waiting = run.steps.iter().zip(steps).position(|(step, definition)| {
-        step.state == Some(StepState::Waiting)
-            && matches!(&definition.kind, StepKind::WaitFor(event) if event == name)
+        step.state == Some(StepState::Waiting) && matches!(&definition.kind, StepKind::WaitFor(event) if event == name)
     });
     let mut run = run.clone();
     let Some(index) = waiting else {

@@ -42,12 +42,7 @@ impl PersonFormat {
 /// fields that are missing, values of the wrong type or outside `one_of`, `null`, and
 /// fields that are not declared. Declared fields come first, in declaration order,
 /// then undeclared ones in the order sent.
-pub fn check_fields(
-    declared: &Fields,
-    sent: &Map<String, Value>,
-    at: &str,
-    person: PersonFormat,
-) -> Vec<String> {
+pub fn check_fields(declared: &Fields, sent: &Map<String, Value>, at: &str, person: PersonFormat) -> Vec<String> {
     let mut issues = Vec::new();
     for (name, field) in &declared.0 {
         let path = format!("{at}.{name}");
@@ -65,17 +60,9 @@ pub fn check_fields(
     issues
 }
 
-fn check_value(
-    field: &Field,
-    value: &Value,
-    path: &str,
-    person: PersonFormat,
-    issues: &mut Vec<String>,
-) {
+fn check_value(field: &Field, value: &Value, path: &str, person: PersonFormat, issues: &mut Vec<String>) {
     if value.is_null() {
-        issues.push(format!(
-            "{path}: null is not a value; omit an optional field instead"
-        ));
+        issues.push(format!("{path}: null is not a value; omit an optional field instead"));
         return;
     }
     if let Some(expected) = type_mismatch(field.ty, value, person) {
@@ -86,11 +73,7 @@ fn check_value(
         && !allowed.iter().any(|option| same_value(option, value))
     {
         let shown: Vec<String> = allowed.iter().map(show).collect();
-        issues.push(format!(
-            "{path}: {} is not one of {}",
-            show(value),
-            shown.join(", ")
-        ));
+        issues.push(format!("{path}: {} is not one of {}", show(value), shown.join(", ")));
     }
     if let (Some(items), Value::Array(list)) = (&field.items, value) {
         for (index, item) in list.iter().enumerate() {
@@ -188,10 +171,7 @@ mod tests {
 
     #[test]
     fn the_eight_types() {
-        let all: Vec<(&str, Field)> = FieldType::ALL
-            .iter()
-            .map(|ty| (ty.name(), field(*ty)))
-            .collect();
+        let all: Vec<(&str, Field)> = FieldType::ALL.iter().map(|ty| (ty.name(), field(*ty))).collect();
         let good = json!({
             "string": "x", "number": 1080.5, "boolean": false, "date": "2024-02-29",
             "datetime": "2026-10-06T09:00:00+02:00", "list": [1, "a"], "object": { "any": ["thing"] },
@@ -229,10 +209,7 @@ mod tests {
             ["output.note: null is not a value; omit an optional field instead"]
         );
         assert_eq!(
-            check(
-                vec![("note", field(FieldType::String))],
-                json!({ "note": null })
-            ),
+            check(vec![("note", field(FieldType::String))], json!({ "note": null })),
             ["output.note: null is not a value; omit an optional field instead"]
         );
     }
@@ -243,18 +220,9 @@ mod tests {
             one_of: Some(vec![json!("emea"), json!("apac")]),
             ..field(FieldType::String)
         };
-        assert!(
-            check(
-                vec![("region", region.clone())],
-                json!({ "region": "emea" })
-            )
-            .is_empty()
-        );
+        assert!(check(vec![("region", region.clone())], json!({ "region": "emea" })).is_empty());
         assert_eq!(
-            check(
-                vec![("region", region.clone())],
-                json!({ "region": "amer" })
-            ),
+            check(vec![("region", region.clone())], json!({ "region": "amer" })),
             ["output.region: \"amer\" is not one of \"emea\", \"apac\""]
         );
         let regions = Field {
@@ -262,10 +230,7 @@ mod tests {
             ..field(FieldType::List)
         };
         assert_eq!(
-            check(
-                vec![("regions", regions)],
-                json!({ "regions": ["apac", "amer", 3] })
-            ),
+            check(vec![("regions", regions)], json!({ "regions": ["apac", "amer", 3] })),
             [
                 "output.regions[1]: \"amer\" is not one of \"emea\", \"apac\"",
                 "output.regions[2]: expected string"
@@ -281,18 +246,9 @@ mod tests {
         };
         let sent = parse(r#"{ "amount": 1.50 }"#);
         assert!(check(vec![("amount", amount.clone())], sent.clone()).is_empty());
-        assert!(
-            check(
-                vec![("amount", amount.clone())],
-                parse(r#"{ "amount": 1e2 }"#)
-            )
-            .is_empty()
-        );
+        assert!(check(vec![("amount", amount.clone())], parse(r#"{ "amount": 1e2 }"#)).is_empty());
         assert_eq!(
-            check(
-                vec![("amount", amount)],
-                parse(r#"{ "amount": 1.500000000000000001 }"#)
-            ),
+            check(vec![("amount", amount)], parse(r#"{ "amount": 1.500000000000000001 }"#)),
             ["output.amount: 1.500000000000000001 is not one of 1.5, 100"]
         );
         // The number survives unrounded: 1.50 stays 1.50, and 1e400 is not infinity

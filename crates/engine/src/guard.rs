@@ -44,9 +44,7 @@ pub(crate) fn assigned(actor: &Actor, assignee: &Assignee, settings: &Settings) 
         return false;
     };
     match assignee {
-        Assignee::Group(group) => {
-            groups.contains(group) || (*operator && *group == settings.escalation_group)
-        }
+        Assignee::Group(group) => groups.contains(group) || (*operator && *group == settings.escalation_group),
         Assignee::Person(assigned) => assigned.eq_ignore_ascii_case(person),
     }
 }
@@ -69,8 +67,8 @@ pub(crate) fn token_hash(token: &str) -> String {
 /// is retired, and its last progress note goes to the handoff.
 pub(crate) fn expire_leases(run: &mut Run, now: Timestamp) {
     for step in &mut run.steps {
-        let expired = step.state == Some(StepState::Claimed)
-            && step.claim.as_ref().is_some_and(|c| c.expires_at <= now);
+        let expired =
+            step.state == Some(StepState::Claimed) && step.claim.as_ref().is_some_and(|c| c.expires_at <= now);
         if expired && let Some(claim) = step.retire_claim() {
             step.state = Some(StepState::Ready);
             if claim.progress.is_some() {
@@ -91,11 +89,7 @@ pub(crate) fn claimed_step(run: &Run, token: &str) -> Result<usize, ToolError> {
     {
         return Ok(index);
     }
-    if run
-        .steps
-        .iter()
-        .any(|step| step.retired_tokens.contains(&hash))
-    {
+    if run.steps.iter().any(|step| step.retired_tokens.contains(&hash)) {
         return Err(ToolError::new(
             Code::Stale,
             "the token is no longer current: its lease ended or the claim was replaced",

@@ -31,8 +31,8 @@ pub use escalate::escalate;
 pub use event::send_event;
 pub use fields::{PersonFormat, check_fields};
 pub use model::{
-    Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run,
-    StepRun, StepState, WorkItem,
+    Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run, StepRun, StepState,
+    WorkItem,
 };
 pub use renew::renew;
 pub use start::{StartRun, start};

@@ -30,12 +30,7 @@ enum Target {
 }
 
 impl<'a> Machine<'a> {
-    pub(crate) fn new(
-        run: &'a mut Run,
-        version: &'a ProcessVersion,
-        now: Timestamp,
-        ids: &'a mut dyn Ids,
-    ) -> Self {
+    pub(crate) fn new(run: &'a mut Run, version: &'a ProcessVersion, now: Timestamp, ids: &'a mut dyn Ids) -> Self {
         let parents = version.process.document().enclosing_parallel();
         Self {
             run,
@@ -206,10 +201,8 @@ impl<'a> Machine<'a> {
         });
         if self.live() {
             let step = self.run.steps[index].id.clone();
-            self.effects.push(Effect::Notify(Notification::WorkItem {
-                step,
-                work_item: id,
-            }));
+            self.effects
+                .push(Effect::Notify(Notification::WorkItem { step, work_item: id }));
         }
     }
 
@@ -240,14 +233,7 @@ impl<'a> Machine<'a> {
     fn value_at(&self, path: &DataPath) -> Option<&Value> {
         match path {
             DataPath::Input(field) => self.run.inputs.get(field),
-            DataPath::Output { step, field } => self
-                .run
-                .step(step)?
-                .record
-                .as_ref()?
-                .output
-                .as_ref()?
-                .get(field),
+            DataPath::Output { step, field } => self.run.step(step)?.record.as_ref()?.output.as_ref()?.get(field),
         }
     }
 
@@ -280,13 +266,7 @@ impl<'a> Machine<'a> {
 
     /// Records a completion and follows the step's `next`, or the route chosen from
     /// its list.
-    pub(crate) fn complete(
-        &mut self,
-        index: usize,
-        record: Record,
-        chosen: Option<&str>,
-        queue: &mut VecDeque<usize>,
-    ) {
+    pub(crate) fn complete(&mut self, index: usize, record: Record, chosen: Option<&str>, queue: &mut VecDeque<usize>) {
         self.record(index, record);
         let target = match &self.definition(index).next {
             Some(Next::Step(id)) => self.target(id),
@@ -298,13 +278,7 @@ impl<'a> Machine<'a> {
     }
 
     /// Records a completion and continues at `to` (a `wait_for` that timed out).
-    pub(crate) fn complete_towards(
-        &mut self,
-        index: usize,
-        record: Record,
-        to: &str,
-        queue: &mut VecDeque<usize>,
-    ) {
+    pub(crate) fn complete_towards(&mut self, index: usize, record: Record, to: &str, queue: &mut VecDeque<usize>) {
         self.record(index, record);
         let target = self.target(to);
         self.follow(index, target, queue);
@@ -354,13 +328,7 @@ impl<'a> Machine<'a> {
     /// its completion to history and is no longer reached; the rejecting approval
     /// keeps its rejection current; the returned-to step is entered again (a parallel
     /// step forks every branch again).
-    pub(crate) fn reject_into(
-        &mut self,
-        approval: usize,
-        target: usize,
-        record: Record,
-        queue: &mut VecDeque<usize>,
-    ) {
+    pub(crate) fn reject_into(&mut self, approval: usize, target: usize, record: Record, queue: &mut VecDeque<usize>) {
         self.record(approval, record);
         self.run.steps[approval].state = None;
         let since = self.run.steps[target].entered.unwrap_or(0);
@@ -396,9 +364,7 @@ impl<'a> Machine<'a> {
             let step = &steps[index];
             let mut targets: Vec<&str> = match &step.next {
                 Some(Next::Step(id)) => vec![id.as_str()],
-                Some(Next::Routes(routes)) => {
-                    routes.iter().map(|route| route.to.as_str()).collect()
-                }
+                Some(Next::Routes(routes)) => routes.iter().map(|route| route.to.as_str()).collect(),
                 Some(Next::Join) | None => Vec::new(),
             };
             targets.extend(step.on_timeout.as_deref());
@@ -457,23 +423,12 @@ impl<'a> Machine<'a> {
             at: self.now,
             ..Record::default()
         });
-        self.end(
-            false,
-            Some("failed".to_owned()),
-            "server".to_owned(),
-            Some(note),
-        );
+        self.end(false, Some("failed".to_owned()), "server".to_owned(), Some(note));
     }
 
     /// Ends the run: every unfinished step is cancelled, every work item removed,
     /// every token dead, held events discarded.
-    pub(crate) fn end(
-        &mut self,
-        cancelled: bool,
-        outcome: Option<String>,
-        by: String,
-        note: Option<String>,
-    ) {
+    pub(crate) fn end(&mut self, cancelled: bool, outcome: Option<String>, by: String, note: Option<String>) {
         for index in 0..self.run.steps.len() {
             if matches!(
                 self.run.steps[index].state,

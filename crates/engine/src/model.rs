@@ -178,10 +178,7 @@ impl StepRun {
     pub fn retire_claim(&mut self) -> Option<Claim> {
         let claim = self.claim.take()?;
         self.retired_tokens.push(claim.token_hash.clone());
-        let excess = self
-            .retired_tokens
-            .len()
-            .saturating_sub(RETIRED_TOKENS_KEPT);
+        let excess = self.retired_tokens.len().saturating_sub(RETIRED_TOKENS_KEPT);
         self.retired_tokens.drain(..excess);
         Some(claim)
     }

@@ -24,11 +24,7 @@ pub struct StartRun {
 }
 
 /// Starts a run of `version`.
-pub fn start(
-    version: &ProcessVersion,
-    command: StartRun,
-    context: &mut Context<'_>,
-) -> Result<Transition, ToolError> {
+pub fn start(version: &ProcessVersion, command: StartRun, context: &mut Context<'_>) -> Result<Transition, ToolError> {
     let document = version.process.document();
     if let Actor::Agent { .. } = context.actor
         && let Some(step) = document
@@ -45,12 +41,7 @@ pub fn start(
             )],
         ));
     }
-    let mut issues = check_fields(
-        &document.inputs,
-        &command.inputs,
-        "inputs",
-        context.settings.person,
-    );
+    let mut issues = check_fields(&document.inputs, &command.inputs, "inputs", context.settings.person);
     let bytes = json_bytes(&command.inputs);
     if bytes > context.settings.run_data_bytes {
         issues.push(format!(
@@ -81,11 +72,7 @@ pub fn start(
         updated_at: context.now,
         end: None,
         inputs: command.inputs,
-        steps: document
-            .steps
-            .iter()
-            .map(|step| StepRun::new(&step.id))
-            .collect(),
+        steps: document.steps.iter().map(|step| StepRun::new(&step.id)).collect(),
         events: Vec::new(),
         completions: 0,
         decided: Vec::new(),

@@ -43,21 +43,11 @@ pub fn submit(
     expire_leases(&mut run, context.now);
     let index = claimed_step(&run, token)?;
     let definition = &version.process.document().steps[index];
-    let mut issues = check_submission(
-        definition,
-        &submission,
-        Submitter::Agent,
-        context.settings.person,
-    );
+    let mut issues = check_submission(definition, &submission, Submitter::Agent, context.settings.person);
     issues.extend(file_issues);
     let record = record(submission, by, context.now, definition.next.as_ref());
     if issues.is_empty() {
-        issues.extend(run_data_cap(
-            &run,
-            index,
-            &record,
-            context.settings.run_data_bytes,
-        ));
+        issues.extend(run_data_cap(&run, index, &record, context.settings.run_data_bytes));
     }
     if !issues.is_empty() {
         run.steps[index].handoff.issues = Some(issues.clone());
@@ -95,9 +85,7 @@ pub(crate) fn record(
     Record {
         output: Some(submission.output),
         evidence: Some(evidence),
-        summary: submission
-            .summary
-            .filter(|summary| !summary.trim().is_empty()),
+        summary: submission.summary.filter(|summary| !summary.trim().is_empty()),
         next: submission.next.filter(|_| routed),
         reason: submission.reason.filter(|_| routed),
         by,
@@ -107,14 +95,10 @@ pub(crate) fn record(
 }
 
 /// The run data with `record` in place must fit `limits.runDataBytes`.
-pub(crate) fn run_data_cap(
-    run: &Run,
-    index: usize,
-    record: &Record,
-    limit: usize,
-) -> Option<String> {
+pub(crate) fn run_data_cap(run: &Run, index: usize, record: &Record, limit: usize) -> Option<String> {
     let mut with = run.clone();
     with.steps[index].record = Some(record.clone());
     let bytes = json_bytes(&run_data(&with));
-    (bytes > limit).then(|| format!("run data: {bytes} bytes with this submission; the limit is {limit} (limits.runDataBytes)"))
+    (bytes > limit)
+        .then(|| format!("run data: {bytes} bytes with this submission; the limit is {limit} (limits.runDataBytes)"))
 }

@@ -14,20 +14,13 @@ use crate::machine::Machine;
 use crate::model::{Mode, Record, Run, StepState};
 
 /// Applies the timer `id` (`<step>:<kind>:<attempt>`) at `now`.
-pub fn timer_fired(
-    run: &Run,
-    version: &ProcessVersion,
-    id: &str,
-    now: Timestamp,
-    ids: &mut dyn Ids,
-) -> Transition {
+pub fn timer_fired(run: &Run, version: &ProcessVersion, id: &str, now: Timestamp, ids: &mut dyn Ids) -> Transition {
     let unchanged = || Transition {
         run: run.clone(),
         effects: Vec::new(),
     };
     let mut parts = id.rsplitn(3, ':');
-    let (Some(attempt), Some(kind), Some(step_id)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(attempt), Some(kind), Some(step_id)) = (parts.next(), parts.next(), parts.next()) else {
         return unchanged();
     };
     let Some(index) = run.steps.iter().position(|step| step.id == step_id) else {
@@ -62,20 +55,15 @@ pub fn timer_fired(
                 }));
             }
         }
-        (k, StepKind::Wait(_)) if k == TimerKind::Wait.as_str() => {
-            machine.complete(index, server(), None, &mut queue)
-        }
+        (k, StepKind::Wait(_)) if k == TimerKind::Wait.as_str() => machine.complete(index, server(), None, &mut queue),
         (k, StepKind::WaitUntil(_)) if k == TimerKind::WaitUntil.as_str() => {
             machine.complete(index, server(), None, &mut queue);
         }
         (k, StepKind::WaitFor(_)) if k == TimerKind::Timeout.as_str() => {
-            let to = definition
-                .on_timeout
-                .clone()
-                .or_else(|| match &definition.next {
-                    Some(Next::Step(id)) => Some(id.clone()),
-                    _ => None,
-                });
+            let to = definition.on_timeout.clone().or_else(|| match &definition.next {
+                Some(Next::Step(id)) => Some(id.clone()),
+                _ => None,
+            });
             match to {
                 Some(to) => machine.complete_towards(index, server(), &to, &mut queue),
                 None => machine.complete(index, server(), None, &mut queue),

@@ -13,9 +13,7 @@ use crate::model::{Assignee, Handoff, Run, StepRun, StepState};
 /// The state a step shows at `now`: a claim whose lease has ended reads as `ready`.
 pub fn step_state(step: &StepRun, now: Timestamp) -> Option<StepState> {
     match (step.state, &step.claim) {
-        (Some(StepState::Claimed), Some(claim)) if claim.expires_at <= now => {
-            Some(StepState::Ready)
-        }
+        (Some(StepState::Claimed), Some(claim)) if claim.expires_at <= now => Some(StepState::Ready),
         (state, _) => state,
     }
 }
@@ -26,12 +24,10 @@ pub fn run_state(run: &Run, now: Timestamp) -> &'static str {
     match &run.end {
         Some(end) if end.cancelled => "cancelled",
         Some(_) => "ended",
-        None if run.steps.iter().any(|step| {
-            matches!(
-                step_state(step, now),
-                Some(StepState::Ready | StepState::Claimed)
-            )
-        }) =>
+        None if run
+            .steps
+            .iter()
+            .any(|step| matches!(step_state(step, now), Some(StepState::Ready | StepState::Claimed))) =>
         {
             "active"
         }
@@ -89,7 +85,8 @@ pub fn run_view(run: &Run, version: &ProcessVersion, now: Timestamp) -> Value {
         .zip(&document.steps)
         .map(|(step, definition)| {
             let state = step_state(step, now);
-            let mut view = json!({ "id": step.id, "kind": definition.kind.key(), "state": state.map(StepState::as_str) });
+            let mut view =
+                json!({ "id": step.id, "kind": definition.kind.key(), "state": state.map(StepState::as_str) });
             if let (Some(due), Some(StepState::Ready | StepState::Claimed | StepState::Waiting)) = (step.due_at, state)
             {
                 view["due"] = json!(due);
@@ -115,12 +112,7 @@ pub fn run_view(run: &Run, version: &ProcessVersion, now: Timestamp) -> Value {
 }
 
 /// The open work item of step `index`, as `get_run` and `get_work` show it.
-pub fn work_item(
-    run: &Run,
-    version: &ProcessVersion,
-    index: usize,
-    snapshot: &str,
-) -> Option<Value> {
+pub fn work_item(run: &Run, version: &ProcessVersion, index: usize, snapshot: &str) -> Option<Value> {
     let step = &run.steps[index];
     let item = step.work_item.as_ref()?;
     let definition = &version.process.document().steps[index];
@@ -128,9 +120,7 @@ pub fn work_item(
     let (kind, text, decisions) = match &definition.kind {
         StepKind::Approve(text) => ("approve", text, vec!["approved", "rejected", "failed"]),
         StepKind::Task(text) => ("task", text, vec!["completed", "failed"]),
-        StepKind::Agent(text) if escalated => {
-            ("agent", text, vec!["returned", "completed", "failed"])
-        }
+        StepKind::Agent(text) if escalated => ("agent", text, vec!["returned", "completed", "failed"]),
         _ => return None,
     };
     let written = &version.process.frontmatter()["steps"][index];

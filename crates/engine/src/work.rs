@@ -27,9 +27,7 @@ pub fn work_items(
     match actor {
         Actor::Agent { .. } => {
             for (step, definition) in run.steps.iter().zip(steps) {
-                if !matches!(definition.kind, StepKind::Agent(_))
-                    || step_state(step, now) != Some(StepState::Ready)
-                {
+                if !matches!(definition.kind, StepKind::Agent(_)) || step_state(step, now) != Some(StepState::Ready) {
                     continue;
                 }
                 let since = step.ready_since.unwrap_or(run.started_at);

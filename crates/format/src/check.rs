@@ -7,15 +7,7 @@ use crate::path;
 use crate::read::Reader;
 use crate::yaml::{Node, Value};
 
-const QUESTION_KEYS: [&str; 7] = [
-    "ask",
-    "pass",
-    "fail",
-    "one_of",
-    "unsure",
-    "levels",
-    "confidence",
-];
+const QUESTION_KEYS: [&str; 7] = ["ask", "pass", "fail", "one_of", "unsure", "levels", "confidence"];
 
 /// The short form (one yes/no question) or the full form (a list of questions).
 pub(crate) fn check(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Check> {
@@ -24,10 +16,7 @@ pub(crate) fn check(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Check
         return Some(Check {
             questions: vec![Question {
                 ask,
-                kind: QuestionKind::YesNo {
-                    pass: None,
-                    fail: None,
-                },
+                kind: QuestionKind::YesNo { pass: None, fail: None },
             }],
         });
     }
@@ -66,8 +55,7 @@ fn question(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Question> {
         .and_then(|(value, child)| r.fraction(value, &child));
     let only = |r: &mut Reader<'_>, key: &str, which: &str| {
         if object.has(key) {
-            r.issues
-                .push(path::child(path, key), format!("only for {which}"));
+            r.issues.push(path::child(path, key), format!("only for {which}"));
         }
     };
     let kind = match (object.get("one_of"), object.get("levels")) {
@@ -93,10 +81,7 @@ fn question(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Question> {
             yes_no(r, &object)
         }
     };
-    Some(Question {
-        ask: ask?,
-        kind: kind?,
-    })
+    Some(Question { ask: ask?, kind: kind? })
 }
 
 fn yes_no(r: &mut Reader<'_>, object: &crate::read::Object<'_>) -> Option<QuestionKind> {
@@ -135,8 +120,7 @@ fn choice(
         .map(|map| {
             map.entries()
                 .filter_map(|(name, value, child)| {
-                    r.string(value, &child)
-                        .map(|text| (name.to_owned(), text.to_owned()))
+                    r.string(value, &child).map(|text| (name.to_owned(), text.to_owned()))
                 })
                 .collect()
         })
@@ -156,10 +140,8 @@ fn choice(
         }
     };
     if pass.as_ref().is_some_and(Vec::is_empty) {
-        r.issues.push(
-            path::child(&object.path, "pass"),
-            "needs at least one answer",
-        );
+        r.issues
+            .push(path::child(&object.path, "pass"), "needs at least one answer");
     }
     let unsure = match object.get("unsure") {
         Some((value, child)) => answer_names(r, value, &child, &names),
@@ -184,19 +166,11 @@ fn choice(
 }
 
 /// A list of answer names, each one of `names`.
-fn answer_names(
-    r: &mut Reader<'_>,
-    node: &Node,
-    path: &str,
-    names: &HashSet<&str>,
-) -> Option<Vec<String>> {
+fn answer_names(r: &mut Reader<'_>, node: &Node, path: &str, names: &HashSet<&str>) -> Option<Vec<String>> {
     if !matches!(node.value, Value::List(_)) {
         r.issues.push(
             path,
-            format!(
-                "expected a list of answer names, found {}",
-                node.value.kind_name()
-            ),
+            format!("expected a list of answer names, found {}", node.value.kind_name()),
         );
         return None;
     }
@@ -208,8 +182,7 @@ fn answer_names(
         match r.string(item, &child) {
             Some(name) if names.contains(name) => found.push(name.to_owned()),
             Some(name) => {
-                r.issues
-                    .push(child, format!("{name:?} is not one of the answers"));
+                r.issues.push(child, format!("{name:?} is not one of the answers"));
                 ok = false;
             }
             None => ok = false,
@@ -227,10 +200,8 @@ fn rubric(
 ) -> Option<QuestionKind> {
     let items = r.list(node, path)?;
     if !(2..=10).contains(&items.len()) {
-        r.issues.push(
-            path,
-            format!("has {} levels; a rubric has 2–10", items.len()),
-        );
+        r.issues
+            .push(path, format!("has {} levels; a rubric has 2–10", items.len()));
     }
     let levels: Vec<Option<String>> = items
         .iter()
@@ -240,10 +211,7 @@ fn rubric(
     let pass = match object.get("pass") {
         Some((value, child)) => {
             let level = match &value.value {
-                Value::Number(text) => text
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|level| *level < items.len()),
+                Value::Number(text) => text.parse::<usize>().ok().filter(|level| *level < items.len()),
                 _ => None,
             };
             if level.is_none() {

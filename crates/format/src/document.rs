@@ -34,9 +34,7 @@ impl ProcessDocument {
 
     /// Whether the process uses parallel-1, and so `join` is the end of a branch.
     pub fn uses_parallel(&self) -> bool {
-        self.steps
-            .iter()
-            .any(|step| matches!(step.kind, StepKind::Parallel(_)))
+        self.steps.iter().any(|step| matches!(step.kind, StepKind::Parallel(_)))
     }
 
     /// The role names in `person:`, each once, in order of first use: what an importer
@@ -61,10 +59,7 @@ pub struct Fields(pub Vec<(String, Field)>);
 impl Fields {
     /// The field with this name.
     pub fn get(&self, name: &str) -> Option<&Field> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, field)| field)
+        self.0.iter().find(|(n, _)| n == name).map(|(_, field)| field)
     }
 
     /// Whether no field is declared.

@@ -42,10 +42,9 @@ fn field(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Field> {
         return None;
     }
     let object = r.object(node, path, &FIELD_KEYS)?;
-    let ty = object.required(r, "type").and_then(|(value, child)| {
-        r.string(value, &child)
-            .and_then(|name| type_name(r, name, &child))
-    });
+    let ty = object
+        .required(r, "type")
+        .and_then(|(value, child)| r.string(value, &child).and_then(|name| type_name(r, name, &child)));
     let description = object
         .get("description")
         .and_then(|(value, child)| r.string(value, &child).map(str::to_owned));
@@ -87,20 +86,14 @@ fn type_name(r: &mut Reader<'_>, name: &str, path: &str) -> Option<FieldType> {
 }
 
 /// `one_of`: one or more values, each of the field's type.
-fn one_of(
-    r: &mut Reader<'_>,
-    node: &Node,
-    path: &str,
-    ty: Option<FieldType>,
-) -> Option<Vec<serde_json::Value>> {
+fn one_of(r: &mut Reader<'_>, node: &Node, path: &str, ty: Option<FieldType>) -> Option<Vec<serde_json::Value>> {
     if let Some(ty @ (FieldType::List | FieldType::Object)) = ty {
         let hint = if ty == FieldType::List {
             " (put it on items)"
         } else {
             ""
         };
-        r.issues
-            .push(path, format!("not allowed on a {ty} field{hint}"));
+        r.issues.push(path, format!("not allowed on a {ty} field{hint}"));
         return None;
     }
     let values = r.list(node, path)?;

@@ -40,26 +40,20 @@ pub(crate) fn draft(r: &mut Reader<'_>, root: &Node, folder: Option<&str>) -> Dr
     {
         let length = name.chars().count();
         if !(1..=64).contains(&length) {
-            r.issues
-                .push(&path, format!("must be 1–64 characters, has {length}"));
+            r.issues.push(&path, format!("must be 1–64 characters, has {length}"));
         }
         if length > 0 && !is_name(name) {
-            r.issues
-                .push(&path, format!("{name:?} does not match {NAME_PATTERN}"));
+            r.issues.push(&path, format!("{name:?} does not match {NAME_PATTERN}"));
         }
         if let Some(folder) = folder
             && folder != name
         {
-            r.issues.push(
-                &path,
-                format!("{name:?} does not match the folder name {folder:?}"),
-            );
+            r.issues
+                .push(&path, format!("{name:?} does not match the folder name {folder:?}"));
         }
         draft.name = Some(name.to_owned());
     }
-    draft.description = object
-        .get("description")
-        .and_then(|(value, path)| r.text(value, &path));
+    draft.description = object.get("description").and_then(|(value, path)| r.text(value, &path));
     if let Some((value, path)) = object.get("inputs") {
         draft.inputs = fields(r, value, &path);
     }

@@ -43,12 +43,7 @@ struct Graph<'s> {
 }
 
 /// Checks the graph and fills in the default `next` of steps that name none.
-pub(crate) fn check(
-    steps: &mut [Step],
-    paths: &[String],
-    uses_parallel: bool,
-    issues: &mut Issues,
-) {
+pub(crate) fn check(steps: &mut [Step], paths: &[String], uses_parallel: bool, issues: &mut Issues) {
     let branches = {
         let graph = Graph::new(steps, paths, uses_parallel);
         graph.branches()
@@ -66,9 +61,7 @@ pub(crate) fn check(
 /// For each step of a valid document, the index of the parallel step whose branch
 /// holds it (parallel-1 §2), or `None` outside every branch.
 pub(crate) fn enclosing_parallel(steps: &[Step]) -> Vec<Option<usize>> {
-    let uses_parallel = steps
-        .iter()
-        .any(|step| matches!(step.kind, StepKind::Parallel(_)));
+    let uses_parallel = steps.iter().any(|step| matches!(step.kind, StepKind::Parallel(_)));
     let paths = vec![String::new(); steps.len()];
     Graph::new(steps, &paths, uses_parallel)
         .branches()
@@ -79,27 +72,16 @@ pub(crate) fn enclosing_parallel(steps: &[Step]) -> Vec<Option<usize>> {
 
 /// Outside a branch, a step that names no `next` continues at the following step;
 /// the last step and every branch step must name it.
-fn fill_default_next(
-    steps: &mut [Step],
-    paths: &[String],
-    branches: &[Vec<Branch>],
-    issues: &mut Issues,
-) {
+fn fill_default_next(steps: &mut [Step], paths: &[String], branches: &[Vec<Branch>], issues: &mut Issues) {
     for index in 0..steps.len() {
         if steps[index].next.is_some() || matches!(steps[index].kind, StepKind::Finish(_)) {
             continue;
         }
         let at = path::child(&paths[index], "next");
         if !branches[index].is_empty() {
-            issues.push(
-                at,
-                "missing; a step in a parallel branch names next or join",
-            );
+            issues.push(at, "missing; a step in a parallel branch names next or join");
         } else if index + 1 == steps.len() {
-            issues.push(
-                at,
-                "missing; the last step must name next unless it is a finish",
-            );
+            issues.push(at, "missing; the last step must name next unless it is a finish");
         } else {
             steps[index].next = Some(Next::Step(steps[index + 1].id.clone()));
         }
@@ -143,11 +125,7 @@ impl<'s> Graph<'s> {
             Some(Next::Join) => add(Some(Target::Join), EdgeKind::Next, key("next")),
             Some(Next::Routes(routes)) => {
                 for (i, route) in routes.iter().enumerate() {
-                    add(
-                        self.target(&route.to),
-                        EdgeKind::Next,
-                        path::index(&key("next"), i),
-                    );
+                    add(self.target(&route.to), EdgeKind::Next, path::index(&key("next"), i));
                 }
             }
             None => {}
@@ -183,27 +161,19 @@ impl<'s> Graph<'s> {
             let StepKind::Parallel(entries) = &step.kind else {
                 continue;
             };
-            for entry in entries
-                .iter()
-                .filter_map(|id| self.index.get(id.as_str()).copied())
-            {
+            for entry in entries.iter().filter_map(|id| self.index.get(id.as_str()).copied()) {
                 let mut queue = VecDeque::from([entry]);
                 let mut seen = HashSet::new();
                 while let Some(at) = queue.pop_front() {
                     if at == p
                         || !seen.insert(at)
-                        || matches!(
-                            self.steps[at].kind,
-                            StepKind::Finish(_) | StepKind::Parallel(_)
-                        )
+                        || matches!(self.steps[at].kind, StepKind::Finish(_) | StepKind::Parallel(_))
                     {
                         continue;
                     }
                     membership[at].push((p, entry));
                     for edge in self.edges(at) {
-                        if let (Target::Step(to), EdgeKind::Next | EdgeKind::OnTimeout) =
-                            (edge.to, edge.kind)
-                        {
+                        if let (Target::Step(to), EdgeKind::Next | EdgeKind::OnTimeout) = (edge.to, edge.kind) {
                             queue.push_back(to);
                         }
                     }
@@ -329,10 +299,19 @@ impl<'s> Graph<'s> {
                     (Target::Join, _) => {}
                     (Target::Step(to), EdgeKind::Parallel) => {
                         if let StepKind::Finish(_) | StepKind::Parallel(_) = self.steps[to].kind {
-                            issues.push(&edge.at, format!("{:?} cannot start a branch: a branch holds no finish and no parallel step", id(to)));
+                            issues.push(
+                                &edge.at,
+                                format!(
+                                    "{:?} cannot start a branch: a branch holds no finish and no parallel step",
+                                    id(to)
+                                ),
+                            );
                         }
                         if !mine.is_empty() {
-                            issues.push(&edge.at, "a parallel step cannot be inside a branch (no nesting in parallel-1)");
+                            issues.push(
+                                &edge.at,
+                                "a parallel step cannot be inside a branch (no nesting in parallel-1)",
+                            );
                         }
                     }
                     (Target::Step(to), kind) if !mine.is_empty() => {
@@ -342,22 +321,19 @@ impl<'s> Graph<'s> {
                                 issues.push(&edge.at, format!("{:?} is outside this step's branch; on_reject inside a branch stays in its branch", id(to)));
                             }
                         } else if to == parallel {
-                            issues.push(&edge.at, format!("routes back to its parallel step {:?}; a branch ends with join", id(to)));
+                            issues.push(
+                                &edge.at,
+                                format!("routes back to its parallel step {:?}; a branch ends with join", id(to)),
+                            );
                         } else if let StepKind::Finish(_) = self.steps[to].kind {
                             issues.push(
                                 &edge.at,
-                                format!(
-                                    "routes to the finish {:?}; a branch ends with join",
-                                    id(to)
-                                ),
+                                format!("routes to the finish {:?}; a branch ends with join", id(to)),
                             );
                         } else if let StepKind::Parallel(_) = self.steps[to].kind {
                             issues.push(
                                 &edge.at,
-                                format!(
-                                    "routes to the parallel step {:?}; no nesting in parallel-1",
-                                    id(to)
-                                ),
+                                format!("routes to the parallel step {:?}; no nesting in parallel-1", id(to)),
                             );
                         }
                     }

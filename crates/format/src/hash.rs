@@ -12,11 +12,7 @@ pub(crate) fn content_hash(frontmatter: &serde_json::Value, body: &str) -> Strin
     hasher.update(&canonical);
     hasher.update(b"\n");
     hasher.update(body.as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -41,8 +37,7 @@ mod tests {
 
     #[test]
     fn numbers_are_written_as_es6_does() {
-        let value: serde_json::Value =
-            serde_json::from_str(r#"{"b":1.50,"a":1e21,"c":0.1}"#).expect("json");
+        let value: serde_json::Value = serde_json::from_str(r#"{"b":1.50,"a":1e21,"c":0.1}"#).expect("json");
         let canonical = serde_json_canonicalizer::to_string(&value).expect("canonical");
         assert_eq!(canonical, r#"{"a":1e+21,"b":1.5,"c":0.1}"#);
     }

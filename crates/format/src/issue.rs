@@ -37,11 +37,7 @@ impl Issue {
     }
 
     /// An issue at a known place in the file.
-    pub(crate) fn at(
-        path: impl Into<String>,
-        message: impl Into<String>,
-        position: Position,
-    ) -> Self {
+    pub(crate) fn at(path: impl Into<String>, message: impl Into<String>, position: Position) -> Self {
         Self {
             path: path.into(),
             message: message.into(),
@@ -102,9 +98,7 @@ impl Issues {
                 issue
             })
             .collect();
-        issues.sort_by(|a, b| {
-            (a.position, &a.path, &a.message).cmp(&(b.position, &b.path, &b.message))
-        });
+        issues.sort_by(|a, b| (a.position, &a.path, &a.message).cmp(&(b.position, &b.path, &b.message)));
         issues.dedup();
         issues
     }

@@ -23,8 +23,8 @@ use std::rc::Rc;
 
 pub use capabilities::Capabilities;
 pub use document::{
-    Check, DataPath, Duration, DurationError, DurationUnit, EvidenceKind, Field, FieldType, Fields,
-    Next, PersonRef, ProcessDocument, Question, QuestionKind, Requires, Route, Step, StepKind,
+    Check, DataPath, Duration, DurationError, DurationUnit, EvidenceKind, Field, FieldType, Fields, Next, PersonRef,
+    ProcessDocument, Question, QuestionKind, Requires, Route, Step, StepKind,
 };
 pub use issue::{Issue, Position};
 pub use yaml::{MAX_DEPTH, MAX_NODES};
@@ -106,25 +106,17 @@ struct Source<'a> {
 
 /// Size and UTF-8 limits, the fences, and the YAML under the core schema.
 fn read_source(source: &[u8]) -> Result<Source<'_>, Refusal> {
-    let refuse = |issue: Issue| Refusal {
-        issues: vec![issue],
-    };
+    let refuse = |issue: Issue| Refusal { issues: vec![issue] };
     if source.len() > MAX_DOCUMENT_BYTES {
         return Err(refuse(Issue::new(
             "",
-            format!(
-                "the file is {} bytes; the limit is {MAX_DOCUMENT_BYTES}",
-                source.len()
-            ),
+            format!("the file is {} bytes; the limit is {MAX_DOCUMENT_BYTES}", source.len()),
         )));
     }
     let text = std::str::from_utf8(source).map_err(|error| {
         refuse(Issue::new(
             "",
-            format!(
-                "the file is not UTF-8 (invalid byte at offset {})",
-                error.valid_up_to()
-            ),
+            format!("the file is not UTF-8 (invalid byte at offset {})", error.valid_up_to()),
         ))
     })?;
     if text.starts_with('\u{feff}') {
@@ -174,24 +166,9 @@ pub fn read_frontmatter(source: &[u8]) -> Result<serde_json::Value, Refusal> {
 /// Reads and validates a `PROCESS.md` against spec §2 and the profiles `options`
 /// offers. Never panics; returns the process or every issue found.
 pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess, Refusal> {
-    let Source {
-        body,
-        root,
-        mut issues,
-    } = read_source(source)?;
-    let draft = frontmatter::draft(
-        &mut Reader {
-            issues: &mut issues,
-        },
-        &root,
-        options.folder,
-    );
-    references::check(
-        &draft.steps,
-        &draft.inputs,
-        draft.uses_parallel,
-        &mut issues,
-    );
+    let Source { body, root, mut issues } = read_source(source)?;
+    let draft = frontmatter::draft(&mut Reader { issues: &mut issues }, &root, options.folder);
+    references::check(&draft.steps, &draft.inputs, draft.uses_parallel, &mut issues);
     let readable = draft.steps.iter().all(|slot| slot.step.is_some());
     let (paths, mut steps): (Vec<String>, Vec<Step>) = draft
         .steps

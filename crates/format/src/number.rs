@@ -18,10 +18,7 @@ pub(crate) enum Yaml {
 
 /// Reads a plain scalar as a core-schema number.
 pub(crate) fn from_yaml(text: &str) -> Yaml {
-    let infinite = matches!(
-        text.strip_prefix(['-', '+']).unwrap_or(text),
-        ".inf" | ".Inf" | ".INF"
-    );
+    let infinite = matches!(text.strip_prefix(['-', '+']).unwrap_or(text), ".inf" | ".Inf" | ".INF");
     if infinite || matches!(text, ".nan" | ".NaN" | ".NAN") {
         return Yaml::Refused(format!("{text} is not a finite number"));
     }
@@ -58,11 +55,7 @@ fn radix(digits: &str, radix: u32) -> Option<Option<String>> {
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
-    Some(
-        u128::from_str_radix(digits, radix)
-            .ok()
-            .map(|n| n.to_string()),
-    )
+    Some(u128::from_str_radix(digits, radix).ok().map(|n| n.to_string()))
 }
 
 /// The core schema's decimal forms, `[-+]?[0-9]+` and
@@ -89,9 +82,7 @@ fn decimal(text: &str) -> Option<String> {
         return None;
     }
     if let Some(exponent) = exponent {
-        let digits = exponent[1..]
-            .strip_prefix(['-', '+'])
-            .unwrap_or(&exponent[1..]);
+        let digits = exponent[1..].strip_prefix(['-', '+']).unwrap_or(&exponent[1..]);
         if digits.is_empty() || !all_digits(digits) {
             return None;
         }
@@ -136,16 +127,11 @@ pub(crate) fn normalize(text: &str) -> Option<(bool, String, i64)> {
         None => (unsigned, 0),
     };
     let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if integer.is_empty() && fraction.is_empty()
-        || !format!("{integer}{fraction}")
-            .bytes()
-            .all(|b| b.is_ascii_digit())
+    if integer.is_empty() && fraction.is_empty() || !format!("{integer}{fraction}").bytes().all(|b| b.is_ascii_digit())
     {
         return None;
     }
-    let mut digits: String = format!("{integer}{fraction}")
-        .trim_start_matches('0')
-        .to_owned();
+    let mut digits: String = format!("{integer}{fraction}").trim_start_matches('0').to_owned();
     let mut power = exponent.checked_sub(i64::try_from(fraction.len()).ok()?)?;
     while digits.ends_with('0') {
         digits.pop();
@@ -176,12 +162,7 @@ mod tests {
             let expected = ok != "9007199254740993e-0";
             assert_eq!(exact_as_double(ok), expected, "{ok}");
         }
-        for bad in [
-            "1e400",
-            "12345678901234567890",
-            "1e-400",
-            "0.30000000000000001",
-        ] {
+        for bad in ["1e400", "12345678901234567890", "1e-400", "0.30000000000000001"] {
             assert!(!exact_as_double(bad), "{bad}");
         }
     }

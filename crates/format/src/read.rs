@@ -48,31 +48,20 @@ impl<'n> Object<'n> {
 
     /// Every entry with its path.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (&'n str, &'n Node, String)> + '_ {
-        self.entries.iter().map(|entry| {
-            (
-                entry.key.as_str(),
-                &*entry.value,
-                path::child(&self.path, &entry.key),
-            )
-        })
+        self.entries
+            .iter()
+            .map(|entry| (entry.key.as_str(), &*entry.value, path::child(&self.path, &entry.key)))
     }
 }
 
 impl Reader<'_> {
     fn expected(&mut self, path: &str, what: &str, node: &Node) {
-        self.issues.push(
-            path,
-            format!("expected {what}, found {}", node.value.kind_name()),
-        );
+        self.issues
+            .push(path, format!("expected {what}, found {}", node.value.kind_name()));
     }
 
     /// A mapping; every key not in `known` is refused as an unknown field.
-    pub(crate) fn object<'n>(
-        &mut self,
-        node: &'n Node,
-        path: &str,
-        known: &[&str],
-    ) -> Option<Object<'n>> {
+    pub(crate) fn object<'n>(&mut self, node: &'n Node, path: &str, known: &[&str]) -> Option<Object<'n>> {
         let Value::Map(entries) = &node.value else {
             self.expected(path, "mapping", node);
             return None;
@@ -97,8 +86,7 @@ impl Reader<'_> {
             return None;
         };
         for entry in entries {
-            self.issues
-                .locate(&path::child(path, &entry.key), entry.key_position);
+            self.issues.locate(&path::child(path, &entry.key), entry.key_position);
         }
         Some(Object {
             path: path.to_owned(),

@@ -26,9 +26,8 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
     }
     // `join` is a target of `next` and `on_timeout` in a process that uses parallel-1,
     // never of `on_reject` or `parallel:`.
-    let exists = |id: &str, join_allowed: bool| {
-        first.contains_key(id) || (join_allowed && uses_parallel && id == "join")
-    };
+    let exists =
+        |id: &str, join_allowed: bool| first.contains_key(id) || (join_allowed && uses_parallel && id == "join");
     let steps: HashMap<&str, &Step> = slots
         .iter()
         .filter_map(|slot| slot.step.as_ref())
@@ -46,11 +45,7 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
             Some(Next::Step(id)) => target(path::child(&slot.path, "next"), id, true),
             Some(Next::Routes(routes)) => {
                 for (index, route) in routes.iter().enumerate() {
-                    target(
-                        path::index(&path::child(&slot.path, "next"), index),
-                        &route.to,
-                        true,
-                    );
+                    target(path::index(&path::child(&slot.path, "next"), index), &route.to, true);
                 }
             }
             Some(Next::Join) | None => {}
@@ -63,11 +58,7 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
         }
         if let StepKind::Parallel(entries) = &step.kind {
             for (index, id) in entries.iter().enumerate() {
-                target(
-                    path::index(&path::child(&slot.path, "parallel"), index),
-                    id,
-                    false,
-                );
+                target(path::index(&path::child(&slot.path, "parallel"), index), id, false);
             }
         }
         if let Some(PersonRef::Path(data)) = &step.person {
@@ -120,9 +111,6 @@ fn declared(
         }
     };
     if field.ty != ty {
-        issues.push(
-            at,
-            format!("{data} is a {} field; it must name a {ty} field", field.ty),
-        );
+        issues.push(at, format!("{data} is a {} field; it must name a {ty} field", field.ty));
     }
 }

@@ -19,10 +19,7 @@ pub(crate) fn split(text: &str) -> Result<Parts<'_>, Issue> {
     match lines.next() {
         Some((_, "---")) => {}
         _ => {
-            return Err(Issue::new(
-                "",
-                "no frontmatter: the file must start with a line `---`",
-            ));
+            return Err(Issue::new("", "no frontmatter: the file must start with a line `---`"));
         }
     }
     let start = lines.offset;

@@ -3,9 +3,7 @@
 use std::collections::HashSet;
 
 use crate::check::check;
-use crate::document::{
-    DataPath, Duration, DurationError, EvidenceKind, Next, PersonRef, Route, Step, StepKind,
-};
+use crate::document::{DataPath, Duration, DurationError, EvidenceKind, Next, PersonRef, Route, Step, StepKind};
 use crate::fields::fields;
 use crate::path;
 use crate::read::{Object, Reader};
@@ -30,9 +28,7 @@ const OPTIONAL_KEYS: [&str; 10] = [
 fn allowed(kind: &str) -> &'static [&'static str] {
     match kind {
         "agent" => &["output", "evidence", "next", "due", "check", "advisory"],
-        "task" => &[
-            "output", "evidence", "next", "person", "due", "check", "advisory",
-        ],
+        "task" => &["output", "evidence", "next", "person", "due", "check", "advisory"],
         "approve" => &["next", "person", "on_reject", "due"],
         "wait" | "wait_until" | "parallel" => &["next"],
         "wait_for" => &["next", "timeout", "on_timeout"],
@@ -57,24 +53,22 @@ pub(crate) struct StepSlot {
 pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel: bool) -> StepSlot {
     let bare = path::index("steps", index);
     let written_id = match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|entry| entry.key == "id")
-            .and_then(|entry| match &entry.value.value {
-                Value::String(id) => Some(id.as_str()),
-                _ => None,
-            }),
+        Value::Map(entries) => {
+            entries
+                .iter()
+                .find(|entry| entry.key == "id")
+                .and_then(|entry| match &entry.value.value {
+                    Value::String(id) => Some(id.as_str()),
+                    _ => None,
+                })
+        }
         _ => None,
     };
     let label = written_id.filter(|id| is_step_id(id));
     let path = path::step(index, label);
     r.issues.locate(&bare, node.position);
     r.issues.locate(&path, node.position);
-    let known: Vec<&str> = ["id"]
-        .into_iter()
-        .chain(StepKind::KEYS)
-        .chain(OPTIONAL_KEYS)
-        .collect();
+    let known: Vec<&str> = ["id"].into_iter().chain(StepKind::KEYS).chain(OPTIONAL_KEYS).collect();
     let Some(object) = r.object(node, &path, &known) else {
         return StepSlot {
             path,
@@ -94,20 +88,14 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
         );
     }
 
-    let kinds: Vec<&str> = object
-        .keys()
-        .filter(|key| StepKind::KEYS.contains(key))
-        .collect();
+    let kinds: Vec<&str> = object.keys().filter(|key| StepKind::KEYS.contains(key)).collect();
     // The optional keys are judged by the kind key written, even when its value is broken.
     let kind_key: Option<&str> = match kinds.as_slice() {
         [one] => Some(one),
         [] => {
             r.issues.push(
                 &path,
-                format!(
-                    "no kind key; a step has exactly one of {}",
-                    StepKind::KEYS.join(", ")
-                ),
+                format!("no kind key; a step has exactly one of {}", StepKind::KEYS.join(", ")),
             );
             None
         }
@@ -164,26 +152,23 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
             .push(path::child(&path, "advisory"), "allowed only beside check");
     }
     if object.has("on_timeout") && !object.has("timeout") && kind_key == Some("wait_for") {
-        r.issues
-            .push(path::child(&path, "on_timeout"), "needs timeout");
+        r.issues.push(path::child(&path, "on_timeout"), "needs timeout");
     }
 
-    let step = kind
-        .zip(id.clone().filter(|_| label.is_some()))
-        .map(|(kind, id)| Step {
-            id,
-            kind,
-            output: output.unwrap_or_default(),
-            evidence: evidence.unwrap_or_default(),
-            next,
-            person,
-            on_reject,
-            due,
-            timeout,
-            on_timeout,
-            check,
-            advisory: advisory.unwrap_or(false),
-        });
+    let step = kind.zip(id.clone().filter(|_| label.is_some())).map(|(kind, id)| Step {
+        id,
+        kind,
+        output: output.unwrap_or_default(),
+        evidence: evidence.unwrap_or_default(),
+        next,
+        person,
+        on_reject,
+        due,
+        timeout,
+        on_timeout,
+        check,
+        advisory: advisory.unwrap_or(false),
+    });
     StepSlot { path, id, step }
 }
 
@@ -208,7 +193,10 @@ fn kind(r: &mut Reader<'_>, object: &Object<'_>, key: &str) -> Option<StepKind> 
             match data_path(&text) {
                 Some(path) => Some(StepKind::WaitUntil(path)),
                 None => {
-                    r.issues.push(child, format!("{text:?} is not a path of the form inputs.<field> or steps.<id>.output.<field>"));
+                    r.issues.push(
+                        child,
+                        format!("{text:?} is not a path of the form inputs.<field> or steps.<id>.output.<field>"),
+                    );
                     None
                 }
             }
@@ -216,10 +204,8 @@ fn kind(r: &mut Reader<'_>, object: &Object<'_>, key: &str) -> Option<StepKind> 
         "wait_for" => {
             let name = r.text(value, &child)?;
             if !is_step_id(&name) {
-                r.issues.push(
-                    child,
-                    format!("event name {name:?} does not match {STEP_ID_PATTERN}"),
-                );
+                r.issues
+                    .push(child, format!("event name {name:?} does not match {STEP_ID_PATTERN}"));
                 return None;
             }
             Some(StepKind::WaitFor(name))
@@ -268,13 +254,7 @@ fn evidence(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Vec<EvidenceK
 }
 
 /// A step id, or a list of two or more routes (only on `agent` and `task`).
-fn next(
-    r: &mut Reader<'_>,
-    node: &Node,
-    path: &str,
-    kind: Option<&str>,
-    uses_parallel: bool,
-) -> Option<Next> {
+fn next(r: &mut Reader<'_>, node: &Node, path: &str, kind: Option<&str>, uses_parallel: bool) -> Option<Next> {
     let target = |id: String| {
         if uses_parallel && id == "join" {
             Next::Join
@@ -288,10 +268,7 @@ fn next(
         other => {
             r.issues.push(
                 path,
-                format!(
-                    "expected a step id or a list of routes, found {}",
-                    other.kind_name()
-                ),
+                format!("expected a step id or a list of routes, found {}", other.kind_name()),
             );
             return None;
         }
@@ -321,8 +298,7 @@ fn next(
             continue;
         };
         if !seen.insert(route.to.clone()) {
-            r.issues
-                .push(&child, format!("{:?} is already a route", route.to));
+            r.issues.push(&child, format!("{:?} is already a route", route.to));
         }
         routes.push(route);
     }
@@ -335,9 +311,7 @@ fn route(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Route> {
         Value::String(_) => r.text(node, path).map(|to| Route { to, when: None }),
         Value::Map(_) => {
             let object = r.object(node, path, &["to", "when"])?;
-            let when = object
-                .get("when")
-                .map(|(value, child)| r.text(value, &child));
+            let when = object.get("when").map(|(value, child)| r.text(value, &child));
             let to = object
                 .required(r, "to")
                 .and_then(|(value, child)| r.text(value, &child));
@@ -349,10 +323,7 @@ fn route(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Route> {
         other => {
             r.issues.push(
                 path,
-                format!(
-                    "expected a step id or {{ to, when }}, found {}",
-                    other.kind_name()
-                ),
+                format!("expected a step id or {{ to, when }}, found {}", other.kind_name()),
             );
             None
         }
@@ -401,10 +372,7 @@ fn duration(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Duration> {
         other => {
             r.issues.push(
                 path,
-                format!(
-                    "expected a duration such as 30m, 4h or 3d, found {}",
-                    other.kind_name()
-                ),
+                format!("expected a duration such as 30m, 4h or 3d, found {}", other.kind_name()),
             );
             return None;
         }
@@ -412,12 +380,14 @@ fn duration(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Duration> {
     match Duration::parse(text) {
         Ok(duration) => Some(duration),
         Err(DurationError::TooLong) => {
-            r.issues
-                .push(path, format!("{text:?} is longer than 100 years"));
+            r.issues.push(path, format!("{text:?} is longer than 100 years"));
             None
         }
         Err(DurationError::Malformed) => {
-            r.issues.push(path, format!("{text:?} is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d"));
+            r.issues.push(
+                path,
+                format!("{text:?} is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d"),
+            );
             None
         }
     }

@@ -4,10 +4,7 @@
 /// `YYYY-MM-DD` naming a real calendar date (proleptic Gregorian).
 pub fn is_date(text: &str) -> bool {
     let b = text.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && real_date(&text[..4], &text[5..7], &text[8..10])
+    b.len() == 10 && b[4] == b'-' && b[7] == b'-' && real_date(&text[..4], &text[5..7], &text[8..10])
 }
 
 /// RFC 3339 `date-time`: a real date, `T`, `HH:MM:SS`, optional fraction, and an
@@ -60,12 +57,8 @@ pub fn same_number(a: &str, b: &str) -> bool {
 
 /// `^[a-z0-9]+(-[a-z0-9]+)*$`: process names and `requires.systems`.
 pub fn is_name(text: &str) -> bool {
-    text.split('-').all(|part| {
-        !part.is_empty()
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-    })
+    text.split('-')
+        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
 }
 
 /// The name pattern, as shown in issues.

@@ -85,9 +85,7 @@ pub(crate) fn read(text: &str, first_line: usize) -> Read {
             Some(Err(error)) => {
                 let marker = error.marker();
                 let position = builder.position_of(marker.line(), marker.col());
-                builder
-                    .issues
-                    .push(Issue::at("", syntax_error(error.info()), position));
+                builder.issues.push(Issue::at("", syntax_error(error.info()), position));
                 return builder.stop();
             }
         };
@@ -105,15 +103,9 @@ pub(crate) fn read(text: &str, first_line: usize) -> Read {
                 }
                 Ok(())
             }
-            Event::Scalar(text, style, anchor, tag) => {
-                builder.scalar(&text, style, anchor, tag.as_deref(), span)
-            }
-            Event::SequenceStart(anchor, tag) => {
-                builder.open(Frame::list(anchor), tag.as_deref(), span)
-            }
-            Event::MappingStart(anchor, tag) => {
-                builder.open(Frame::map(anchor), tag.as_deref(), span)
-            }
+            Event::Scalar(text, style, anchor, tag) => builder.scalar(&text, style, anchor, tag.as_deref(), span),
+            Event::SequenceStart(anchor, tag) => builder.open(Frame::list(anchor), tag.as_deref(), span),
+            Event::MappingStart(anchor, tag) => builder.open(Frame::map(anchor), tag.as_deref(), span),
             Event::SequenceEnd | Event::MappingEnd => builder.close(),
             Event::Alias(anchor) => builder.alias(anchor, span),
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => Ok(()),
@@ -140,17 +132,24 @@ fn unprintable(text: &str, first_line: usize) -> Vec<Issue> {
     text.split('\n')
         .enumerate()
         .flat_map(|(line, content)| {
-            content.chars().enumerate().filter(|&(_, c)| !printable(c)).map(move |(column, c)| {
-                Issue::at(
-                    "",
-                    format!(
-                        "the frontmatter holds the character U+{:04X}, which YAML does not allow; \
+            content
+                .chars()
+                .enumerate()
+                .filter(|&(_, c)| !printable(c))
+                .map(move |(column, c)| {
+                    Issue::at(
+                        "",
+                        format!(
+                            "the frontmatter holds the character U+{:04X}, which YAML does not allow; \
                          write it as an escape in a double-quoted string",
-                        u32::from(c)
-                    ),
-                    Position { line: first_line + line, column: column + 1 },
-                )
-            })
+                            u32::from(c)
+                        ),
+                        Position {
+                            line: first_line + line,
+                            column: column + 1,
+                        },
+                    )
+                })
         })
         .take(MAX_UNPRINTABLE_REPORTED)
         .collect()
@@ -264,9 +263,7 @@ impl Builder {
         if self.nodes > MAX_NODES {
             return Err(Issue::at(
                 "",
-                format!(
-                    "the frontmatter holds more than {MAX_NODES} values once aliases are expanded"
-                ),
+                format!("the frontmatter holds more than {MAX_NODES} values once aliases are expanded"),
                 position,
             ));
         }
@@ -384,10 +381,7 @@ impl Builder {
                         };
                         self.issues.push(Issue::at(
                             frame.path.clone(),
-                            format!(
-                                "key{shown} is a {}, not a string (quote it)",
-                                other.kind_name()
-                            ),
+                            format!("key{shown} is a {}, not a string (quote it)", other.kind_name()),
                             node.position,
                         ));
                         None
@@ -513,10 +507,7 @@ mod tests {
     #[test]
     fn yaml_1_1_booleans_stay_strings() {
         for word in ["yes", "no", "on", "off", "y", "n", "Yes", "NO", "On"] {
-            assert!(
-                matches!(scalar(word), Value::String(s) if s == word),
-                "{word}"
-            );
+            assert!(matches!(scalar(word), Value::String(s) if s == word), "{word}");
         }
         for (word, b) in [("true", true), ("True", true), ("FALSE", false)] {
             assert!(matches!(scalar(word), Value::Bool(v) if v == b), "{word}");
@@ -538,10 +529,7 @@ mod tests {
             ("-1e3", "-1e3"),
             ("+2.5E-2", "2.5E-2"),
         ] {
-            assert!(
-                matches!(scalar(text), Value::Number(n) if n == json),
-                "{text}"
-            );
+            assert!(matches!(scalar(text), Value::Number(n) if n == json), "{text}");
         }
         for text in [
             "0b101",
@@ -554,10 +542,7 @@ mod tests {
             "12:30",
             "0o8",
         ] {
-            assert!(
-                matches!(scalar(text), Value::String(s) if s == text),
-                "{text}"
-            );
+            assert!(matches!(scalar(text), Value::String(s) if s == text), "{text}");
         }
     }
 
@@ -583,10 +568,7 @@ mod tests {
     #[test]
     fn non_finite_and_inexact_numbers_are_refused() {
         assert_eq!(issues("v: .inf\n"), ["v: .inf is not a finite number@1:4"]);
-        assert_eq!(
-            issues("v: -.Inf\n"),
-            ["v: -.Inf is not a finite number@1:4"]
-        );
+        assert_eq!(issues("v: -.Inf\n"), ["v: -.Inf is not a finite number@1:4"]);
         assert_eq!(issues("v: .nan\n"), ["v: .nan is not a finite number@1:4"]);
         assert_eq!(
             issues("v: 1e400\n"),
@@ -623,10 +605,7 @@ mod tests {
                 "m: key true is a boolean, not a string (quote it)@3:3"
             ]
         );
-        assert_eq!(
-            issues("? [a]\n: b\n"),
-            ["key is a list, not a string (quote it)@1:3"]
-        );
+        assert_eq!(issues("? [a]\n: b\n"), ["key is a list, not a string (quote it)@1:3"]);
     }
 
     #[test]
@@ -651,9 +630,7 @@ mod tests {
         let found = issues(&text);
         assert_eq!(found.len(), 1);
         assert!(
-            found[0].starts_with(
-                "the frontmatter holds more than 100000 values once aliases are expanded"
-            ),
+            found[0].starts_with("the frontmatter holds more than 100000 values once aliases are expanded"),
             "{found:?}"
         );
     }
@@ -672,9 +649,7 @@ mod tests {
             found[0].starts_with("the frontmatter nests deeper than 64 levels"),
             "{found:?}"
         );
-        let block: String = (0..200)
-            .map(|i| format!("{}- \n", "  ".repeat(i)))
-            .collect();
+        let block: String = (0..200).map(|i| format!("{}- \n", "  ".repeat(i))).collect();
         assert_eq!(issues(&block).len(), 1);
     }
 
@@ -701,27 +676,12 @@ mod tests {
 
     #[test]
     fn unsupported_tags_are_refused() {
-        assert_eq!(
-            issues("v: !!binary aGk=\n"),
-            ["v: unsupported tag !!binary@1:4"]
-        );
+        assert_eq!(issues("v: !!binary aGk=\n"), ["v: unsupported tag !!binary@1:4"]);
         assert_eq!(issues("v: !custom x\n"), ["v: unsupported tag !custom@1:4"]);
-        assert_eq!(
-            issues("v: !!int x\n"),
-            ["v: \"x\" is not a valid !!int@1:4"]
-        );
-        assert_eq!(
-            issues("v: !!int 1.50\n"),
-            ["v: \"1.50\" is not a valid !!int@1:4"]
-        );
-        assert_eq!(
-            issues("v: !!int 1e3\n"),
-            ["v: \"1e3\" is not a valid !!int@1:4"]
-        );
-        assert_eq!(
-            issues("v: !!float 0xff\n"),
-            ["v: \"0xff\" is not a valid !!float@1:4"]
-        );
+        assert_eq!(issues("v: !!int x\n"), ["v: \"x\" is not a valid !!int@1:4"]);
+        assert_eq!(issues("v: !!int 1.50\n"), ["v: \"1.50\" is not a valid !!int@1:4"]);
+        assert_eq!(issues("v: !!int 1e3\n"), ["v: \"1e3\" is not a valid !!int@1:4"]);
+        assert_eq!(issues("v: !!float 0xff\n"), ["v: \"0xff\" is not a valid !!float@1:4"]);
     }
 
     #[test]
@@ -740,9 +700,6 @@ mod tests {
     #[test]
     fn positions_count_from_the_first_frontmatter_line() {
         let read = read("a: 1\na: 2\n", 2);
-        assert_eq!(
-            read.issues[0].position,
-            Some(Position { line: 3, column: 1 })
-        );
+        assert_eq!(read.issues[0].position, Some(Position { line: 3, column: 1 }));
     }
 }

@@ -80,11 +80,7 @@ enum Capability {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Validate {
-            paths,
-            json,
-            without,
-        } => validate::run(&paths, json, &without),
+        Command::Validate { paths, json, without } => validate::run(&paths, json, &without),
         Command::Hash { path } => validate::hash(&path),
     };
     match outcome {

@@ -35,8 +35,7 @@ fn source(path: &Path) -> Result<Source> {
 }
 
 fn check(source: &Source, capabilities: Capabilities) -> Result<Result<ValidatedProcess, Refusal>> {
-    let bytes = std::fs::read(&source.file)
-        .with_context(|| format!("cannot read {}", source.file.display()))?;
+    let bytes = std::fs::read(&source.file).with_context(|| format!("cannot read {}", source.file.display()))?;
     Ok(validate(
         &bytes,
         &Options {

@@ -4,8 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/agentprocess/conformance/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/agentprocess/conformance/fixtures")
 }
 
 fn run(args: &[&str]) -> Output {
@@ -41,17 +40,9 @@ fn every_fixture_validates() {
     let mut args = vec!["validate"];
     args.extend(dirs.iter().map(String::as_str));
     let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(
-        text(&out.stdout)
-            .lines()
-            .filter(|line| line.contains(": ok ("))
-            .count(),
+        text(&out.stdout).lines().filter(|line| line.contains(": ok (")).count(),
         12
     );
 }
@@ -93,18 +84,11 @@ fn json_output_for_machines() {
     assert_eq!(issue["line"], 2);
     assert_eq!(issue["column"], 1);
 
-    let ok = run(&[
-        "validate",
-        "--json",
-        &show(&fixtures().join("vendor-check")),
-    ]);
+    let ok = run(&["validate", "--json", &show(&fixtures().join("vendor-check"))]);
     assert!(ok.status.success());
     let report: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("JSON");
     assert_eq!(report["files"][0]["ok"], true);
-    assert_eq!(
-        report["files"][0]["contentHash"].as_str().map(str::len),
-        Some(64)
-    );
+    assert_eq!(report["files"][0]["contentHash"].as_str().map(str::len), Some(64));
 }
 
 #[test]
@@ -112,22 +96,15 @@ fn without_flags_validate_as_a_server_lacking_a_profile_or_tool() {
     let incident = show(&fixtures().join("major-incident"));
     let out = run(&["validate", "--without", "parallel-1", &incident]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stdout).contains("steps[1] (respond).parallel: needs the parallel-1 profile, which this server does not offer"));
+    assert!(
+        text(&out.stdout)
+            .contains("steps[1] (respond).parallel: needs the parallel-1 profile, which this server does not offer")
+    );
 
     let vendor = show(&fixtures().join("vendor-check"));
-    let out = run(&[
-        "validate",
-        "--without",
-        "check-1",
-        "--without",
-        "upload",
-        &vendor,
-    ]);
+    let out = run(&["validate", "--without", "check-1", "--without", "upload", &vendor]);
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("check: needs the check-1 profile"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("check: needs the check-1 profile"), "{stdout}");
     assert!(
         stdout.contains("evidence: file evidence needs the upload tool"),
         "{stdout}"
@@ -140,10 +117,7 @@ fn hash_prints_the_content_hash() {
     assert!(out.status.success());
     let hash = text(&out.stdout);
     assert_eq!(hash.trim().len(), 64);
-    let again = run(&[
-        "hash",
-        &show(&fixtures().join("supplier-rfp").join("PROCESS.md")),
-    ]);
+    let again = run(&["hash", &show(&fixtures().join("supplier-rfp").join("PROCESS.md"))]);
     assert_eq!(text(&again.stdout), hash);
 
     let broken = folder("unhashable", "---\nname: unhashable\n---\n");
@@ -161,8 +135,5 @@ fn unreadable_paths_exit_2_and_help_explains() {
     let help = run(&["validate", "--help"]);
     let help = text(&help.stdout);
     assert!(help.contains("FILE:LINE:COLUMN"), "{help}");
-    assert!(
-        help.contains("parallel-1") && help.contains("send_event"),
-        "{help}"
-    );
+    assert!(help.contains("parallel-1") && help.contains("send_event"), "{help}");
 }

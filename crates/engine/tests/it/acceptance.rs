@@ -86,10 +86,7 @@ fn the_route_must_be_one_of_the_list() {
     );
     assert_eq!(
         issues,
-        [
-            "next: \"done\" is not one of approve, decline",
-            "reason: required"
-        ]
+        ["next: \"done\" is not one of approve, decline", "reason: required"]
     );
 }
 
@@ -112,10 +109,7 @@ fn next_and_reason_on_a_single_next_step_are_not_accepted() {
 #[test]
 fn people_may_leave_out_the_summary_but_not_exceed_it() {
     assert!(check("approve", Submitter::Person, json!({})).is_empty());
-    assert_eq!(
-        check("approve", Submitter::Agent, json!({})),
-        ["summary: missing"]
-    );
+    assert_eq!(check("approve", Submitter::Agent, json!({})), ["summary: missing"]);
     let long = "x".repeat(MAX_SUMMARY_CHARS + 1);
     assert_eq!(
         check("approve", Submitter::Person, json!({ "summary": long })),
@@ -135,8 +129,5 @@ fn an_evidence_item_needs_a_ref() {
             "summary": "Done.", "next": "approve", "reason": "Clear."
         }),
     );
-    assert_eq!(
-        issues,
-        ["evidence[0].ref: missing", "evidence: file required"]
-    );
+    assert_eq!(issues, ["evidence[0].ref: missing", "evidence: file required"]);
 }

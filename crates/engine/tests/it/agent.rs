@@ -59,14 +59,9 @@ fn a_claim_returns_the_step_the_body_and_the_data_but_the_view_never_the_token()
     assert_eq!(view["steps"][0]["state"], "claimed");
     assert_eq!(view["run"]["state"], "active");
     let token = token_of(&result);
+    assert!(!view.to_string().contains(&token), "a token appeared in the run view");
     assert!(
-        !view.to_string().contains(&token),
-        "a token appeared in the run view"
-    );
-    assert!(
-        !serde_json::to_string(&bench.run)
-            .expect("JSON")
-            .contains(&token),
+        !serde_json::to_string(&bench.run).expect("JSON").contains(&token),
         "the run keeps the token itself"
     );
 }
@@ -89,22 +84,13 @@ fn claim_errors() {
         (Code::Conflict, vec!["not_ready".into()])
     );
     assert_eq!(
-        bench
-            .claim(&agent(), "manager_review")
-            .expect_err("person step")
-            .code,
+        bench.claim(&agent(), "manager_review").expect_err("person step").code,
         Code::Forbidden
     );
-    assert_eq!(
-        bench.claim(&agent(), "nope").expect_err("no step").code,
-        Code::NotFound
-    );
+    assert_eq!(bench.claim(&agent(), "nope").expect_err("no step").code, Code::NotFound);
     let person = crate::support::person(&bench.version);
     assert_eq!(
-        bench
-            .claim(&person, "validate")
-            .expect_err("people do not claim")
-            .code,
+        bench.claim(&person, "validate").expect_err("people do not claim").code,
         Code::Forbidden
     );
 }
@@ -137,7 +123,11 @@ fn an_accepted_submission_records_the_route_and_moves_on() {
         json!({ "person": "dana@example.com" })
     );
     assert_eq!(view["workItems"][0]["due"], "2026-10-08T09:01:00Z");
-    assert!(effects.iter().any(|e| matches!(e, Effect::ScheduleTimer(t) if t.kind == TimerKind::Due && t.step == "manager_review")));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::ScheduleTimer(t) if t.kind == TimerKind::Due && t.step == "manager_review"))
+    );
     // The token died with the submission.
     assert_eq!(
         bench
@@ -202,27 +192,18 @@ fn renew_replaces_the_token_and_keeps_progress_for_whoever_comes_next() {
     let second = token_of(&renewed);
     assert_ne!(first, second);
     assert_eq!(
-        bench
-            .renew(&agent(), &first, None)
-            .expect_err("old token")
-            .code,
+        bench.renew(&agent(), &first, None).expect_err("old token").code,
         Code::Stale
     );
     // The lease ends: the step is claimable at once, and the progress note is handed on.
     bench.wait(601);
     assert_eq!(bench.view()["steps"][0]["state"], "ready");
     assert_eq!(
-        bench
-            .renew(&agent(), &second, None)
-            .expect_err("lease over")
-            .code,
+        bench.renew(&agent(), &second, None).expect_err("lease over").code,
         Code::Stale
     );
     let next = bench.claim(&other_agent(), "validate").expect("claims");
-    assert_eq!(
-        next["handoff"],
-        json!({ "progress": "PO matched; receipt pending" })
-    );
+    assert_eq!(next["handoff"], json!({ "progress": "PO matched; receipt pending" }));
     assert_eq!(
         bench
             .submit(&agent(), &second, good_validation(), Vec::new())
@@ -247,10 +228,7 @@ fn escalation_hands_the_step_to_the_operators_and_kills_the_token() {
     let mut bench = invoice();
     let token = bench.token(&agent(), "validate");
     assert_eq!(
-        bench
-            .escalate(&agent(), &token, "  ")
-            .expect_err("no note")
-            .code,
+        bench.escalate(&agent(), &token, "  ").expect_err("no note").code,
         Code::Invalid
     );
     bench
@@ -266,10 +244,7 @@ fn escalation_hands_the_step_to_the_operators_and_kills_the_token() {
         item["escalation"],
         json!({ "note": "Invoice is in EUR; need a USD valuation.", "by": "a_screener", "at": "2026-10-06T09:00:00Z" })
     );
-    assert_eq!(
-        item["decide"]["decisions"],
-        json!(["returned", "completed", "failed"])
-    );
+    assert_eq!(item["decide"]["decisions"], json!(["returned", "completed", "failed"]));
     assert_eq!(
         bench
             .submit(&agent(), &token, good_validation(), Vec::new())
@@ -278,10 +253,7 @@ fn escalation_hands_the_step_to_the_operators_and_kills_the_token() {
         Code::Stale
     );
     assert_eq!(
-        bench
-            .claim(&agent(), "validate")
-            .expect_err("escalated")
-            .issues,
+        bench.claim(&agent(), "validate").expect_err("escalated").issues,
         ["not_ready"]
     );
 }
@@ -309,16 +281,9 @@ fn once_a_run_ends_every_write_is_a_run_ended_conflict_first_of_all() {
     assert_eq!(view["run"]["outcome"], "worked");
     let ended = |error: agentprocess_engine::ToolError| (error.code, error.issues);
     let run_ended = (Code::Conflict, vec!["run_ended".to_owned()]);
+    assert_eq!(ended(bench.claim(&agent(), "work").expect_err("over")), run_ended);
     assert_eq!(
-        ended(bench.claim(&agent(), "work").expect_err("over")),
-        run_ended
-    );
-    assert_eq!(
-        ended(
-            bench
-                .submit(&agent(), &token, json!({}), Vec::new())
-                .expect_err("over")
-        ),
+        ended(bench.submit(&agent(), &token, json!({}), Vec::new()).expect_err("over")),
         run_ended
     );
     assert_eq!(
@@ -329,10 +294,7 @@ fn once_a_run_ends_every_write_is_a_run_ended_conflict_first_of_all() {
         ),
         run_ended
     );
-    assert_eq!(
-        ended(bench.renew(&agent(), &token, None).expect_err("over")),
-        run_ended
-    );
+    assert_eq!(ended(bench.renew(&agent(), &token, None).expect_err("over")), run_ended);
     assert_eq!(
         ended(bench.escalate(&agent(), &token, "x").expect_err("over")),
         run_ended
@@ -377,15 +339,8 @@ fn run_data_is_capped_on_submit() {
         )
         .expect_err("too big");
     assert_eq!(error.issues.len(), 1);
-    assert!(
-        error.issues[0].starts_with("run data: 2"),
-        "{:?}",
-        error.issues
-    );
-    assert!(
-        error.issues[0]
-            .ends_with("bytes with this submission; the limit is 1000 (limits.runDataBytes)")
-    );
+    assert!(error.issues[0].starts_with("run data: 2"), "{:?}", error.issues);
+    assert!(error.issues[0].ends_with("bytes with this submission; the limit is 1000 (limits.runDataBytes)"));
 }
 
 #[test]
@@ -434,9 +389,7 @@ fn the_last_branch_to_join_continues_at_the_parallel_steps_next() {
         ]
     );
     let sec2 = bench.token(&agent(), "sec2");
-    bench
-        .submit(&agent(), &sec2, done, Vec::new())
-        .expect("accepted");
+    bench.submit(&agent(), &sec2, done, Vec::new()).expect("accepted");
     assert_eq!(
         states(&bench),
         [

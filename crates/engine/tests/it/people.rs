@@ -49,7 +49,12 @@ fn screen(bench: &mut Bench) {
 
 fn prepare(bench: &mut Bench, who: &Actor, revision: &str) {
     let item = bench.item("prepare");
-    bench.decide(who, json!({ "workItemId": item, "decision": "completed", "output": { "revision": revision } })).expect("completed");
+    bench
+        .decide(
+            who,
+            json!({ "workItemId": item, "decision": "completed", "output": { "revision": revision } }),
+        )
+        .expect("completed");
 }
 
 #[test]
@@ -90,7 +95,10 @@ fn decide_errors_come_in_the_documented_order() {
     };
     // Argument combinations.
     assert_eq!(
-        code(bench.decide(&mira, json!({ "workItemId": item, "decision": "completed", "output": { "revision": "r" }, "note": "x" }))),
+        code(bench.decide(
+            &mira,
+            json!({ "workItemId": item, "decision": "completed", "output": { "revision": "r" }, "note": "x" })
+        )),
         (Code::Invalid, vec!["note: not allowed with completed".into()])
     );
     assert_eq!(
@@ -109,11 +117,7 @@ fn decide_errors_come_in_the_documented_order() {
     );
     // Never existed, stale, forbidden, wrong decision, not accepted.
     assert_eq!(
-        code(bench.decide(
-            &mira,
-            json!({ "workItemId": "w_99", "decision": "completed" })
-        ))
-        .0,
+        code(bench.decide(&mira, json!({ "workItemId": "w_99", "decision": "completed" }))).0,
         Code::NotFound
     );
     assert_eq!(
@@ -125,11 +129,7 @@ fn decide_errors_come_in_the_documented_order() {
         Code::Stale
     );
     assert_eq!(
-        code(bench.decide(
-            &agent(),
-            json!({ "workItemId": item, "decision": "completed" })
-        ))
-        .0,
+        code(bench.decide(&agent(), json!({ "workItemId": item, "decision": "completed" }))).0,
         Code::Forbidden
     );
     let outsider = Actor::Person {
@@ -138,11 +138,7 @@ fn decide_errors_come_in_the_documented_order() {
         operator: false,
     };
     assert_eq!(
-        code(bench.decide(
-            &outsider,
-            json!({ "workItemId": item, "decision": "completed" })
-        ))
-        .0,
+        code(bench.decide(&outsider, json!({ "workItemId": item, "decision": "completed" }))).0,
         Code::Forbidden
     );
     assert_eq!(
@@ -157,10 +153,7 @@ fn decide_errors_come_in_the_documented_order() {
             &mira,
             json!({ "workItemId": item, "decision": "completed", "output": { "revision": 3 } })
         )),
-        (
-            Code::NotAccepted,
-            vec!["output.revision: expected string".into()]
-        )
+        (Code::NotAccepted, vec!["output.revision: expected string".into()])
     );
     // Decided once; a second decision is already_decided, before the stale snapshot.
     prepare(&mut bench, &mira, "r1");
@@ -202,10 +195,7 @@ fn a_rejection_reworks_everything_after_the_returned_to_step() {
         json!({ "revision": "r1" })
     );
     assert_eq!(view["data"]["steps"]["approve"]["decision"], "rejected");
-    assert_eq!(
-        view["data"]["steps"]["approve"]["note"],
-        "Re-check the EU list."
-    );
+    assert_eq!(view["data"]["steps"]["approve"]["note"], "Re-check the EU list.");
     // Second pass: the old completions go to history as each step completes again.
     screen(&mut bench);
     prepare(&mut bench, &mira, "r2");
@@ -216,10 +206,7 @@ fn a_rejection_reworks_everything_after_the_returned_to_step() {
             .map(Vec::len),
         Some(1)
     );
-    assert_eq!(
-        view["data"]["steps"]["prepare"]["output"],
-        json!({ "revision": "r2" })
-    );
+    assert_eq!(view["data"]["steps"]["prepare"]["output"], json!({ "revision": "r2" }));
     assert_eq!(
         view["steps"][2]["due"], "2026-10-08T10:00:00Z",
         "a repeat restarts the due clock"
@@ -230,10 +217,7 @@ fn a_rejection_reworks_everything_after_the_returned_to_step() {
         .expect("approved");
     let view = bench.view();
     assert_eq!(view["run"]["outcome"], "onboarded");
-    assert_eq!(
-        view["data"]["steps"]["approve"]["history"][0]["decision"],
-        "rejected"
-    );
+    assert_eq!(view["data"]["steps"]["approve"]["history"][0]["decision"], "rejected");
 }
 
 #[test]
@@ -293,16 +277,19 @@ fn an_escalation_is_returned_with_a_note_or_completed_by_a_person() {
             .code,
         Code::Forbidden
     );
-    bench.decide(&operator(), json!({ "workItemId": item, "decision": "returned", "note": "The list is back; try again." })).expect("returned");
+    bench
+        .decide(
+            &operator(),
+            json!({ "workItemId": item, "decision": "returned", "note": "The list is back; try again." }),
+        )
+        .expect("returned");
     let claimed = bench.claim(&agent(), "check_vendor").expect("claims again");
     assert_eq!(
         claimed["handoff"]["returned"],
         json!({ "note": "The list is back; try again.", "by": "ops@example.com", "at": "2026-10-06T09:00:00Z" })
     );
     let token = claimed["token"].as_str().expect("token").to_owned();
-    bench
-        .escalate(&agent(), &token, "Still down.")
-        .expect("escalates");
+    bench.escalate(&agent(), &token, "Still down.").expect("escalates");
     let item = bench.item("check_vendor");
     bench
         .decide(
@@ -311,10 +298,7 @@ fn an_escalation_is_returned_with_a_note_or_completed_by_a_person() {
         )
         .expect("completed");
     let view = bench.view();
-    assert_eq!(
-        view["data"]["steps"]["check_vendor"]["by"],
-        "ops@example.com"
-    );
+    assert_eq!(view["data"]["steps"]["check_vendor"]["by"], "ops@example.com");
     assert_eq!(view["steps"][1]["state"], "waiting");
 }
 
@@ -343,10 +327,7 @@ fn an_operator_cancels_with_a_reason_and_nothing_else_may() {
     let (mut bench, mira) = supplier();
     let token = bench.token(&agent(), "check_vendor");
     assert_eq!(
-        bench
-            .cancel(&agent(), "x")
-            .expect_err("agents never cancel")
-            .code,
+        bench.cancel(&agent(), "x").expect_err("agents never cancel").code,
         Code::Forbidden
     );
     assert_eq!(
@@ -357,9 +338,7 @@ fn an_operator_cancels_with_a_reason_and_nothing_else_may() {
         bench.cancel(&operator(), " ").expect_err("no reason").code,
         Code::Invalid
     );
-    bench
-        .cancel(&operator(), "Duplicate request.")
-        .expect("cancelled");
+    bench.cancel(&operator(), "Duplicate request.").expect("cancelled");
     let view = bench.view();
     assert_eq!(view["run"]["state"], "cancelled");
     assert_eq!(view["run"]["outcome"], Value::Null);
@@ -432,7 +411,12 @@ fn rework_from_after_the_join_reruns_every_branch() {
         ]
     );
     let item = bench.item("close_review");
-    bench.decide(&commander, json!({ "workItemId": item, "decision": "rejected", "note": "Security exposure unclear." })).expect("rejected");
+    bench
+        .decide(
+            &commander,
+            json!({ "workItemId": item, "decision": "rejected", "note": "Security exposure unclear." }),
+        )
+        .expect("rejected");
     assert_eq!(
         bench.states(),
         [
@@ -449,9 +433,7 @@ fn rework_from_after_the_join_reruns_every_branch() {
     assert_eq!(view["workItems"].as_array().map(Vec::len), Some(3));
     assert!(view["data"]["steps"]["operations"].get("output").is_none());
     assert_eq!(
-        view["data"]["steps"]["operations"]["history"]
-            .as_array()
-            .map(Vec::len),
+        view["data"]["steps"]["operations"]["history"].as_array().map(Vec::len),
         Some(1)
     );
     assert_eq!(

@@ -1,14 +1,11 @@
 //! `start_run`: inputs, the initiator rule, the run-data cap, and the first step of
 //! every kind.
 
-use agentprocess_engine::{
-    Code, Effect, Mode, Notification, StepState, TimerKind, run_view, snapshot,
-};
+use agentprocess_engine::{Code, Effect, Mode, Notification, StepState, TimerKind, run_view, snapshot};
 use serde_json::{Map, Value, json};
 
 use crate::support::{
-    agent, assert_valid_view, fixture, fixture_names, person, sample_inputs, start_as,
-    started_fixture, t0, version_of,
+    agent, assert_valid_view, fixture, fixture_names, person, sample_inputs, start_as, started_fixture, t0, version_of,
 };
 
 fn object(value: Value) -> Map<String, Value> {
@@ -19,13 +16,8 @@ fn object(value: Value) -> Map<String, Value> {
 fn every_fixture_starts_and_its_view_meets_the_schemas() {
     for name in fixture_names() {
         let version = fixture(&name);
-        let transition = start_as(
-            &version,
-            &person(&version),
-            sample_inputs(&version),
-            Mode::Live,
-        )
-        .unwrap_or_else(|error| panic!("{name}: {error}"));
+        let transition = start_as(&version, &person(&version), sample_inputs(&version), Mode::Live)
+            .unwrap_or_else(|error| panic!("{name}: {error}"));
         let view = run_view(&transition.run, &version, t0());
         assert_valid_view(&view);
         assert_eq!(view["run"]["version"], 1, "{name}");
@@ -46,16 +38,12 @@ fn every_fixture_starts_and_its_view_meets_the_schemas() {
 #[test]
 fn an_agent_step_first_is_ready_and_the_run_active() {
     let version = fixture("invoice-approval");
-    let transition =
-        start_as(&version, &agent(), sample_inputs(&version), Mode::Live).expect("starts");
+    let transition = start_as(&version, &agent(), sample_inputs(&version), Mode::Live).expect("starts");
     let view = run_view(&transition.run, &version, t0());
     assert_eq!(view["run"]["state"], "active");
     assert_eq!(view["run"]["startedBy"], "a_screener");
     assert_eq!(view["workItems"], json!([]));
-    assert_eq!(
-        view["data"],
-        json!({ "inputs": sample_inputs(&version), "steps": {} })
-    );
+    assert_eq!(view["data"], json!({ "inputs": sample_inputs(&version), "steps": {} }));
 }
 
 #[test]
@@ -68,10 +56,7 @@ fn a_person_step_first_opens_one_work_item_with_its_decide_call() {
     assert_eq!(item["stepId"], "prepare");
     assert_eq!(item["kind"], "task");
     assert_eq!(item["assignedTo"], json!({ "person": "dana@example.com" }));
-    assert_eq!(
-        item["output"],
-        json!({ "revision": "string", "summary": "string" })
-    );
+    assert_eq!(item["output"], json!({ "revision": "string", "summary": "string" }));
     assert_eq!(item["evidence"], json!(["file"]));
     assert_eq!(item["next"], Value::Null);
     assert_eq!(item["handoff"], Value::Null);
@@ -129,20 +114,13 @@ fn test_mode_marks_work_items_and_notifies_nobody() {
 #[test]
 fn an_agent_cannot_start_a_process_with_an_initiator_step() {
     let version = fixture("expense-reimbursement");
-    let error =
-        start_as(&version, &agent(), sample_inputs(&version), Mode::Live).expect_err("refused");
+    let error = start_as(&version, &agent(), sample_inputs(&version), Mode::Live).expect_err("refused");
     assert_eq!(error.code, Code::Invalid);
     assert_eq!(
         error.issues,
         ["steps.receipts.person: initiator needs a run started by a person"]
     );
-    let by_person = start_as(
-        &version,
-        &person(&version),
-        sample_inputs(&version),
-        Mode::Live,
-    )
-    .expect("starts");
+    let by_person = start_as(&version, &person(&version), sample_inputs(&version), Mode::Live).expect("starts");
     let view = run_view(&by_person.run, &version, t0());
     assert_eq!(
         view["workItems"][0]["assignedTo"],
@@ -180,11 +158,7 @@ fn run_data_has_a_cap() {
     inputs.insert(first.clone(), json!("x".repeat(2 << 20)));
     let error = start_as(&version, &agent(), inputs, Mode::Live).expect_err("refused");
     assert_eq!(error.issues.len(), 1);
-    assert!(
-        error.issues[0].starts_with("inputs: 2097"),
-        "{:?}",
-        error.issues
-    );
+    assert!(error.issues[0].starts_with("inputs: 2097"), "{:?}", error.issues);
     assert!(
         error.issues[0].ends_with("bytes; the limit is 1048576 (limits.runDataBytes)"),
         "{:?}",
@@ -239,10 +213,7 @@ fn a_wait_until_in_the_future_waits_on_a_timer() {
     )
     .expect("starts");
     assert_eq!(transition.run.steps[0].state, Some(StepState::Waiting));
-    assert_eq!(
-        run_view(&transition.run, &version, t0())["run"]["state"],
-        "waiting"
-    );
+    assert_eq!(run_view(&transition.run, &version, t0())["run"]["state"], "waiting");
     let [Effect::ScheduleTimer(timer)] = transition.effects.as_slice() else {
         panic!("{:?}", transition.effects)
     };
@@ -289,10 +260,7 @@ fn a_person_path_that_resolves_to_nothing_fails_the_run() {
     let view = run_view(&transition.run, &version, t0());
     assert_valid_view(&view);
     assert_eq!(view["run"]["outcome"], "failed");
-    assert_eq!(
-        view["run"]["ended"]["note"],
-        "person: inputs.who resolves to no person"
-    );
+    assert_eq!(view["run"]["ended"]["note"], "person: inputs.who resolves to no person");
     assert_eq!(view["workItems"], json!([]));
 }
 
@@ -310,9 +278,7 @@ fn a_wait_and_a_finish_first() {
         (TimerKind::Wait, "2026-10-06T11:00:00Z".to_owned())
     );
 
-    let finished = version_of(
-        "---\nname: f\ndescription: x\nsteps:\n  - id: done\n    finish: nothing-to-do\n---\n",
-    );
+    let finished = version_of("---\nname: f\ndescription: x\nsteps:\n  - id: done\n    finish: nothing-to-do\n---\n");
     let transition = start_as(&finished, &agent(), Map::new(), Mode::Live).expect("starts");
     let view = run_view(&transition.run, &finished, t0());
     assert_valid_view(&view);
@@ -349,12 +315,7 @@ fn a_fork_first_makes_every_branch_entry_current_at_once() {
         .collect();
     assert_eq!(
         states,
-        [
-            &json!("waiting"),
-            &json!("ready"),
-            &json!("waiting"),
-            &Value::Null
-        ]
+        [&json!("waiting"), &json!("ready"), &json!("waiting"), &Value::Null]
     );
     assert_eq!(view["steps"][0]["kind"], "parallel");
     assert_eq!(view["run"]["state"], "active");
@@ -365,13 +326,7 @@ fn a_fork_first_makes_every_branch_entry_current_at_once() {
 fn the_snapshot_changes_exactly_when_run_data_changes() {
     let version = fixture("supplier-rfp");
     let one = start_as(&version, &agent(), sample_inputs(&version), Mode::Live).expect("starts");
-    let two = start_as(
-        &version,
-        &person(&version),
-        sample_inputs(&version),
-        Mode::Test,
-    )
-    .expect("starts");
+    let two = start_as(&version, &person(&version), sample_inputs(&version), Mode::Test).expect("starts");
     assert_eq!(
         snapshot(&one.run),
         snapshot(&two.run),

@@ -43,8 +43,7 @@ impl Ids for Counter {
 
 /// Every role bound to the group `g_<role>`.
 pub(crate) fn version_of(source: &str) -> ProcessVersion {
-    let process = validate(source.as_bytes(), &Options::default())
-        .unwrap_or_else(|refusal| panic!("{refusal}"));
+    let process = validate(source.as_bytes(), &Options::default()).unwrap_or_else(|refusal| panic!("{refusal}"));
     let roles: BTreeMap<String, String> = process
         .document()
         .roles()
@@ -60,27 +59,15 @@ pub(crate) fn version_of(source: &str) -> ProcessVersion {
 
 /// A conformance fixture as version 1.
 pub(crate) fn fixture(name: &str) -> ProcessVersion {
-    let path = shared()
-        .join("conformance/fixtures")
-        .join(name)
-        .join("PROCESS.md");
-    version_of(
-        &std::fs::read_to_string(&path)
-            .unwrap_or_else(|error| panic!("{}: {error}", path.display())),
-    )
+    let path = shared().join("conformance/fixtures").join(name).join("PROCESS.md");
+    version_of(&std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display())))
 }
 
 /// Every fixture name.
 pub(crate) fn fixture_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(shared().join("conformance/fixtures"))
         .expect("fixtures")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     names
@@ -178,8 +165,7 @@ fn start_with(
 
 fn compile(name: &str) -> jsonschema::Validator {
     let path = shared().join("schemas/core-2").join(name);
-    let schema: Value =
-        serde_json::from_slice(&std::fs::read(&path).expect("schema")).expect("JSON");
+    let schema: Value = serde_json::from_slice(&std::fs::read(&path).expect("schema")).expect("JSON");
     jsonschema::draft202012::new(&schema).expect("a valid schema")
 }
 
@@ -193,10 +179,7 @@ pub(crate) fn assert_valid_view(view: &Value) {
         .iter_errors(view)
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect();
-    assert!(
-        errors.is_empty(),
-        "run view breaks run-view.json: {errors:?}\n{view:#}"
-    );
+    assert!(errors.is_empty(), "run view breaks run-view.json: {errors:?}\n{view:#}");
     for item in view["workItems"].as_array().expect("workItems") {
         assert_valid_work_item(item);
     }
@@ -227,14 +210,10 @@ pub(crate) struct Bench {
 
 impl Bench {
     /// Starts a run of `version` as `actor` at `t0`.
-    pub(crate) fn start(
-        version: ProcessVersion,
-        actor: &Actor,
-        inputs: Map<String, Value>,
-    ) -> Self {
+    pub(crate) fn start(version: ProcessVersion, actor: &Actor, inputs: Map<String, Value>) -> Self {
         let mut ids = Counter::default();
-        let transition = start_with(&version, actor, inputs, Mode::Live, &mut ids)
-            .unwrap_or_else(|error| panic!("{error}"));
+        let transition =
+            start_with(&version, actor, inputs, Mode::Live, &mut ids).unwrap_or_else(|error| panic!("{error}"));
         let bench = Self {
             version,
             run: transition.run,
@@ -264,11 +243,7 @@ impl Bench {
     fn context<'a>(
         &'a mut self,
         actor: &'a Actor,
-    ) -> (
-        Context<'a>,
-        &'a mut agentprocess_engine::Run,
-        &'a ProcessVersion,
-    ) {
+    ) -> (Context<'a>, &'a mut agentprocess_engine::Run, &'a ProcessVersion) {
         let context = Context {
             now: self.now,
             actor,
@@ -295,15 +270,9 @@ impl Bench {
     }
 
     /// `renew`; returns `{ token, expiresAt }`.
-    pub(crate) fn renew(
-        &mut self,
-        actor: &Actor,
-        token: &str,
-        progress: Option<&str>,
-    ) -> Result<Value, ToolError> {
+    pub(crate) fn renew(&mut self, actor: &Actor, token: &str, progress: Option<&str>) -> Result<Value, ToolError> {
         let (mut context, run, _) = self.context(actor);
-        let (transition, result) =
-            agentprocess_engine::renew(run, token, progress.map(str::to_owned), &mut context)?;
+        let (transition, result) = agentprocess_engine::renew(run, token, progress.map(str::to_owned), &mut context)?;
         *run = transition.run;
         Ok(result)
     }
@@ -337,12 +306,7 @@ impl Bench {
     }
 
     /// `escalate`.
-    pub(crate) fn escalate(
-        &mut self,
-        actor: &Actor,
-        token: &str,
-        note: &str,
-    ) -> Result<(), ToolError> {
+    pub(crate) fn escalate(&mut self, actor: &Actor, token: &str, note: &str) -> Result<(), ToolError> {
         let (mut context, run, version) = self.context(actor);
         let transition = agentprocess_engine::escalate(run, version, token, note, &mut context)?;
         *run = transition.run;
@@ -396,10 +360,7 @@ impl Bench {
             .as_str()
             .map_or_else(|| agentprocess_engine::snapshot(&self.run), str::to_owned);
         let decide = Decide {
-            work_item: arguments["workItemId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
+            work_item: arguments["workItemId"].as_str().unwrap_or_default().to_owned(),
             snapshot,
             decision,
             submission: submission_of(&arguments),
@@ -409,8 +370,7 @@ impl Bench {
             note: arguments["note"].as_str().map(str::to_owned),
         };
         let (mut context, run, version) = self.context(actor);
-        let transition =
-            agentprocess_engine::decide(run, version, decide, Vec::new(), &mut context)?;
+        let transition = agentprocess_engine::decide(run, version, decide, Vec::new(), &mut context)?;
         *run = transition.run;
         Ok(())
     }
@@ -424,24 +384,17 @@ impl Bench {
     }
 
     /// `send_event`; returns `consumedBy`.
-    pub(crate) fn send_event(
-        &mut self,
-        actor: &Actor,
-        name: &str,
-        data: Value,
-    ) -> Result<Option<String>, ToolError> {
+    pub(crate) fn send_event(&mut self, actor: &Actor, name: &str, data: Value) -> Result<Option<String>, ToolError> {
         let data = data.as_object().cloned().unwrap_or_default();
         let (mut context, run, version) = self.context(actor);
-        let (transition, consumed) =
-            agentprocess_engine::send_event(run, version, name, data, &mut context)?;
+        let (transition, consumed) = agentprocess_engine::send_event(run, version, name, data, &mut context)?;
         *run = transition.run;
         Ok(consumed)
     }
 
     /// The scheduler fires timer `id` now; returns the effects.
     pub(crate) fn fire(&mut self, id: &str) -> Vec<agentprocess_engine::Effect> {
-        let transition =
-            agentprocess_engine::timer_fired(&self.run, &self.version, id, self.now, &mut self.ids);
+        let transition = agentprocess_engine::timer_fired(&self.run, &self.version, id, self.now, &mut self.ids);
         self.run = transition.run;
         self.view();
         transition.effects
@@ -480,13 +433,7 @@ impl Bench {
     /// `get_work` items of this run for `actor`; each person item's work item is
     /// checked against work-item.json.
     pub(crate) fn work(&self, actor: &Actor) -> Vec<Value> {
-        let items = agentprocess_engine::work_items(
-            &self.run,
-            &self.version,
-            actor,
-            &self.settings,
-            self.now,
-        );
+        let items = agentprocess_engine::work_items(&self.run, &self.version, actor, &self.settings, self.now);
         for item in &items {
             if let Some(work_item) = item.get("workItem") {
                 assert_valid_work_item(work_item);

@@ -43,12 +43,7 @@ fn bench() -> Bench {
 fn pass_invoice(bench: &mut Bench) {
     let token = bench.token(&agent(), "invoice");
     bench
-        .submit(
-            &agent(),
-            &token,
-            json!({ "summary": "Invoice sent." }),
-            Vec::new(),
-        )
+        .submit(&agent(), &token, json!({ "summary": "Invoice sent." }), Vec::new())
         .expect("accepted");
 }
 
@@ -81,9 +76,7 @@ fn due_marks_overdue_and_notifies_once() {
     let effects = bench.fire("invoice:due:1");
     assert_eq!(
         effects,
-        [Effect::Notify(Notification::Overdue {
-            step: "invoice".into()
-        })]
+        [Effect::Notify(Notification::Overdue { step: "invoice".into() })]
     );
     let view = bench.view();
     assert_eq!(view["steps"][1]["overdue"], true);
@@ -156,14 +149,10 @@ fn a_timeout_continues_at_on_timeout_and_a_late_event_is_held_until_the_run_ends
     assert_eq!(view["steps"][4]["state"], "waiting");
     assert_eq!(view["workItems"][0]["stepId"], "chase");
     assert_eq!(
-        bench
-            .send_event(&agent(), "invoice-settled", json!({}))
-            .expect("held"),
+        bench.send_event(&agent(), "invoice-settled", json!({})).expect("held"),
         None
     );
-    bench
-        .cancel(&operator(), "Written off.")
-        .expect("cancelled");
+    bench.cancel(&operator(), "Written off.").expect("cancelled");
     assert!(
         bench.run.events.is_empty(),
         "held events are discarded when the run ends"

@@ -69,14 +69,7 @@ fn routes_of(step: &Step) -> Vec<Option<String>> {
 /// The moves open at the first step that can act, in step order.
 fn moves(bench: &Bench, rejections_left: &BTreeSet<String>) -> Vec<Move> {
     let steps = &bench.version.process.document().steps;
-    for (index, (state, definition)) in bench
-        .run
-        .steps
-        .iter()
-        .map(|s| s.state)
-        .zip(steps)
-        .enumerate()
-    {
+    for (index, (state, definition)) in bench.run.steps.iter().map(|s| s.state).zip(steps).enumerate() {
         let run_step = &bench.run.steps[index];
         match (&definition.kind, state) {
             (StepKind::Agent(_), Some(StepState::Ready)) => {
@@ -111,24 +104,15 @@ fn moves(bench: &Bench, rejections_left: &BTreeSet<String>) -> Vec<Move> {
                 return moves;
             }
             (StepKind::Wait(_), Some(StepState::Waiting)) => {
-                return vec![Move::Fire(format!(
-                    "{}:wait:{}",
-                    definition.id, run_step.attempt
-                ))];
+                return vec![Move::Fire(format!("{}:wait:{}", definition.id, run_step.attempt))];
             }
             (StepKind::WaitUntil(_), Some(StepState::Waiting)) => {
-                return vec![Move::Fire(format!(
-                    "{}:wait_until:{}",
-                    definition.id, run_step.attempt
-                ))];
+                return vec![Move::Fire(format!("{}:wait_until:{}", definition.id, run_step.attempt))];
             }
             (StepKind::WaitFor(name), Some(StepState::Waiting)) => {
                 let mut moves = vec![Move::Event { name: name.clone() }];
                 if definition.timeout.is_some() {
-                    moves.push(Move::Fire(format!(
-                        "{}:timeout:{}",
-                        definition.id, run_step.attempt
-                    )));
+                    moves.push(Move::Fire(format!("{}:timeout:{}", definition.id, run_step.attempt)));
                 }
                 return moves;
             }
@@ -175,11 +159,7 @@ fn play(bench: &mut Bench, on: &Move, rejections_left: &mut BTreeSet<String>, se
                 .submit(&agent(), &token, submission, Vec::new())
                 .unwrap_or_else(|error| panic!("{}: {error}", definition.id));
         }
-        Move::Decide {
-            step,
-            decision,
-            route,
-        } => {
+        Move::Decide { step, decision, route } => {
             let definition = &steps[*step];
             let item = bench.item(&definition.id);
             let mut arguments = json!({ "workItemId": item, "decision": decision });
@@ -227,17 +207,10 @@ fn walk(bench: Bench, rejections_left: BTreeSet<String>, seen: &mut Seen) {
             "a walk stopped before the run ended: {view:#}"
         );
         seen.walks += 1;
-        seen.outcomes.insert(
-            view["run"]["outcome"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        );
+        seen.outcomes
+            .insert(view["run"]["outcome"].as_str().unwrap_or_default().to_owned());
         for step in &bench.run.steps {
-            if step.record.is_some()
-                || !step.history.is_empty()
-                || step.state == Some(StepState::Done)
-            {
+            if step.record.is_some() || !step.history.is_empty() || step.state == Some(StepState::Done) {
                 seen.completed.insert(step.id.clone());
             }
         }
@@ -277,10 +250,7 @@ fn every_fixture_is_walked_along_every_route() {
             .map(|step| step.id.clone())
             .collect();
         assert_eq!(
-            seen.completed
-                .union(&finishes)
-                .cloned()
-                .collect::<BTreeSet<_>>(),
+            seen.completed.union(&finishes).cloned().collect::<BTreeSet<_>>(),
             all,
             "{name}: steps never completed"
         );
@@ -288,10 +258,7 @@ fn every_fixture_is_walked_along_every_route() {
             .steps
             .iter()
             .flat_map(|step| match &step.next {
-                Some(Next::Routes(routes)) => routes
-                    .iter()
-                    .map(|route| (step.id.clone(), route.to.clone()))
-                    .collect(),
+                Some(Next::Routes(routes)) => routes.iter().map(|route| (step.id.clone(), route.to.clone())).collect(),
                 _ => Vec::new(),
             })
             .collect();

@@ -31,10 +31,7 @@ fn an_agent_sees_each_ready_agent_step_with_its_claim_call() {
     bench.token(&agent(), "a");
     let items = bench.work(&agent());
     assert_eq!(
-        items
-            .iter()
-            .map(|item| item["stepId"].clone())
-            .collect::<Vec<_>>(),
+        items.iter().map(|item| item["stepId"].clone()).collect::<Vec<_>>(),
         [json!("b")]
     );
     // A lease that ended makes the step claimable again at once.
@@ -57,14 +54,10 @@ fn a_person_sees_the_work_items_assigned_to_them() {
     assert!(bench.work(&person(&bench.version)).is_empty());
     assert!(bench.work(&operator()).is_empty());
     let token = bench.token(&agent(), "b");
-    bench
-        .escalate(&agent(), &token, "Stuck.")
-        .expect("escalates");
+    bench.escalate(&agent(), &token, "Stuck.").expect("escalates");
     let escalations = bench.work(&operator());
     assert_eq!(escalations.len(), 1);
     assert_eq!(escalations[0]["workItem"]["escalation"]["note"], "Stuck.");
-    bench
-        .cancel(&operator(), "Done with it.")
-        .expect("cancelled");
+    bench.cancel(&operator(), "Done with it.").expect("cancelled");
     assert!(bench.work(&dana).is_empty() && bench.work(&agent()).is_empty());
 }

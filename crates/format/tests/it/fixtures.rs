@@ -51,10 +51,7 @@ fn the_ten_core_fixtures_publish_on_a_core_server_with_upload_and_send_event() {
 }
 
 fn issues_of(name: &str, capabilities: Capabilities) -> Vec<String> {
-    let (_, bytes) = fixtures()
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .expect("fixture");
+    let (_, bytes) = fixtures().into_iter().find(|(n, _)| n == name).expect("fixture");
     validate(
         &bytes,
         &Options {
@@ -77,9 +74,7 @@ fn major_incident_is_refused_without_parallel_1() {
     };
     assert_eq!(
         issues_of("major-incident", offered),
-        [
-            "steps[1] (respond).parallel: needs the parallel-1 profile, which this server does not offer"
-        ]
+        ["steps[1] (respond).parallel: needs the parallel-1 profile, which this server does not offer"]
     );
 }
 
@@ -91,9 +86,7 @@ fn vendor_check_is_refused_without_check_1() {
     };
     assert_eq!(
         issues_of("vendor-check", offered),
-        [
-            "steps[0] (check_vendor).check: needs the check-1 profile, which this server does not offer"
-        ]
+        ["steps[0] (check_vendor).check: needs the check-1 profile, which this server does not offer"]
     );
 }
 
@@ -107,9 +100,7 @@ fn optional_tools_are_named_when_missing() {
                 ..Capabilities::ALL
             }
         ),
-        [
-            "steps[0] (check_vendor).evidence: file evidence needs the upload tool, which this server does not offer"
-        ]
+        ["steps[0] (check_vendor).evidence: file evidence needs the upload tool, which this server does not offer"]
     );
     assert_eq!(
         issues_of(
@@ -119,9 +110,7 @@ fn optional_tools_are_named_when_missing() {
                 ..Capabilities::ALL
             }
         ),
-        [
-            "steps[4] (settlement_event).wait_for: needs the send_event tool, which this server does not offer"
-        ]
+        ["steps[4] (settlement_event).wait_for: needs the send_event tool, which this server does not offer"]
     );
 }
 
@@ -141,10 +130,7 @@ fn a_folder_name_must_match() {
         refusal.issues[0].to_string(),
         "name: \"blog-publication\" does not match the folder name \"other-name\""
     );
-    assert_eq!(
-        refusal.issues[0].position.map(|p| (p.line, p.column)),
-        Some((2, 1))
-    );
+    assert_eq!(refusal.issues[0].position.map(|p| (p.line, p.column)), Some((2, 1)));
 }
 
 #[test]
@@ -189,9 +175,7 @@ fn typed_documents_carry_the_defaults() {
     );
     assert_eq!(document.steps.last().map(|s| s.next.clone()), Some(None));
     assert_eq!(
-        document
-            .step("editor_review")
-            .and_then(|s| s.on_reject.as_deref()),
+        document.step("editor_review").and_then(|s| s.on_reject.as_deref()),
         Some("draft")
     );
 }
@@ -199,10 +183,7 @@ fn typed_documents_carry_the_defaults() {
 #[test]
 fn role_names_to_bind_at_import() {
     let roles = |name: &str| {
-        let (_, bytes) = fixtures()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .expect("fixture");
+        let (_, bytes) = fixtures().into_iter().find(|(n, _)| n == name).expect("fixture");
         let process = validate(&bytes, &Options::default()).expect("publishes");
         process
             .document()

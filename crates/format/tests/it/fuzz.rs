@@ -87,8 +87,7 @@ const TOKENS: &[&str] = &[
 
 fn token_soup() -> impl Strategy<Value = String> {
     let tokens: Vec<&str> = TOKENS.iter().copied().chain(StepKind::KEYS).collect();
-    prop::collection::vec(prop::sample::select(tokens), 0..200)
-        .prop_map(|tokens| format!("---\n{}", tokens.concat()))
+    prop::collection::vec(prop::sample::select(tokens), 0..200).prop_map(|tokens| format!("---\n{}", tokens.concat()))
 }
 
 #[derive(Debug, Clone)]
@@ -166,9 +165,8 @@ proptest! {
 
 #[test]
 fn a_billion_laughs_is_refused_quickly() {
-    let mut text = String::from(
-        "---\nname: lol\ndescription: x\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
-    );
+    let mut text =
+        String::from("---\nname: lol\ndescription: x\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for level in 1..12 {
         let prev = level - 1;
         let refs = vec![format!("*a{prev}"); 9].join(", ");
@@ -179,9 +177,7 @@ fn a_billion_laughs_is_refused_quickly() {
     let refusal = validate(text.as_bytes(), &Options::default()).expect_err("refused");
     assert_eq!(refusal.issues.len(), 1);
     assert!(
-        refusal.issues[0]
-            .message
-            .contains("once aliases are expanded"),
+        refusal.issues[0].message.contains("once aliases are expanded"),
         "{refusal}"
     );
 }

@@ -140,9 +140,9 @@ fn run_reference(args: &[&Path], canonical: bool) -> Output {
         command.arg("--canonical");
     }
     command.args(args);
-    command.output().unwrap_or_else(|error| {
-        panic!("cannot run node (Node.js 20 or later is needed for this test): {error}")
-    })
+    command
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run node (Node.js 20 or later is needed for this test): {error}"))
 }
 
 /// Our canonical JSON of the frontmatter, for a mismatch report.
@@ -160,8 +160,7 @@ fn content_hash_matches_an_independent_rfc8785_implementation() {
         ("check-thresholds.md", CHECK_THRESHOLDS.as_bytes().to_vec()),
     ] {
         let file = temp.0.join(name);
-        std::fs::write(&file, bytes)
-            .unwrap_or_else(|error| panic!("cannot write {}: {error}", file.display()));
+        std::fs::write(&file, bytes).unwrap_or_else(|error| panic!("cannot write {}: {error}", file.display()));
         files.push(file);
     }
 
@@ -191,8 +190,7 @@ fn content_hash_matches_an_independent_rfc8785_implementation() {
     let mut mismatches = Vec::new();
     for file in &files {
         let shown = file.display().to_string();
-        let bytes =
-            std::fs::read(file).unwrap_or_else(|error| panic!("cannot read {shown}: {error}"));
+        let bytes = std::fs::read(file).unwrap_or_else(|error| panic!("cannot read {shown}: {error}"));
         let process = validate(&bytes, &Options::default())
             .unwrap_or_else(|refusal| panic!("{shown} should validate: {refusal}"));
         let Some(&their_hash) = theirs.get(shown.as_str()) else {

@@ -40,8 +40,7 @@ fn the_file_needs_frontmatter_and_utf8() {
             "the file starts with a byte order mark (U+FEFF); save it as UTF-8 without one so that its first line is `---`",
         ],
     );
-    let not_utf8 = agentprocess_format::validate(b"---\nname: \xff\n---\n", &Default::default())
-        .expect_err("refused");
+    let not_utf8 = agentprocess_format::validate(b"---\nname: \xff\n---\n", &Default::default()).expect_err("refused");
     assert_eq!(
         not_utf8.issues[0].to_string(),
         "the file is not UTF-8 (invalid byte at offset 10)"
@@ -51,11 +50,7 @@ fn the_file_needs_frontmatter_and_utf8() {
         "x".repeat(agentprocess_format::MAX_DOCUMENT_BYTES)
     );
     assert_eq!(refuse(&huge).len(), 1);
-    assert!(
-        refuse(&huge)[0].starts_with("the file is 1048"),
-        "{:?}",
-        refuse(&huge)
-    );
+    assert!(refuse(&huge)[0].starts_with("the file is 1048"), "{:?}", refuse(&huge));
 }
 
 #[test]
@@ -86,9 +81,7 @@ fn yaml_1_1_words_stay_strings() {
 #[test]
 fn duplicate_keys_are_refused_at_every_depth() {
     refused(
-        &doc(
-            "name: sample\nname: again\ndescription: A sample.\nsteps:\n  - id: done\n    finish: ok\n",
-        ),
+        &doc("name: sample\nname: again\ndescription: A sample.\nsteps:\n  - id: done\n    finish: ok\n"),
         &["name: duplicate key \"name\""],
     );
     refused(
@@ -106,9 +99,7 @@ fn duplicate_keys_are_refused_at_every_depth() {
 #[test]
 fn unknown_fields_are_refused_everywhere() {
     refused(
-        &doc(
-            "name: sample\ndescription: A sample.\nversion: 2\nsteps:\n  - id: done\n    finish: ok\n",
-        ),
+        &doc("name: sample\ndescription: A sample.\nversion: 2\nsteps:\n  - id: done\n    finish: ok\n"),
         &["version: unknown field"],
     );
     refused(
@@ -122,9 +113,7 @@ fn unknown_fields_are_refused_everywhere() {
         &["inputs.a.format: unknown field"],
     );
     refused(
-        &steps(
-            "  - id: work\n    agent: Do it.\n    next:\n      - { to: done, label: x }\n      - done\n",
-        ),
+        &steps("  - id: work\n    agent: Do it.\n    next:\n      - { to: done, label: x }\n      - done\n"),
         &[
             "steps[0] (work).next[0].label: unknown field",
             "steps[0] (work).next[1]: \"done\" is already a route",
@@ -137,9 +126,7 @@ fn unknown_fields_are_refused_everywhere() {
         &["requires.teams: unknown field"],
     );
     refused(
-        &steps(
-            "  - id: work\n    agent: Do it.\n    check:\n      - ask: Is it right?\n        weight: 2\n",
-        ),
+        &steps("  - id: work\n    agent: Do it.\n    check:\n      - ask: Is it right?\n        weight: 2\n"),
         &["steps[0] (work).check[0].weight: unknown field"],
     );
 }
@@ -161,10 +148,7 @@ fn name_pattern_length_and_description() {
         &named("a--b"),
         &["name: \"a--b\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$"],
     );
-    refused(
-        &named(&"a".repeat(65)),
-        &["name: must be 1–64 characters, has 65"],
-    );
+    refused(&named(&"a".repeat(65)), &["name: must be 1–64 characters, has 65"]);
     refused(&named("''"), &["name: must be 1–64 characters, has 0"]);
     assert!(publish(&named(&"a".repeat(64))).is_ok());
     refused(&named("12"), &["name: expected string, found number"]);
@@ -176,16 +160,10 @@ fn name_pattern_length_and_description() {
         &doc("name: sample\ndescription: '  '\nsteps:\n  - id: done\n    finish: ok\n"),
         &["description: must not be blank"],
     );
-    refused(
-        &doc("description: A sample.\n"),
-        &["name: missing", "steps: missing"],
-    );
+    refused(&doc("description: A sample.\n"), &["name: missing", "steps: missing"]);
     // A missing key is placed at the frontmatter's mapping, on the file's second line.
-    let refusal = agentprocess_format::validate(
-        doc("description: A sample.\n").as_bytes(),
-        &Default::default(),
-    )
-    .expect_err("refused");
+    let refusal = agentprocess_format::validate(doc("description: A sample.\n").as_bytes(), &Default::default())
+        .expect_err("refused");
     let places: Vec<_> = refusal
         .issues
         .iter()
@@ -203,9 +181,7 @@ fn step_ids_match_the_pattern_and_are_unique() {
         &["steps[0].id: \"Work\" does not match ^[a-z][a-z0-9_-]{0,63}$"],
     );
     refused(
-        &with_steps(
-            "  - id: work\n    agent: Do it.\n  - id: work\n    agent: Again.\n  - id: done\n    finish: ok\n",
-        ),
+        &with_steps("  - id: work\n    agent: Do it.\n  - id: work\n    agent: Again.\n  - id: done\n    finish: ok\n"),
         &["steps[1] (work).id: \"work\" is already the id of steps[0]"],
     );
     refused(
@@ -296,9 +272,7 @@ fn kind_values() {
     );
     refused(
         &steps("  - id: hear\n    wait_for: Payment Received\n"),
-        &[
-            "steps[0] (hear).wait_for: event name \"Payment Received\" does not match ^[a-z][a-z0-9_-]{0,63}$",
-        ],
+        &["steps[0] (hear).wait_for: event name \"Payment Received\" does not match ^[a-z][a-z0-9_-]{0,63}$"],
     );
     refused(
         &steps("  - id: later\n    wait_until: startDate\n"),
@@ -317,9 +291,7 @@ fn targets_name_existing_steps() {
         &["steps[0] (ok).on_reject: no step \"chek_vendor\""],
     );
     refused(
-        &with_steps(
-            "  - id: work\n    agent: Do it.\n    next: [done, nowhere]\n  - id: done\n    finish: ok\n",
-        ),
+        &with_steps("  - id: work\n    agent: Do it.\n    next: [done, nowhere]\n  - id: done\n    finish: ok\n"),
         &["steps[0] (work).next[1]: no step \"nowhere\""],
     );
     refused(
@@ -349,9 +321,7 @@ fn route_lists() {
         &with_steps(
             "  - id: ok\n    approve: Fine?\n    person: ops\n    next: [a, b]\n  - id: a\n    finish: yes\n  - id: b\n    finish: no\n",
         ),
-        &[
-            "steps[0] (ok).next: a list of routes is allowed only on agent and task steps, not on an approve step",
-        ],
+        &["steps[0] (ok).next: a list of routes is allowed only on agent and task steps, not on an approve step"],
     );
     refused(
         &steps("  - id: work\n    agent: Do it.\n    next: [done, { when: Never }]\n"),
@@ -410,9 +380,7 @@ fn the_last_step_names_next_unless_it_is_a_finish() {
 #[test]
 fn no_step_is_visited_twice_along_next_and_on_timeout() {
     refused(
-        &with_steps(
-            "  - id: a\n    agent: A.\n  - id: b\n    agent: B.\n    next: a\n  - id: done\n    finish: ok\n",
-        ),
+        &with_steps("  - id: a\n    agent: A.\n  - id: b\n    agent: B.\n    next: a\n  - id: done\n    finish: ok\n"),
         &[
             "steps[1] (b).next: goes back to \"a\" (a → b → a); only on_reject may go back",
             "steps[2] (done): not reachable from the first step",
@@ -422,9 +390,7 @@ fn no_step_is_visited_twice_along_next_and_on_timeout() {
         &with_steps(
             "  - id: a\n    agent: A.\n  - id: hear\n    wait_for: paid\n    timeout: 1d\n    on_timeout: a\n    next: done\n  - id: done\n    finish: ok\n",
         ),
-        &[
-            "steps[1] (hear).on_timeout: goes back to \"a\" (a → hear → a); only on_reject may go back",
-        ],
+        &["steps[1] (hear).on_timeout: goes back to \"a\" (a → hear → a); only on_reject may go back"],
     );
     // Two routes meeting at one step is not a cycle; on_reject may go back.
     assert!(publish(&with_steps(
@@ -463,9 +429,7 @@ fn person_is_a_role_initiator_or_a_declared_person_path() {
         &with_steps(
             "  - id: pick\n    agent: Pick.\n    output: { who: string }\n  - id: ok\n    approve: Fine?\n    person: steps.pick.output.who\n  - id: done\n    finish: ok\n",
         ),
-        &[
-            "steps[1] (ok).person: steps.pick.output.who is a string field; it must name a person field",
-        ],
+        &["steps[1] (ok).person: steps.pick.output.who is a string field; it must name a person field"],
     );
     refused(
         &with_steps(
@@ -552,38 +516,33 @@ fn fields_use_the_eight_types() {
         &input("[string]"),
         &["inputs.f: expected a type name or a field object, found list"],
     );
-    assert!(publish(&input("{ type: list, items: { type: string, one_of: [a, b] }, optional: true, description: Tags }")).is_ok());
+    assert!(
+        publish(&input(
+            "{ type: list, items: { type: string, one_of: [a, b] }, optional: true, description: Tags }"
+        ))
+        .is_ok()
+    );
 }
 
 // ---- durations and requires ----
 
 #[test]
 fn durations_are_an_integer_and_m_h_or_d() {
-    let due = |value: &str| {
-        steps(&format!(
-            "  - id: work\n    agent: Do it.\n    due: {value}\n"
-        ))
-    };
+    let due = |value: &str| steps(&format!("  - id: work\n    agent: Do it.\n    due: {value}\n"));
     for ok in ["30m", "4h", "3d", "0m"] {
         assert!(publish(&due(ok)).is_ok(), "{ok}");
     }
     refused(
         &due("2w"),
-        &[
-            "steps[0] (work).due: \"2w\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d",
-        ],
+        &["steps[0] (work).due: \"2w\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d"],
     );
     refused(
         &due("1.5h"),
-        &[
-            "steps[0] (work).due: \"1.5h\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d",
-        ],
+        &["steps[0] (work).due: \"1.5h\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d"],
     );
     refused(
         &due("30"),
-        &[
-            "steps[0] (work).due: \"30\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d",
-        ],
+        &["steps[0] (work).due: \"30\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d"],
     );
     refused(
         &due("99999999d"),
@@ -605,9 +564,7 @@ fn requires_lists_systems_once_each() {
     );
     refused(
         &requires("{ systems: [Salesforce] }"),
-        &[
-            "requires.systems[0]: \"Salesforce\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$ in 1–64 characters",
-        ],
+        &["requires.systems[0]: \"Salesforce\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$ in 1–64 characters"],
     );
     refused(
         &requires("{ systems: [] }"),
@@ -618,8 +575,7 @@ fn requires_lists_systems_once_each() {
 
 // ---- parallel-1 ----
 
-const FORK: &str =
-    "  - id: start\n    agent: Start.\n  - id: fork\n    parallel: [a, b]\n    next: review\n";
+const FORK: &str = "  - id: start\n    agent: Start.\n  - id: fork\n    parallel: [a, b]\n    next: review\n";
 
 fn parallel(branches: &str) -> String {
     with_steps(&format!(
@@ -656,9 +612,7 @@ fn no_step_is_in_two_branches() {
         &parallel(
             "  - id: a\n    agent: A.\n    next: shared\n  - id: b\n    agent: B.\n    next: shared\n  - id: shared\n    agent: S.\n    next: join\n",
         ),
-        &[
-            "steps[4] (shared): is in more than one parallel branch: \"fork\" → \"a\" and \"fork\" → \"b\"",
-        ],
+        &["steps[4] (shared): is in more than one parallel branch: \"fork\" → \"a\" and \"fork\" → \"b\""],
     );
 }
 
@@ -687,23 +641,17 @@ fn nothing_outside_routes_into_a_branch() {
 #[test]
 fn no_branch_step_routes_out_to_a_finish_or_to_its_parallel_step() {
     refused(
-        &parallel(
-            "  - id: a\n    agent: A.\n    next: done\n  - id: b\n    agent: B.\n    next: join\n",
-        ),
+        &parallel("  - id: a\n    agent: A.\n    next: done\n  - id: b\n    agent: B.\n    next: join\n"),
         &["steps[2] (a).next: routes to the finish \"done\"; a branch ends with join"],
     );
     refused(
-        &parallel(
-            "  - id: a\n    agent: A.\n    next: fork\n  - id: b\n    agent: B.\n    next: join\n",
-        ),
+        &parallel("  - id: a\n    agent: A.\n    next: fork\n  - id: b\n    agent: B.\n    next: join\n"),
         &["steps[2] (a).next: routes back to its parallel step \"fork\"; a branch ends with join"],
     );
     // A branch step that routes to a step after the join pulls it into the branch,
     // which the parallel step's own next then routes into.
     refused(
-        &parallel(
-            "  - id: a\n    agent: A.\n    next: review\n  - id: b\n    agent: B.\n    next: join\n",
-        ),
+        &parallel("  - id: a\n    agent: A.\n    next: review\n  - id: b\n    agent: B.\n    next: join\n"),
         &[
             "steps[1] (fork).next: routes into the parallel branch of \"fork\" at \"review\"; only the parallel step starts a branch",
             "steps[4] (review).next: missing; a step in a parallel branch names next or join",
@@ -752,9 +700,7 @@ fn join_is_not_a_target_of_on_reject_or_parallel() {
 
 #[test]
 fn a_broken_step_does_not_shift_the_place_of_later_issues() {
-    let source = with_steps(&format!(
-        "  - id: start\n    agent: A.\n    task: B.\n{FORK_AT_1}"
-    ));
+    let source = with_steps(&format!("  - id: start\n    agent: A.\n    task: B.\n{FORK_AT_1}"));
     let issues = crate::support::publish_with(
         &source,
         agentprocess_format::Capabilities {
@@ -814,26 +760,18 @@ fn on_reject_rules_in_and_after_branches() {
 // ---- check-1 ----
 
 fn checked(check: &str) -> String {
-    steps(&format!(
-        "  - id: work\n    agent: Do it.\n    check:{check}"
-    ))
+    steps(&format!("  - id: work\n    agent: Do it.\n    check:{check}"))
 }
 
 #[test]
 fn check_short_and_full_forms() {
     let short = publish(&checked(" The report covers both lists.\n")).expect("publishes");
     assert_eq!(
-        short.document().steps[0]
-            .check
-            .as_ref()
-            .map(|c| c.questions.len()),
+        short.document().steps[0].check.as_ref().map(|c| c.questions.len()),
         Some(1)
     );
     assert!(publish(&checked("\n      - ask: Matches?\n        pass: 0.9\n        fail: 0.5\n      - ask: Which?\n        one_of: { states: States it., hedges: Hedges. }\n        pass: [states]\n        unsure: [hedges]\n        confidence: 0.8\n      - ask: How complete?\n        levels: [None., Some., All.]\n        pass: 2\n")).is_ok());
-    refused(
-        &checked(" ''\n"),
-        &["steps[0] (work).check: must not be blank"],
-    );
+    refused(&checked(" ''\n"), &["steps[0] (work).check: must not be blank"]);
     refused(
         &checked(" []\n"),
         &["steps[0] (work).check: needs at least one question"],
@@ -846,9 +784,7 @@ fn one_of_levels_or_neither() {
         &checked(
             "\n      - ask: Which?\n        one_of: { a: A., b: B. }\n        levels: [x, y]\n        pass: [a]\n",
         ),
-        &[
-            "steps[0] (work).check[0]: has both one_of and levels; a question has one of them or neither",
-        ],
+        &["steps[0] (work).check[0]: has both one_of and levels; a question has one of them or neither"],
     );
     refused(
         &checked("\n      - ask: Fine?\n        unsure: [x]\n"),
@@ -859,9 +795,7 @@ fn one_of_levels_or_neither() {
         &["steps[0] (work).check[0].confidence: only for choice and rubric questions"],
     );
     refused(
-        &checked(
-            "\n      - ask: Which?\n        one_of: { a: A., b: B. }\n        pass: [a]\n        fail: 0.2\n",
-        ),
+        &checked("\n      - ask: Which?\n        one_of: { a: A., b: B. }\n        pass: [a]\n        fail: 0.2\n"),
         &["steps[0] (work).check[0].fail: only for a yes/no question"],
     );
     refused(
@@ -885,9 +819,7 @@ fn thresholds_are_within_0_and_1() {
         &["steps[0] (work).check[0].fail: is above pass; fail must be at or below pass"],
     );
     refused(
-        &checked(
-            "\n      - ask: How?\n        levels: [a, b]\n        pass: 1\n        confidence: 2\n",
-        ),
+        &checked("\n      - ask: How?\n        levels: [a, b]\n        pass: 1\n        confidence: 2\n"),
         &["steps[0] (work).check[0].confidence: 2 is outside 0–1"],
     );
 }
@@ -915,9 +847,7 @@ fn pass_names_existing_answers_or_levels() {
         &["steps[0] (work).check[0].pass[0]: \"c\" is not one of the answers"],
     );
     refused(
-        &checked(
-            "\n      - ask: Which?\n        one_of: { a: A., b: B. }\n        pass: [a]\n        unsure: [z]\n",
-        ),
+        &checked("\n      - ask: Which?\n        one_of: { a: A., b: B. }\n        pass: [a]\n        unsure: [z]\n"),
         &["steps[0] (work).check[0].unsure[0]: \"z\" is not one of the answers"],
     );
     refused(

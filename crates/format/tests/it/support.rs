@@ -19,11 +19,7 @@ pub(crate) fn fixtures() -> Vec<(String, Vec<u8>)> {
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
         .map(|entry| {
             let path = entry.expect("a directory entry").path();
-            let name = path
-                .file_name()
-                .expect("a folder name")
-                .to_string_lossy()
-                .into_owned();
+            let name = path.file_name().expect("a folder name").to_string_lossy().into_owned();
             let bytes = std::fs::read(path.join("PROCESS.md")).expect("a PROCESS.md");
             (name, bytes)
         })
@@ -49,18 +45,14 @@ pub(crate) fn official_schema() -> &'static jsonschema::Validator {
     SCHEMA.get_or_init(|| {
         let path = shared().join("schemas/core-2/process-document.json");
         let schema: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&path).expect("the official schema"))
-                .expect("JSON");
+            serde_json::from_slice(&std::fs::read(&path).expect("the official schema")).expect("JSON");
         jsonschema::draft202012::new(&schema).expect("a valid schema")
     })
 }
 
 /// Validates as a server offering `capabilities`; issues as their displayed text.
 /// Whatever publishes must also meet the official schema.
-pub(crate) fn publish_with(
-    source: &str,
-    capabilities: Capabilities,
-) -> Result<ValidatedProcess, Vec<String>> {
+pub(crate) fn publish_with(source: &str, capabilities: Capabilities) -> Result<ValidatedProcess, Vec<String>> {
     let process = validate(
         source.as_bytes(),
         &Options {
@@ -68,13 +60,7 @@ pub(crate) fn publish_with(
             folder: None,
         },
     )
-    .map_err(|refusal| {
-        refusal
-            .issues
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-    })?;
+    .map_err(|refusal| refusal.issues.iter().map(ToString::to_string).collect::<Vec<_>>())?;
     let errors: Vec<String> = official_schema()
         .iter_errors(process.frontmatter())
         .map(|e| e.to_string())
@@ -115,12 +101,8 @@ impl TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "agentprocess-{label}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir)
-            .unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
+        let dir = std::env::temp_dir().join(format!("agentprocess-{label}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
         Self(dir)
     }
 }

@@ -38,14 +38,8 @@ fn on_the_fixtures_both_read_the_same_values() {
 #[test]
 fn yaml_1_1_booleans_agree() {
     let yaml = "a: [yes, no, on, off, y, n]\n";
-    assert_eq!(
-        ours(yaml),
-        Ok(json!({ "a": ["yes", "no", "on", "off", "y", "n"] }))
-    );
-    assert_eq!(
-        theirs(yaml),
-        Ok(json!({ "a": ["yes", "no", "on", "off", "y", "n"] }))
-    );
+    assert_eq!(ours(yaml), Ok(json!({ "a": ["yes", "no", "on", "off", "y", "n"] })));
+    assert_eq!(theirs(yaml), Ok(json!({ "a": ["yes", "no", "on", "off", "y", "n"] })));
 }
 
 #[test]
@@ -65,10 +59,7 @@ fn binary_and_signed_radix_forms_are_strings_under_the_core_schema() {
 #[test]
 fn infinity_is_refused_not_silently_null() {
     let yaml = "a: .inf\n";
-    assert_eq!(
-        ours(yaml),
-        Err(vec!["a: .inf is not a finite number".to_owned()])
-    );
+    assert_eq!(ours(yaml), Err(vec!["a: .inf is not a finite number".to_owned()]));
     assert_eq!(theirs(yaml), Ok(json!({ "a": null })));
 }
 

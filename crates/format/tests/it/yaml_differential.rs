@@ -483,11 +483,7 @@ impl Generator {
     /// One small random edit, which mostly breaks the YAML: both sides must then fail.
     /// An edit that makes a known disagreement (see [`known_disagreement`]) is dropped.
     fn mutate(&mut self, yaml: &str) -> String {
-        let boundaries: Vec<usize> = yaml
-            .char_indices()
-            .map(|(at, _)| at)
-            .chain([yaml.len()])
-            .collect();
+        let boundaries: Vec<usize> = yaml.char_indices().map(|(at, _)| at).chain([yaml.len()]).collect();
         let at = boundaries[self.rng.below(boundaries.len())];
         let lines: Vec<&str> = yaml.lines().collect();
         let line = lines[self.rng.below(lines.len())];
@@ -505,15 +501,11 @@ impl Generator {
             _ => {
                 // No line break, nothing in the indentation: see `known_disagreement`.
                 let inserted = self.rng.pick(&[
-                    ":", "-", "\t", "[", "]", "{", "}", "'", "\"", "#", " ", "&", "*", "!", "|",
-                    ">", "?", ",", "\\", "%", "@", "`",
+                    ":", "-", "\t", "[", "]", "{", "}", "'", "\"", "#", " ", "&", "*", "!", "|", ">", "?", ",", "\\",
+                    "%", "@", "`",
                 ]);
                 let line_start = yaml[..at].rfind('\n').map_or(0, |i| i + 1);
-                let in_indentation = yaml[line_start..]
-                    .bytes()
-                    .take_while(|&b| b == b' ')
-                    .count()
-                    >= at - line_start;
+                let in_indentation = yaml[line_start..].bytes().take_while(|&b| b == b' ').count() >= at - line_start;
                 if !in_indentation {
                     text.insert_str(at, inserted);
                 }
@@ -567,11 +559,7 @@ impl Generator {
         let sign = self.rng.pick(&["", "", "-", "+"]);
         let most = if self.rng.chance(90) { 15 } else { 19 };
         let significant = 1 + self.rng.below(most);
-        let leading = if self.rng.chance(15) {
-            self.rng.below(4)
-        } else {
-            0
-        };
+        let leading = if self.rng.chance(15) { self.rng.below(4) } else { 0 };
         let zeros = "0".repeat(leading);
         let all = digits(&mut self.rng, significant);
         let mantissa = match self.rng.below(4) {
@@ -652,9 +640,7 @@ impl Generator {
             self.double_quoted()
         };
         if self.rng.chance(3) {
-            let mut tag = self
-                .rng
-                .pick(&["!!str", "!!int", "!!float", "!!bool", "!!null", "!"]);
+            let mut tag = self.rng.pick(&["!!str", "!!int", "!!float", "!!bool", "!!null", "!"]);
             // A known disagreement: npm `yaml` reads `!!float 12` as a string, though
             // the core schema's float forms include integers. (`!!int 1.5` is refused
             // by design, so it stays in the corpus.)
@@ -715,11 +701,7 @@ impl Generator {
         while keys.len() < count {
             let key = self.key(context);
             // Compare what the keys read as, roughly: quotes off.
-            let bare = key
-                .trim_end()
-                .trim_matches(['\'', '"'])
-                .replace("''", "'")
-                .to_owned();
+            let bare = key.trim_end().trim_matches(['\'', '"']).replace("''", "'").to_owned();
             if plain_seen.contains(&bare) && !self.rng.chance(3) {
                 continue;
             }
@@ -731,11 +713,7 @@ impl Generator {
 
     /// A flow collection, `[...]` or `{...}`; `indent` is for continuation lines.
     fn flow(&mut self, depth: usize, indent: usize) -> String {
-        let anchor = if self.rng.chance(8) {
-            Some(self.anchor())
-        } else {
-            None
-        };
+        let anchor = if self.rng.chance(8) { Some(self.anchor()) } else { None };
         if let Some(anchor) = anchor {
             self.open.push(anchor);
         }
@@ -830,11 +808,7 @@ impl Generator {
             (true, false) => format!("{style}{chomp}2"),
             (false, _) => format!("{style}{chomp}"),
         };
-        let comment = if self.rng.chance(10) {
-            " # header comment"
-        } else {
-            ""
-        };
+        let comment = if self.rng.chance(10) { " # header comment" } else { "" };
         let content = " ".repeat(indent + 2);
         let mut text = format!(" {header}{comment}\n");
         if self.rng.chance(10) {
@@ -925,11 +899,7 @@ impl Generator {
             }
         } else if roll < 50 {
             // Empty: null.
-            let comment = if self.rng.chance(30) {
-                " # nothing"
-            } else {
-                ""
-            };
+            let comment = if self.rng.chance(30) { " # nothing" } else { "" };
             format!("{prefix}{comment}\n")
         } else if roll < 60 {
             let flow = self.flow(depth, indent);
@@ -945,11 +915,7 @@ impl Generator {
             }
         } else if roll < 88 && nested {
             // A block sequence, indented or at the key's column.
-            let column = if self.rng.chance(30) {
-                indent
-            } else {
-                indent + 2
-            };
+            let column = if self.rng.chance(30) { indent } else { indent + 2 };
             let mut text = format!("{prefix}\n");
             self.sequence(&mut text, column, depth + 1, false);
             text
@@ -1125,14 +1091,8 @@ fn known_disagreement(text: &str) -> bool {
     }
     text.lines().any(|line| {
         let line = line.trim_end();
-        let escaped_quote_at_end = line.ends_with('"')
-            && line[..line.len() - 1]
-                .bytes()
-                .rev()
-                .take_while(|&b| b == b'\\')
-                .count()
-                % 2
-                == 1;
+        let escaped_quote_at_end =
+            line.ends_with('"') && line[..line.len() - 1].bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1;
         let tab_indentation = line.trim_start_matches(' ').starts_with('\t');
         let tab_after_colon = line
             .match_indices(":\t")
@@ -1155,10 +1115,7 @@ fn known_disagreement(text: &str) -> bool {
         let tab_after_dash = {
             let rest = line.trim_start_matches(' ');
             rest.strip_prefix('-').is_some_and(|after| {
-                let separator: String = after
-                    .chars()
-                    .take_while(|&c| c == ' ' || c == '\t')
-                    .collect();
+                let separator: String = after.chars().take_while(|&c| c == ' ' || c == '\t').collect();
                 separator.contains('\t') && after[separator.len()..].starts_with(['&', '!'])
             })
         };
@@ -1244,11 +1201,10 @@ fn ours(bytes: &[u8]) -> Ours {
                 .unwrap_or_else(|error| format!("<cannot canonicalize: {error}>")),
         ),
         Err(refusal) => {
-            let by_design = refusal.issues.iter().all(|issue| {
-                BY_DESIGN
-                    .iter()
-                    .any(|reason| issue.message.contains(reason))
-            });
+            let by_design = refusal
+                .issues
+                .iter()
+                .all(|issue| BY_DESIGN.iter().any(|reason| issue.message.contains(reason)));
             if by_design {
                 Ours::ByDesign
             } else {
@@ -1267,17 +1223,14 @@ fn theirs(documents: &[(String, Vec<u8>)]) -> Vec<Theirs> {
     let names: Vec<String> = (0..documents.len()).map(|i| format!("{i}.md")).collect();
     for (name, (_, bytes)) in names.iter().zip(documents) {
         let file = temp.0.join(name);
-        std::fs::write(&file, bytes)
-            .unwrap_or_else(|error| panic!("cannot write {}: {error}", file.display()));
+        std::fs::write(&file, bytes).unwrap_or_else(|error| panic!("cannot write {}: {error}", file.display()));
     }
     let output = reference_hash_command()
         .arg("--json-lines")
         .args(&names)
         .current_dir(&temp.0)
         .output()
-        .unwrap_or_else(|error| {
-            panic!("cannot run node (Node.js 20 or later is needed for this test): {error}")
-        });
+        .unwrap_or_else(|error| panic!("cannot run node (Node.js 20 or later is needed for this test): {error}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
