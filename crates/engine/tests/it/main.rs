@@ -3,6 +3,7 @@
 
 mod acceptance;
 mod agent;
+mod guarantees;
 mod people;
 mod start;
 mod support;
