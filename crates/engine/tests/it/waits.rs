@@ -208,3 +208,36 @@ fn a_wait_step_continues_when_its_timer_fires() {
     assert_eq!(bench.states(), [json!("done"), json!("ready"), Value::Null]);
     assert_eq!(bench.view()["run"]["state"], "active");
 }
+
+#[test]
+fn a_returned_escalation_keeps_its_due_clock() {
+    let mut bench = bench();
+    bench.fire("effective:wait_until:1");
+    assert_eq!(
+        bench.view()["steps"][1]["due"],
+        "2026-10-06T09:00:00Z".replace("06T09", "07T09")
+    );
+    bench.wait(3_600);
+    let token = bench.token(&agent(), "invoice");
+    bench
+        .escalate(&agent(), &token, "The ledger is locked.")
+        .expect("escalates");
+    let item = bench.item("invoice");
+    bench
+        .decide(
+            &operator(),
+            json!({ "workItemId": item, "decision": "returned", "note": "Unlocked." }),
+        )
+        .expect("returned");
+    let view = bench.view();
+    assert_eq!(view["steps"][1]["state"], "ready");
+    assert_eq!(
+        view["steps"][1]["due"], "2026-10-07T09:00:00Z",
+        "the same attempt keeps its clock"
+    );
+    bench.wait(86_400);
+    assert_eq!(
+        bench.fire("invoice:due:1"),
+        [Effect::Notify(Notification::Overdue { step: "invoice".into() })]
+    );
+}
