@@ -7,6 +7,7 @@ mod guarantees;
 mod people;
 mod start;
 mod support;
+mod traces;
 mod waits;
 mod walks;
 mod work;
