@@ -152,7 +152,7 @@ fn start_with(
         ids,
         settings: &settings,
     };
-    start(
+    checked(start(
         version,
         StartRun {
             id: "r_1".to_owned(),
@@ -160,7 +160,7 @@ fn start_with(
             mode,
         },
         &mut context,
-    )
+    ))
 }
 
 fn compile(name: &str) -> jsonschema::Validator {
@@ -183,6 +183,24 @@ pub(crate) fn assert_valid_view(view: &Value) {
     for item in view["workItems"].as_array().expect("workItems") {
         assert_valid_work_item(item);
     }
+}
+
+/// Passes a result through, asserting that an error, written as the protocol writes
+/// it (`{ code, message, issues? }`), meets the official `tool-error.json`.
+#[track_caller]
+pub(crate) fn checked<T>(result: Result<T, ToolError>) -> Result<T, ToolError> {
+    static TOOL_ERROR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    if let Err(error) = &result {
+        let mut wire = json!({ "code": error.code.as_str(), "message": error.message });
+        if !error.issues.is_empty() {
+            wire["issues"] = json!(error.issues);
+        }
+        let schema = TOOL_ERROR.get_or_init(|| compile("tool-error.json"));
+        let errors: Vec<String> = schema.iter_errors(&wire).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "error breaks tool-error.json: {errors:?}\n{wire:#}");
+        assert!(!error.message.is_empty(), "an error without a message");
+    }
+    result
 }
 
 /// Asserts that `item` meets the official `work-item.json`.
@@ -256,7 +274,7 @@ impl Bench {
     /// `claim`; returns the claim result.
     pub(crate) fn claim(&mut self, actor: &Actor, step: &str) -> Result<Value, ToolError> {
         let (mut context, run, version) = self.context(actor);
-        let claimed = agentprocess_engine::claim(run, version, step, &mut context)?;
+        let claimed = checked(agentprocess_engine::claim(run, version, step, &mut context))?;
         *run = claimed.transition.run;
         Ok(claimed.result)
     }
@@ -272,7 +290,12 @@ impl Bench {
     /// `renew`; returns `{ token, expiresAt }`.
     pub(crate) fn renew(&mut self, actor: &Actor, token: &str, progress: Option<&str>) -> Result<Value, ToolError> {
         let (mut context, run, _) = self.context(actor);
-        let (transition, result) = agentprocess_engine::renew(run, token, progress.map(str::to_owned), &mut context)?;
+        let (transition, result) = checked(agentprocess_engine::renew(
+            run,
+            token,
+            progress.map(str::to_owned),
+            &mut context,
+        ))?;
         *run = transition.run;
         Ok(result)
     }
@@ -286,21 +309,21 @@ impl Bench {
         file_issues: Vec<String>,
     ) -> Result<Vec<agentprocess_engine::Effect>, ToolError> {
         let (mut context, run, version) = self.context(actor);
-        match agentprocess_engine::submit(
+        match checked(agentprocess_engine::submit(
             run,
             version,
             token,
             submission_of(&submission),
             file_issues,
             &mut context,
-        )? {
+        ))? {
             agentprocess_engine::Submitted::Accepted(transition) => {
                 *run = transition.run;
                 Ok(transition.effects)
             }
             agentprocess_engine::Submitted::NotAccepted { run: kept, error } => {
                 *run = kept;
-                Err(error)
+                checked(Err(error))
             }
         }
     }
@@ -308,7 +331,7 @@ impl Bench {
     /// `escalate`.
     pub(crate) fn escalate(&mut self, actor: &Actor, token: &str, note: &str) -> Result<(), ToolError> {
         let (mut context, run, version) = self.context(actor);
-        let transition = agentprocess_engine::escalate(run, version, token, note, &mut context)?;
+        let transition = checked(agentprocess_engine::escalate(run, version, token, note, &mut context))?;
         *run = transition.run;
         Ok(())
     }
@@ -370,7 +393,13 @@ impl Bench {
             note: arguments["note"].as_str().map(str::to_owned),
         };
         let (mut context, run, version) = self.context(actor);
-        let transition = agentprocess_engine::decide(run, version, decide, Vec::new(), &mut context)?;
+        let transition = checked(agentprocess_engine::decide(
+            run,
+            version,
+            decide,
+            Vec::new(),
+            &mut context,
+        ))?;
         *run = transition.run;
         Ok(())
     }
@@ -378,7 +407,7 @@ impl Bench {
     /// `cancel`.
     pub(crate) fn cancel(&mut self, actor: &Actor, reason: &str) -> Result<(), ToolError> {
         let (mut context, run, version) = self.context(actor);
-        let transition = agentprocess_engine::cancel(run, version, reason, &mut context)?;
+        let transition = checked(agentprocess_engine::cancel(run, version, reason, &mut context))?;
         *run = transition.run;
         Ok(())
     }
@@ -387,7 +416,7 @@ impl Bench {
     pub(crate) fn send_event(&mut self, actor: &Actor, name: &str, data: Value) -> Result<Option<String>, ToolError> {
         let data = data.as_object().cloned().unwrap_or_default();
         let (mut context, run, version) = self.context(actor);
-        let (transition, consumed) = agentprocess_engine::send_event(run, version, name, data, &mut context)?;
+        let (transition, consumed) = checked(agentprocess_engine::send_event(run, version, name, data, &mut context))?;
         *run = transition.run;
         Ok(consumed)
     }
