@@ -441,3 +441,73 @@ fn rework_from_after_the_join_reruns_every_branch() {
         "Security exposure unclear."
     );
 }
+
+#[test]
+fn rework_inside_a_branch_touches_no_sibling() {
+    let version = version_of(
+        "---
+name: branch-rework
+description: A rejection inside one branch.
+steps:
+  - id: fork
+    parallel: [draft, legal]
+    next: done
+  - id: draft
+    agent: Draft.
+    next: draft_ok
+  - id: draft_ok
+    approve: Draft fine?
+    person: editor
+    on_reject: draft
+    next: join
+  - id: legal
+    agent: Legal.
+    next: join
+  - id: done
+    finish: ok
+---
+",
+    );
+    let editor = person(&version);
+    let mut bench = Bench::start(version, &agent(), Default::default());
+    let done = json!({ "summary": "Done." });
+    let legal = bench.token(&agent(), "legal");
+    bench
+        .submit(&agent(), &legal, done.clone(), Vec::new())
+        .expect("accepted");
+    let draft = bench.token(&agent(), "draft");
+    bench
+        .submit(&agent(), &draft, done.clone(), Vec::new())
+        .expect("accepted");
+    let item = bench.item("draft_ok");
+    bench
+        .decide(
+            &editor,
+            json!({ "workItemId": item, "decision": "rejected", "note": "Tighten it." }),
+        )
+        .expect("rejected");
+    assert_eq!(
+        bench.states(),
+        [
+            json!("waiting"),
+            json!("ready"),
+            Value::Null,
+            json!("done"),
+            Value::Null
+        ]
+    );
+    let view = bench.view();
+    assert_eq!(
+        view["data"]["steps"]["legal"]["history"],
+        json!([]),
+        "the sibling branch keeps its completion"
+    );
+    assert_eq!(view["data"]["steps"]["draft_ok"]["note"], "Tighten it.");
+    let draft = bench.token(&agent(), "draft");
+    bench.submit(&agent(), &draft, done, Vec::new()).expect("accepted");
+    let item = bench.item("draft_ok");
+    bench
+        .decide(&editor, json!({ "workItemId": item, "decision": "approved" }))
+        .expect("approved");
+    assert_eq!(bench.view()["run"]["outcome"], "ok");
+}
