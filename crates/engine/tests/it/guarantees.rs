@@ -2,7 +2,7 @@
 //! actor at a time, acceptance (a refused call changes nothing), immutability of the
 //! pinned version, and every run view meeting the schemas.
 
-use agentprocess_engine::{Actor, Assignee, Code, Run, StepState, ToolError, work_items};
+use agentprocess_engine::{Actor, Code, Run, StepState, ToolError, work_items};
 use agentprocess_format::{Next, Step, StepKind};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -98,28 +98,6 @@ fn work_of(step: &Step, route: u8) -> Value {
     work
 }
 
-/// A person the work item of `step` is assigned to.
-fn assignee(bench: &Bench, step: &str) -> Actor {
-    match bench
-        .run
-        .step(step)
-        .and_then(|s| s.work_item.as_ref())
-        .map(|item| item.assigned_to.clone())
-    {
-        Some(Assignee::Group(group)) => Actor::Person {
-            person: "m@example.com".into(),
-            groups: vec![group],
-            operator: true,
-        },
-        Some(Assignee::Person(person)) => Actor::Person {
-            person,
-            groups: vec![],
-            operator: false,
-        },
-        None => person(&bench.version),
-    }
-}
-
 fn apply(bench: &mut Bench, op: &Op, tokens: &mut Vec<String>) -> Result<(), ToolError> {
     let document = bench.version.process.document().clone();
     let any_token = |at: u8| pick(tokens, at).unwrap_or_else(|| "none".into());
@@ -198,7 +176,7 @@ fn apply(bench: &mut Bench, op: &Op, tokens: &mut Vec<String>) -> Result<(), Too
             if *stale {
                 arguments["snapshot"] = json!("stale");
             }
-            let deciders = [assignee(bench, &step_id), agent(), operator()];
+            let deciders = [bench.decider(&step_id), agent(), operator()];
             let who = if *aim { 0 } else { usize::from(*who) % deciders.len() };
             bench.decide(&deciders[who], arguments)
         }

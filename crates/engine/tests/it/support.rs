@@ -429,6 +429,29 @@ impl Bench {
         transition.effects
     }
 
+    /// A person who may decide the open work item of `step`: a member of its group
+    /// (an operator, should it be the escalation group), or its person.
+    pub(crate) fn decider(&self, step: &str) -> Actor {
+        match self
+            .run
+            .step(step)
+            .and_then(|s| s.work_item.as_ref())
+            .map(|item| item.assigned_to.clone())
+        {
+            Some(agentprocess_engine::Assignee::Group(group)) => Actor::Person {
+                person: "member@example.com".into(),
+                groups: vec![group],
+                operator: true,
+            },
+            Some(agentprocess_engine::Assignee::Person(person)) => Actor::Person {
+                person,
+                groups: vec![],
+                operator: false,
+            },
+            None => person(&self.version),
+        }
+    }
+
     /// The id of the open work item of `step`.
     pub(crate) fn item(&self, step: &str) -> String {
         self.run

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use agentprocess_engine::{Actor, Assignee, StepState};
+use agentprocess_engine::{Actor, StepState};
 use agentprocess_format::{EvidenceKind, Next, Step, StepKind};
 use serde_json::{Map, Value, json};
 
@@ -122,27 +122,6 @@ fn moves(bench: &Bench, rejections_left: &BTreeSet<String>) -> Vec<Move> {
     Vec::new()
 }
 
-/// Someone who may decide the work item of `step`.
-fn decider(bench: &Bench, step: usize) -> Actor {
-    match bench.run.steps[step]
-        .work_item
-        .as_ref()
-        .map(|item| item.assigned_to.clone())
-    {
-        Some(Assignee::Group(group)) => Actor::Person {
-            person: "member@example.com".into(),
-            groups: vec![group],
-            operator: false,
-        },
-        Some(Assignee::Person(person)) => Actor::Person {
-            person,
-            groups: vec![],
-            operator: false,
-        },
-        None => person(&bench.version),
-    }
-}
-
 fn play(bench: &mut Bench, on: &Move, rejections_left: &mut BTreeSet<String>, seen: &mut Seen) {
     let steps = bench.version.process.document().steps.clone();
     match on {
@@ -180,7 +159,7 @@ fn play(bench: &mut Bench, on: &Move, rejections_left: &mut BTreeSet<String>, se
                 arguments["reason"] = json!("The instructions point this way.");
                 seen.routes.insert((definition.id.clone(), route.clone()));
             }
-            let who = decider(bench, *step);
+            let who = bench.decider(&definition.id);
             bench
                 .decide(&who, arguments)
                 .unwrap_or_else(|error| panic!("{}: {error}", definition.id));
