@@ -124,11 +124,7 @@ pub fn decide(
     }
 
     let mut run = run.clone();
-    let item = run.steps[index]
-        .work_item
-        .as_ref()
-        .map(|item| item.id.clone())
-        .unwrap_or_default();
+    let item = decide.work_item.clone();
     let now = context.now;
     let note = decide.note.clone();
     let mut queue = VecDeque::new();

@@ -2,20 +2,14 @@
 //! queue, with the agent's note; the token dies.
 
 use crate::Transition;
-use crate::context::{Context, ProcessVersion};
+use crate::context::Context;
 use crate::effect::{Effect, Notification};
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, claimed_step, expire_leases, not_ended};
 use crate::model::{Assignee, Escalation, Mode, Run, StepState, WorkItem};
 
 /// Escalates the step `token` holds, with `note`.
-pub fn escalate(
-    run: &Run,
-    _version: &ProcessVersion,
-    token: &str,
-    note: &str,
-    context: &mut Context<'_>,
-) -> Result<Transition, ToolError> {
+pub fn escalate(run: &Run, token: &str, note: &str, context: &mut Context<'_>) -> Result<Transition, ToolError> {
     not_ended(run)?;
     let by = agent(context.actor, "escalate")?;
     if note.trim().is_empty() {

@@ -248,7 +248,7 @@ impl<'a> Machine<'a> {
     }
 
     /// Completes a server step (a wait) with `by` and, for `wait_for`, the event data.
-    fn complete_by_server(
+    pub(crate) fn complete_by_server(
         &mut self,
         index: usize,
         by: &str,
@@ -277,9 +277,20 @@ impl<'a> Machine<'a> {
         self.follow(index, target, queue);
     }
 
-    /// Records a completion and continues at `to` (a `wait_for` that timed out).
-    pub(crate) fn complete_towards(&mut self, index: usize, record: Record, to: &str, queue: &mut VecDeque<usize>) {
-        self.record(index, record);
+    /// A `wait_for` timed out: the server completes it and the run continues at its
+    /// `on_timeout`, or at its `next` when it names none.
+    pub(crate) fn time_out(&mut self, index: usize, queue: &mut VecDeque<usize>) {
+        let Some(to) = self.definition(index).on_timeout.as_deref() else {
+            return self.complete_by_server(index, "server", None, queue);
+        };
+        self.record(
+            index,
+            Record {
+                by: "server".to_owned(),
+                at: self.now,
+                ..Record::default()
+            },
+        );
         let target = self.target(to);
         self.follow(index, target, queue);
     }

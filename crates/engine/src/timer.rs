@@ -4,14 +4,14 @@
 
 use std::collections::VecDeque;
 
-use agentprocess_format::{Next, StepKind};
+use agentprocess_format::StepKind;
 use jiff::Timestamp;
 
 use crate::Transition;
 use crate::context::{Ids, ProcessVersion};
 use crate::effect::{Effect, Notification, TimerKind};
 use crate::machine::Machine;
-use crate::model::{Mode, Record, Run, StepState};
+use crate::model::{Mode, Run, StepState};
 
 /// Applies the timer `id` (`<step>:<kind>:<attempt>`) at `now`.
 pub fn timer_fired(run: &Run, version: &ProcessVersion, id: &str, now: Timestamp, ids: &mut dyn Ids) -> Transition {
@@ -38,11 +38,6 @@ pub fn timer_fired(run: &Run, version: &ProcessVersion, id: &str, now: Timestamp
     let mut run = run.clone();
     let mut machine = Machine::new(&mut run, version, now, ids);
     let mut queue = VecDeque::new();
-    let server = || Record {
-        by: "server".to_owned(),
-        at: now,
-        ..Record::default()
-    };
     match (kind, &definition.kind) {
         (k, _) if k == TimerKind::Due.as_str() => {
             if machine.run.steps[index].overdue {
@@ -55,24 +50,16 @@ pub fn timer_fired(run: &Run, version: &ProcessVersion, id: &str, now: Timestamp
                 }));
             }
         }
-        (k, StepKind::Wait(_)) if k == TimerKind::Wait.as_str() => machine.complete(index, server(), None, &mut queue),
+        (k, StepKind::Wait(_)) if k == TimerKind::Wait.as_str() => {
+            machine.complete_by_server(index, "server", None, &mut queue);
+        }
         (k, StepKind::WaitUntil(_)) if k == TimerKind::WaitUntil.as_str() => {
-            machine.complete(index, server(), None, &mut queue);
+            machine.complete_by_server(index, "server", None, &mut queue);
         }
-        (k, StepKind::WaitFor(_)) if k == TimerKind::Timeout.as_str() => {
-            let to = definition.on_timeout.clone().or_else(|| match &definition.next {
-                Some(Next::Step(id)) => Some(id.clone()),
-                _ => None,
-            });
-            match to {
-                Some(to) => machine.complete_towards(index, server(), &to, &mut queue),
-                None => machine.complete(index, server(), None, &mut queue),
-            }
-        }
+        (k, StepKind::WaitFor(_)) if k == TimerKind::Timeout.as_str() => machine.time_out(index, &mut queue),
         _ => return unchanged(),
     }
     machine.run_queue(queue);
-    machine.run.updated_at = now;
     let effects = machine.effects;
     Transition { run, effects }
 }

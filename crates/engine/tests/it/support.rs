@@ -330,8 +330,8 @@ impl Bench {
 
     /// `escalate`.
     pub(crate) fn escalate(&mut self, actor: &Actor, token: &str, note: &str) -> Result<(), ToolError> {
-        let (mut context, run, version) = self.context(actor);
-        let transition = checked(agentprocess_engine::escalate(run, version, token, note, &mut context))?;
+        let (mut context, run, _) = self.context(actor);
+        let transition = checked(agentprocess_engine::escalate(run, token, note, &mut context))?;
         *run = transition.run;
         Ok(())
     }
