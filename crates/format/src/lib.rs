@@ -168,7 +168,7 @@ pub fn read_frontmatter(source: &[u8]) -> Result<serde_json::Value, Refusal> {
 pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess, Refusal> {
     let Source { body, root, mut issues } = read_source(source)?;
     let draft = frontmatter::draft(&mut Reader { issues: &mut issues }, &root, options.folder);
-    references::check(&draft.steps, &draft.inputs, draft.uses_parallel, &mut issues);
+    let ids_unique = references::check(&draft.steps, &draft.inputs, draft.uses_parallel, &mut issues);
     let readable = draft.steps.iter().all(|slot| slot.step.is_some());
     let (paths, mut steps): (Vec<String>, Vec<Step>) = draft
         .steps
@@ -176,10 +176,6 @@ pub fn validate(source: &[u8], options: &Options<'_>) -> Result<ValidatedProcess
         .filter_map(|slot| Some((slot.path, slot.step?)))
         .unzip();
     capabilities::check(options.capabilities, &paths, &steps, &mut issues);
-    let ids_unique = {
-        let mut seen = std::collections::HashSet::new();
-        steps.iter().all(|step| seen.insert(step.id.as_str()))
-    };
     if readable && ids_unique && !steps.is_empty() {
         graph::check(&mut steps, &paths, draft.uses_parallel, &mut issues);
     }

@@ -9,13 +9,16 @@ use crate::path;
 use crate::steps::StepSlot;
 
 /// Checks ids and references of every readable step.
-pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, issues: &mut Issues) {
+/// Returns whether every step id is unique.
+pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, issues: &mut Issues) -> bool {
+    let mut unique = true;
     let mut first: HashMap<&str, usize> = HashMap::new();
     for (index, slot) in slots.iter().enumerate() {
         let Some(id) = slot.id.as_deref() else {
             continue;
         };
         if let Some(earlier) = first.get(id) {
+            unique = false;
             issues.push(
                 path::child(&slot.path, "id"),
                 format!("{id:?} is already the id of steps[{earlier}]"),
@@ -82,6 +85,7 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
             );
         }
     }
+    unique
 }
 
 /// A path must name a declared field of type `ty`.
