@@ -1,0 +1,169 @@
+#![doc = include_str!("../README.md")]
+
+mod admin;
+mod model;
+mod runs;
+mod sql;
+
+use std::future::Future;
+
+pub use model::{
+    Identity, IdentityKind, Keyset, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun,
+    StoredVersion, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
+};
+pub use sql::{Dialect, SqlStore};
+
+/// What can go wrong in the store. The service turns every one into `retry` for the
+/// caller and logs the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The database refused or could not be reached.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The migrations could not be applied.
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A row holds what no write of ours produces.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+/// Shorthand for the store's results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Reads, and the start of every write. Implemented for PostgreSQL and SQLite by
+/// [`SqlStore`]; every method filters by organization.
+pub trait Store: Send + Sync + 'static {
+    /// A write transaction.
+    type Tx: StoreTx;
+
+    /// Starts a write transaction.
+    fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
+
+    /// The identity holding the bearer token with this SHA-256, unless revoked.
+    fn identity_by_token(&self, token_hash: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
+
+    /// One identity with its groups.
+    fn identity(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
+
+    /// Every identity of an organization with its groups, by id.
+    fn identities(&self, org: &str) -> impl Future<Output = Result<Vec<Identity>>> + Send;
+
+    /// A published version: `number`, or the latest when `None`.
+    fn version(
+        &self,
+        org: &str,
+        process: &str,
+        number: Option<u32>,
+    ) -> impl Future<Output = Result<Option<StoredVersion>>> + Send;
+
+    /// The latest version of each published process, by name, after `after`.
+    fn latest_versions(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<StoredVersion>>> + Send;
+
+    /// Every version of one process, oldest first.
+    fn versions(&self, org: &str, process: &str) -> impl Future<Output = Result<Vec<StoredVersion>>> + Send;
+
+    /// A draft: its PROCESS.md and role bindings (JSON).
+    fn draft(&self, org: &str, process: &str) -> impl Future<Output = Result<Option<(String, String)>>> + Send;
+
+    /// A run as last committed, without locking it.
+    fn run(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;
+
+    /// Runs matching `filter`, oldest first.
+    fn list_runs(&self, org: &str, filter: &RunFilter) -> impl Future<Output = Result<Page<StoredRun>>> + Send;
+
+    /// Index rows of `get_work`, oldest first: for an agent, agent steps ready or with
+    /// a lease ended by `now`; for a person, open items assigned to them.
+    fn work(&self, org: &str, query: &WorkQuery) -> impl Future<Output = Result<Page<WorkRow>>> + Send;
+
+    /// An upload's record.
+    fn upload(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;
+
+    /// Timers due at `now` (milliseconds), earliest first, across organizations.
+    fn due_timers(&self, now: i64, limit: u32) -> impl Future<Output = Result<Vec<TimerRow>>> + Send;
+
+    /// When the earliest timer is due, if any.
+    fn next_timer_at(&self) -> impl Future<Output = Result<Option<i64>>> + Send;
+}
+
+/// One write transaction. Nothing is visible to others until [`StoreTx::commit`];
+/// dropping it rolls everything back.
+pub trait StoreTx: Send {
+    /// Claims `(org, request_id)` for this write, or reports an earlier one.
+    fn reserve_request(
+        &mut self,
+        org: &str,
+        request_id: &str,
+        tool: &str,
+        args_hash: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<RequestSlot>> + Send;
+
+    /// Stores the result of the reserved request.
+    fn complete_request(
+        &mut self,
+        org: &str,
+        request_id: &str,
+        result: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Gives the reservation back: the write failed but other changes are kept.
+    fn release_request(&mut self, org: &str, request_id: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Reads a run and holds its lock until the transaction ends.
+    fn lock_run(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;
+
+    /// Writes a new run or replaces one, with its input and work index rows.
+    fn put_run(&mut self, org: &str, run: &RunRow, new: bool) -> impl Future<Output = Result<()>> + Send;
+
+    /// Adds or moves a timer.
+    fn schedule_timer(&mut self, timer: &TimerRow) -> impl Future<Output = Result<()>> + Send;
+
+    /// Removes a timer; says whether it was there.
+    fn remove_timer(&mut self, org: &str, run_id: &str, timer_id: &str) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Records an upload.
+    fn put_upload(&mut self, org: &str, upload: &NewUpload) -> impl Future<Output = Result<()>> + Send;
+
+    /// Creates an organization.
+    fn create_org(&mut self, id: &str, name: &str, now: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// Creates a group, if it does not exist.
+    fn create_group(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// Creates an identity.
+    fn create_identity(&mut self, identity: &Identity, now: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// Adds an identity to a group.
+    fn add_member(&mut self, org: &str, group: &str, identity: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Stores a bearer token's hash for an identity.
+    fn add_token(
+        &mut self,
+        org: &str,
+        identity: &str,
+        token_hash: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Writes a draft (PROCESS.md and role bindings as JSON).
+    fn put_draft(
+        &mut self,
+        org: &str,
+        process: &str,
+        source: &str,
+        roles: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Publishes a version with the next number and returns that number.
+    fn publish(&mut self, org: &str, version: &NewVersion, now: i64) -> impl Future<Output = Result<u32>> + Send;
+
+    /// Makes every change visible.
+    fn commit(self) -> impl Future<Output = Result<()>> + Send;
+}

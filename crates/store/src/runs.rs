@@ -1,0 +1,435 @@
+//! Runs, their index rows, idempotency records, uploads and timers.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use crate::model::{
+    Keyset, NewUpload, Page, RequestSlot, RunFilter, RunRow, StoredRun, TimerRow, Upload, WorkKind, WorkQuery,
+    WorkRow,
+};
+use crate::{Error, Result};
+
+pub(crate) async fn run(connection: &mut AnyConnection, org: &str, id: &str, lock: bool) -> Result<Option<StoredRun>> {
+    let sql = if lock {
+        "SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE"
+    } else {
+        "SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2"
+    };
+    let row = sqlx::query(sql).bind(org).bind(id).fetch_optional(connection).await?;
+    row.map(|row| stored_run(&row)).transpose()
+}
+
+fn stored_run(row: &AnyRow) -> Result<StoredRun> {
+    Ok(StoredRun {
+        id: row.try_get("id")?,
+        doc: row.try_get("doc")?,
+    })
+}
+
+pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &RunRow, new: bool) -> Result<()> {
+    if new {
+        sqlx::query(
+            "INSERT INTO runs (org_id, id, process, version, mode, state, started_at, updated_at, doc) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(org)
+        .bind(&run.id)
+        .bind(&run.process)
+        .bind(i64::from(run.version))
+        .bind(&run.mode)
+        .bind(&run.state)
+        .bind(run.started_at)
+        .bind(run.updated_at)
+        .bind(&run.doc)
+        .execute(&mut *connection)
+        .await?;
+        for (field, value_hash) in &run.inputs {
+            sqlx::query(
+                "INSERT INTO run_inputs (org_id, run_id, field, value_hash, started_at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(org)
+            .bind(&run.id)
+            .bind(field)
+            .bind(value_hash)
+            .bind(run.started_at)
+            .execute(&mut *connection)
+            .await?;
+        }
+    } else {
+        let updated = sqlx::query("UPDATE runs SET state = $3, updated_at = $4, doc = $5 WHERE org_id = $1 AND id = $2")
+            .bind(org)
+            .bind(&run.id)
+            .bind(&run.state)
+            .bind(run.updated_at)
+            .bind(&run.doc)
+            .execute(&mut *connection)
+            .await?;
+        if updated.rows_affected() != 1 {
+            return Err(Error::Corrupt(format!("run {} vanished while locked", run.id)));
+        }
+        sqlx::query("DELETE FROM work_index WHERE org_id = $1 AND run_id = $2")
+            .bind(org)
+            .bind(&run.id)
+            .execute(&mut *connection)
+            .await?;
+    }
+    for work in &run.work {
+        sqlx::query(
+            "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, assignee_group, \
+             assignee_person) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(org)
+        .bind(&work.run_id)
+        .bind(&work.step_id)
+        .bind(work.kind.to_string())
+        .bind(&work.process)
+        .bind(work.since)
+        .bind(work.lease_until)
+        .bind(work.group.as_deref())
+        .bind(work.person.as_deref())
+        .execute(&mut *connection)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Appends `column > $n` for a keyset to `sql`, numbering binds from `binds`.
+struct Query {
+    sql: String,
+    binds: Vec<Bind>,
+}
+
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+impl Query {
+    fn new(sql: &str) -> Self {
+        Self {
+            sql: sql.to_owned(),
+            binds: Vec::new(),
+        }
+    }
+
+    fn text(&mut self, value: &str) -> String {
+        self.binds.push(Bind::Text(value.to_owned()));
+        format!("${}", self.binds.len())
+    }
+
+    fn int(&mut self, value: i64) -> String {
+        self.binds.push(Bind::Int(value));
+        format!("${}", self.binds.len())
+    }
+
+    fn push(&mut self, fragment: &str) {
+        self.sql.push_str(fragment);
+    }
+
+    async fn fetch(self, connection: &mut AnyConnection) -> Result<Vec<AnyRow>> {
+        let mut query = sqlx::query(&self.sql);
+        for bind in self.binds {
+            query = match bind {
+                Bind::Text(text) => query.bind(text),
+                Bind::Int(int) => query.bind(int),
+            };
+        }
+        Ok(query.fetch_all(connection).await?)
+    }
+}
+
+pub(crate) async fn list_runs(connection: &mut AnyConnection, org: &str, filter: &RunFilter) -> Result<Page<StoredRun>> {
+    let mut query = Query::new("");
+    let org_bind = query.text(org);
+    // With an input filter, the first one drives the lookup through run_inputs' index.
+    let (time, id) = if let Some(((field, value), rest)) = filter.inputs.split_first() {
+        let field = query.text(field);
+        let value = query.text(value);
+        query.push(&format!(
+            "SELECT r.id, r.doc, i.started_at AS t FROM run_inputs i JOIN runs r ON r.org_id = i.org_id AND r.id = i.run_id \
+             WHERE i.org_id = {org_bind} AND i.field = {field} AND i.value_hash = {value}"
+        ));
+        for (field, value) in rest {
+            let field = query.text(field);
+            let value = query.text(value);
+            query.push(&format!(
+                " AND EXISTS (SELECT 1 FROM run_inputs o WHERE o.org_id = r.org_id AND o.run_id = r.id \
+                 AND o.field = {field} AND o.value_hash = {value})"
+            ));
+        }
+        ("i.started_at", "i.run_id")
+    } else {
+        query.push(&format!(
+            "SELECT r.id, r.doc, r.started_at AS t FROM runs r WHERE r.org_id = {org_bind}"
+        ));
+        ("r.started_at", "r.id")
+    };
+    if let Some(process) = &filter.process {
+        let process = query.text(process);
+        query.push(&format!(" AND r.process = {process}"));
+    }
+    if let Some(state) = &filter.state {
+        let state = query.text(state);
+        query.push(&format!(" AND r.state = {state}"));
+    }
+    if let Some(after) = &filter.after {
+        let at = query.int(after.at);
+        let after_id = query.text(&after.id);
+        query.push(&format!(" AND ({time} > {at} OR ({time} = {at} AND {id} > {after_id}))"));
+    }
+    let limit = query.int(i64::from(filter.limit) + 1);
+    query.push(&format!(" ORDER BY {time}, {id} LIMIT {limit}"));
+    let rows = query.fetch(connection).await?;
+    let mut items = Vec::with_capacity(rows.len());
+    let mut keys = Vec::with_capacity(rows.len());
+    for row in &rows {
+        items.push(stored_run(row)?);
+        keys.push(row.try_get::<i64, _>("t")?);
+    }
+    Ok(page(items, filter.limit, |run, index| Keyset {
+        at: keys[index],
+        id: run.id.clone(),
+    }))
+}
+
+/// Cuts one extra row off and, if there was one, says where the next page starts.
+fn page<T>(mut items: Vec<T>, limit: u32, key: impl Fn(&T, usize) -> Keyset) -> Page<T> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if items.len() <= limit {
+        return Page { items, next: None };
+    }
+    items.truncate(limit);
+    let next = items.last().map(|last| key(last, limit - 1));
+    Page { items, next }
+}
+
+pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQuery) -> Result<Page<WorkRow>> {
+    let mut query = Query::new(
+        "SELECT run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person FROM work_index",
+    );
+    let org_bind = query.text(org);
+    query.push(&format!(" WHERE org_id = {org_bind}"));
+    match work.kind {
+        WorkKind::Agent => {
+            let kind = query.text("agent");
+            let now = query.int(work.now);
+            query.push(&format!(
+                " AND kind = {kind} AND (lease_until IS NULL OR lease_until <= {now})"
+            ));
+        }
+        WorkKind::Item => {
+            let kind = query.text("item");
+            let mut whom = Vec::new();
+            for group in &work.groups {
+                whom.push(format!("assignee_group = {}", query.text(group)));
+            }
+            if let Some(person) = &work.person {
+                whom.push(format!("assignee_person = {}", query.text(person)));
+            }
+            if whom.is_empty() {
+                return Ok(Page {
+                    items: Vec::new(),
+                    next: None,
+                });
+            }
+            query.push(&format!(" AND kind = {kind} AND ({})", whom.join(" OR ")));
+        }
+    }
+    if let Some(process) = &work.process {
+        let process = query.text(process);
+        query.push(&format!(" AND process = {process}"));
+    }
+    if let Some(after) = &work.after {
+        let (run_id, step_id) = after.id.split_once(' ').unwrap_or((after.id.as_str(), ""));
+        let at = query.int(after.at);
+        let run_id = query.text(run_id);
+        let step_id = query.text(step_id);
+        query.push(&format!(
+            " AND (since > {at} OR (since = {at} AND (run_id > {run_id} OR (run_id = {run_id} AND step_id > {step_id}))))"
+        ));
+    }
+    let limit = query.int(i64::from(work.limit) + 1);
+    query.push(&format!(" ORDER BY since, run_id, step_id LIMIT {limit}"));
+    let rows = query.fetch(connection).await?;
+    let items = rows.iter().map(work_row).collect::<Result<Vec<_>>>()?;
+    Ok(page(items, work.limit, |row, _| Keyset {
+        at: row.since,
+        id: format!("{} {}", row.run_id, row.step_id),
+    }))
+}
+
+fn work_row(row: &AnyRow) -> Result<WorkRow> {
+    let kind: String = row.try_get("kind")?;
+    Ok(WorkRow {
+        run_id: row.try_get("run_id")?,
+        step_id: row.try_get("step_id")?,
+        kind: WorkKind::parse(&kind).ok_or_else(|| Error::Corrupt(format!("work kind {kind:?}")))?,
+        process: row.try_get("process")?,
+        since: row.try_get("since")?,
+        lease_until: row.try_get("lease_until")?,
+        group: row.try_get("assignee_group")?,
+        person: row.try_get("assignee_person")?,
+    })
+}
+
+pub(crate) async fn reserve_request(
+    connection: &mut AnyConnection,
+    org: &str,
+    request_id: &str,
+    tool: &str,
+    args_hash: &str,
+    now: i64,
+) -> Result<RequestSlot> {
+    // A concurrent transaction inserting the same key makes this insert wait until it
+    // commits (then nothing is inserted) or rolls back (then this one is first).
+    let inserted = sqlx::query(
+        "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) \
+         VALUES ($1, $2, $3, $4, NULL, $5) ON CONFLICT (org_id, request_id) DO NOTHING",
+    )
+    .bind(org)
+    .bind(request_id)
+    .bind(tool)
+    .bind(args_hash)
+    .bind(now)
+    .execute(&mut *connection)
+    .await?;
+    if inserted.rows_affected() == 1 {
+        return Ok(RequestSlot::New);
+    }
+    let row = sqlx::query("SELECT tool, args_hash, result FROM idempotency WHERE org_id = $1 AND request_id = $2")
+        .bind(org)
+        .bind(request_id)
+        .fetch_one(&mut *connection)
+        .await?;
+    let stored_tool: String = row.try_get("tool")?;
+    let stored_hash: String = row.try_get("args_hash")?;
+    let result: Option<String> = row.try_get("result")?;
+    match result {
+        Some(result) if stored_tool == tool && stored_hash == args_hash => Ok(RequestSlot::Replay(result)),
+        Some(_) => Ok(RequestSlot::Conflict),
+        None => Err(Error::Corrupt(format!("request {request_id} has no result"))),
+    }
+}
+
+pub(crate) async fn complete_request(
+    connection: &mut AnyConnection,
+    org: &str,
+    request_id: &str,
+    result: &str,
+) -> Result<()> {
+    sqlx::query("UPDATE idempotency SET result = $3 WHERE org_id = $1 AND request_id = $2")
+        .bind(org)
+        .bind(request_id)
+        .bind(result)
+        .execute(connection)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn release_request(connection: &mut AnyConnection, org: &str, request_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM idempotency WHERE org_id = $1 AND request_id = $2 AND result IS NULL")
+        .bind(org)
+        .bind(request_id)
+        .execute(connection)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn put_upload(connection: &mut AnyConnection, org: &str, new: &NewUpload) -> Result<()> {
+    let upload = &new.upload;
+    sqlx::query(
+        "INSERT INTO uploads (org_id, id, sha256, bytes, content_type, file_name, storage_key, uploaded_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(org)
+    .bind(&upload.id)
+    .bind(&upload.sha256)
+    .bind(i64::try_from(upload.bytes).map_err(|_| Error::Corrupt("upload size".to_owned()))?)
+    .bind(&upload.content_type)
+    .bind(&upload.file_name)
+    .bind(&upload.storage_key)
+    .bind(&new.uploaded_by)
+    .bind(new.created_at)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn upload(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<Upload>> {
+    let row = sqlx::query(
+        "SELECT id, sha256, bytes, content_type, file_name, storage_key FROM uploads WHERE org_id = $1 AND id = $2",
+    )
+    .bind(org)
+    .bind(id)
+    .fetch_optional(connection)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let bytes: i64 = row.try_get("bytes")?;
+    Ok(Some(Upload {
+        id: row.try_get("id")?,
+        sha256: row.try_get("sha256")?,
+        bytes: u64::try_from(bytes).map_err(|_| Error::Corrupt(format!("upload size {bytes}")))?,
+        content_type: row.try_get("content_type")?,
+        file_name: row.try_get("file_name")?,
+        storage_key: row.try_get("storage_key")?,
+    }))
+}
+
+pub(crate) async fn schedule_timer(connection: &mut AnyConnection, timer: &TimerRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO timers (org_id, run_id, timer_id, fire_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at",
+    )
+    .bind(&timer.org)
+    .bind(&timer.run_id)
+    .bind(&timer.timer_id)
+    .bind(timer.fire_at)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn remove_timer(
+    connection: &mut AnyConnection,
+    org: &str,
+    run_id: &str,
+    timer_id: &str,
+) -> Result<bool> {
+    let removed = sqlx::query("DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3")
+        .bind(org)
+        .bind(run_id)
+        .bind(timer_id)
+        .execute(connection)
+        .await?;
+    Ok(removed.rows_affected() == 1)
+}
+
+pub(crate) async fn due_timers(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<Vec<TimerRow>> {
+    let rows = sqlx::query(
+        "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 \
+         ORDER BY fire_at, org_id, run_id, timer_id LIMIT $2",
+    )
+    .bind(now)
+    .bind(i64::from(limit))
+    .fetch_all(connection)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(TimerRow {
+                org: row.try_get("org_id")?,
+                run_id: row.try_get("run_id")?,
+                timer_id: row.try_get("timer_id")?,
+                fire_at: row.try_get("fire_at")?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn next_timer_at(connection: &mut AnyConnection) -> Result<Option<i64>> {
+    let row = sqlx::query("SELECT MIN(fire_at) AS t FROM timers")
+        .fetch_one(connection)
+        .await?;
+    Ok(row.try_get::<Option<i64>, _>("t")?)
+}

@@ -1,0 +1,249 @@
+//! [`SqlStore`]: the one adapter, PostgreSQL or SQLite through sqlx's `Any` driver.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, Executor, Transaction};
+
+use crate::model::{
+    Identity, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun, StoredVersion,
+    TimerRow, Upload, WorkQuery, WorkRow,
+};
+use crate::{Result, Store, StoreTx, admin, runs};
+
+/// Which database is behind the pool: the SQL differs only in row locking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// PostgreSQL: `SELECT … FOR UPDATE` locks a run.
+    Postgres,
+    /// SQLite: one connection, so transactions never overlap.
+    Sqlite,
+}
+
+/// The store over a sqlx pool.
+#[derive(Debug, Clone)]
+pub struct SqlStore {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+impl SqlStore {
+    /// Connects to `url` (`postgres://…` or `sqlite://…`). `max_connections` applies
+    /// to PostgreSQL; SQLite always gets one connection, in WAL mode.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let options = AnyConnectOptions::from_str(url)?;
+        let dialect = if url.starts_with("sqlite:") {
+            Dialect::Sqlite
+        } else {
+            Dialect::Postgres
+        };
+        let pool = match dialect {
+            Dialect::Postgres => {
+                AnyPoolOptions::new()
+                    .max_connections(max_connections.max(1))
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await?
+            }
+            Dialect::Sqlite => {
+                AnyPoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(1)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .after_connect(|connection, _| {
+                        Box::pin(async move {
+                            connection
+                                .execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000")
+                                .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options)
+                    .await?
+            }
+        };
+        Ok(Self { pool, dialect })
+    }
+
+    /// Applies every migration in `migrations/` not yet applied.
+    pub async fn migrate(&self) -> Result<()> {
+        sqlx::migrate!("../../migrations").run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Which database this is.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+impl Store for SqlStore {
+    type Tx = SqlTx;
+
+    async fn begin(&self) -> Result<SqlTx> {
+        Ok(SqlTx {
+            tx: self.pool.begin().await?,
+            dialect: self.dialect,
+        })
+    }
+
+    async fn identity_by_token(&self, token_hash: &str) -> Result<Option<Identity>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::identity_by_token(&mut connection, token_hash).await
+    }
+
+    async fn identity(&self, org: &str, id: &str) -> Result<Option<Identity>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::identity(&mut connection, org, id).await
+    }
+
+    async fn identities(&self, org: &str) -> Result<Vec<Identity>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::identities(&mut connection, org).await
+    }
+
+    async fn version(&self, org: &str, process: &str, number: Option<u32>) -> Result<Option<StoredVersion>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::version(&mut connection, org, process, number).await
+    }
+
+    async fn latest_versions(&self, org: &str, after: Option<&str>, limit: u32) -> Result<Vec<StoredVersion>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::latest_versions(&mut connection, org, after, limit).await
+    }
+
+    async fn versions(&self, org: &str, process: &str) -> Result<Vec<StoredVersion>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::versions(&mut connection, org, process).await
+    }
+
+    async fn draft(&self, org: &str, process: &str) -> Result<Option<(String, String)>> {
+        let mut connection = self.pool.acquire().await?;
+        admin::draft(&mut connection, org, process).await
+    }
+
+    async fn run(&self, org: &str, id: &str) -> Result<Option<StoredRun>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::run(&mut connection, org, id, false).await
+    }
+
+    async fn list_runs(&self, org: &str, filter: &RunFilter) -> Result<Page<StoredRun>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::list_runs(&mut connection, org, filter).await
+    }
+
+    async fn work(&self, org: &str, query: &WorkQuery) -> Result<Page<WorkRow>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::work(&mut connection, org, query).await
+    }
+
+    async fn upload(&self, org: &str, id: &str) -> Result<Option<Upload>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::upload(&mut connection, org, id).await
+    }
+
+    async fn due_timers(&self, now: i64, limit: u32) -> Result<Vec<TimerRow>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::due_timers(&mut connection, now, limit).await
+    }
+
+    async fn next_timer_at(&self) -> Result<Option<i64>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::next_timer_at(&mut connection).await
+    }
+}
+
+/// A transaction of [`SqlStore`].
+#[derive(Debug)]
+pub struct SqlTx {
+    tx: Transaction<'static, Any>,
+    dialect: Dialect,
+}
+
+impl StoreTx for SqlTx {
+    async fn reserve_request(
+        &mut self,
+        org: &str,
+        request_id: &str,
+        tool: &str,
+        args_hash: &str,
+        now: i64,
+    ) -> Result<RequestSlot> {
+        runs::reserve_request(&mut self.tx, org, request_id, tool, args_hash, now).await
+    }
+
+    async fn complete_request(&mut self, org: &str, request_id: &str, result: &str) -> Result<()> {
+        runs::complete_request(&mut self.tx, org, request_id, result).await
+    }
+
+    async fn release_request(&mut self, org: &str, request_id: &str) -> Result<()> {
+        runs::release_request(&mut self.tx, org, request_id).await
+    }
+
+    async fn lock_run(&mut self, org: &str, id: &str) -> Result<Option<StoredRun>> {
+        runs::run(&mut self.tx, org, id, self.dialect == Dialect::Postgres).await
+    }
+
+    async fn put_run(&mut self, org: &str, run: &RunRow, new: bool) -> Result<()> {
+        runs::put_run(&mut self.tx, org, run, new).await
+    }
+
+    async fn schedule_timer(&mut self, timer: &TimerRow) -> Result<()> {
+        runs::schedule_timer(&mut self.tx, timer).await
+    }
+
+    async fn remove_timer(&mut self, org: &str, run_id: &str, timer_id: &str) -> Result<bool> {
+        runs::remove_timer(&mut self.tx, org, run_id, timer_id).await
+    }
+
+    async fn put_upload(&mut self, org: &str, upload: &NewUpload) -> Result<()> {
+        runs::put_upload(&mut self.tx, org, upload).await
+    }
+
+    async fn create_org(&mut self, id: &str, name: &str, now: i64) -> Result<()> {
+        admin::create_org(&mut self.tx, id, name, now).await
+    }
+
+    async fn create_group(&mut self, org: &str, id: &str, now: i64) -> Result<()> {
+        admin::create_group(&mut self.tx, org, id, now).await
+    }
+
+    async fn create_identity(&mut self, identity: &Identity, now: i64) -> Result<()> {
+        admin::create_identity(&mut self.tx, identity, now).await
+    }
+
+    async fn add_member(&mut self, org: &str, group: &str, identity: &str) -> Result<()> {
+        admin::add_member(&mut self.tx, org, group, identity).await
+    }
+
+    async fn add_token(&mut self, org: &str, identity: &str, token_hash: &str, now: i64) -> Result<()> {
+        admin::add_token(&mut self.tx, org, identity, token_hash, now).await
+    }
+
+    async fn put_draft(&mut self, org: &str, process: &str, source: &str, roles: &str, now: i64) -> Result<()> {
+        admin::put_draft(&mut self.tx, org, process, source, roles, now).await
+    }
+
+    async fn publish(&mut self, org: &str, version: &NewVersion, now: i64) -> Result<u32> {
+        admin::publish(&mut self.tx, org, version, now).await
+    }
+
+    async fn commit(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
