@@ -44,7 +44,9 @@ impl LocalBlobs {
                 !part.is_empty()
                     && part != "."
                     && part != ".."
-                    && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
             });
         if !safe {
             return Err(Error::Key(key.to_owned()));

@@ -39,7 +39,7 @@ impl Actor {
 }
 
 /// Ids and tokens for new things. The server draws them at random; tests count.
-pub trait Ids {
+pub trait Ids: Send {
     /// A new work item id, unique within the run.
     fn work_item(&mut self) -> String;
     /// A new claim token: opaque and unguessable.

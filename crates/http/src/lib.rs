@@ -1,1 +1,252 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+
+use std::sync::Arc;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::Code;
+use agentprocess_mcp::McpServer;
+use agentprocess_service::Service;
+use agentprocess_store::Store;
+use axum::Router;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+
+/// What the HTTP surface needs beyond the service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Host names (without port) that `Host` may carry.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`https://app.example`) a browser may call `/mcp` from.
+    pub allowed_origins: Vec<String>,
+}
+
+/// The largest `/mcp` request body: a maximal upload in base64 plus room for the
+/// JSON-RPC envelope and the other arguments.
+pub fn max_body_bytes(max_upload_bytes: usize) -> usize {
+    max_upload_bytes.div_ceil(3).saturating_mul(4).saturating_add(64 << 10)
+}
+
+/// The router: `/mcp`, `/files/…`, `/healthz`, `/readyz`.
+pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSettings) -> Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_allowed_hosts(settings.allowed_hosts.clone())
+        .with_allowed_origins(settings.allowed_origins.clone())
+        .with_max_request_body_bytes(max_body_bytes(service.settings().max_upload_bytes));
+    let server = McpServer::new(Arc::clone(&service));
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let authenticated = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&service),
+            authenticate::<S, B>,
+        ));
+    Router::new()
+        .route("/files/{org}/{id}", get(download::<S, B>))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready::<S, B>))
+        .with_state(service)
+        .merge(authenticated)
+}
+
+/// Resolves `Authorization: Bearer …` to a caller and leaves it on the request for
+/// the MCP handler; 401 otherwise.
+async fn authenticate<S: Store, B: Blobs>(
+    State(service): State<Arc<Service<S, B>>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|token| !token.is_empty());
+    let Some(token) = token else {
+        return unauthorized("a bearer token is required");
+    };
+    match service.authenticate(token).await {
+        Ok(Some(caller)) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Ok(None) => unauthorized("the bearer token is not valid"),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response(),
+    }
+}
+
+fn unauthorized(message: &'static str) -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, message).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"agentprocess\""),
+    );
+    response
+}
+
+#[derive(Debug, Deserialize)]
+struct Signed {
+    expires: i64,
+    signature: String,
+}
+
+async fn download<S: Store, B: Blobs>(
+    State(service): State<Arc<Service<S, B>>>,
+    Path((org, id)): Path<(String, String)>,
+    Query(signed): Query<Signed>,
+) -> Response {
+    match service.download(&org, &id, signed.expires, &signed.signature).await {
+        Ok(Some(file)) => {
+            let content_type = HeaderValue::from_str(&file.content_type)
+                .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+            let disposition = format!("attachment; filename=\"{}\"", file.file_name.replace(['"', '\\'], "_"));
+            let mut response = file.bytes.into_response();
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_TYPE, content_type);
+            if let Ok(value) = HeaderValue::from_str(&disposition) {
+                headers.insert(header::CONTENT_DISPOSITION, value);
+            }
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+            response
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, "no such file").into_response(),
+        Err(error) if error.code == Code::Forbidden => (StatusCode::FORBIDDEN, error.message).into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response(),
+    }
+}
+
+async fn ready<S: Store, B: Blobs>(State(service): State<Arc<Service<S, B>>>) -> Response {
+    match service.store().ping().await {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "not ready");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+        }
+    }
+}
+
+/// Serves `router` on `listener` and runs the timer loop beside it (unless
+/// `timers` is off) until SIGTERM or ctrl-c; in-flight calls finish first.
+pub async fn serve<S: Store, B: Blobs>(
+    service: Arc<Service<S, B>>,
+    listener: tokio::net::TcpListener,
+    router: Router,
+    timers: bool,
+) -> std::io::Result<()> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let timer_loop = timers.then(|| {
+        let service = Arc::clone(&service);
+        let stop = stop.clone();
+        tokio::spawn(async move { service.run_timers(stop.cancelled_owned()).await })
+    });
+    let signalled = stop.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing calls in flight");
+        signalled.cancel();
+    });
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(stop.clone().cancelled_owned())
+        .await;
+    stop.cancel();
+    if let Some(handle) = timer_loop {
+        let _ = handle.await;
+    }
+    served
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+/// The production and embedded assembly: PostgreSQL or SQLite, blobs in a directory.
+pub type SqlService = Service<agentprocess_store::SqlStore, agentprocess_blobs::LocalBlobs>;
+
+/// Connects to `database_url`, applies migrations when `migrate` is set, and builds
+/// the service over it with files under `blob_dir`.
+pub async fn assemble(
+    database_url: &str,
+    max_connections: u32,
+    migrate: bool,
+    blob_dir: &std::path::Path,
+    settings: agentprocess_service::Settings,
+) -> Result<Arc<SqlService>, AssembleError> {
+    let store = agentprocess_store::SqlStore::connect(database_url, max_connections).await?;
+    if migrate {
+        store.migrate().await?;
+    }
+    let blobs = agentprocess_blobs::LocalBlobs::new(blob_dir)?;
+    Ok(Arc::new(Service::new(
+        store,
+        blobs,
+        Arc::new(agentprocess_service::SystemClock),
+        settings,
+    )))
+}
+
+/// Why the service could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// The database could not be reached or migrated.
+    #[error(transparent)]
+    Store(#[from] agentprocess_store::Error),
+    /// The blob directory could not be made.
+    #[error(transparent)]
+    Blobs(#[from] agentprocess_blobs::Error),
+}
+
+/// The host name of a URL, without scheme, port or path.
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next()?;
+    let host = if let Some(bracketed) = authority.strip_prefix('[') {
+        bracketed.split(']').next()?
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    };
+    (!host.is_empty()).then(|| host.to_owned())
+}
+
+/// Logs to stderr, filtered by `AGENTPROCESS_LOG` (default: info, rmcp and sqlx at warn).
+pub fn init_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTPROCESS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn,sqlx=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

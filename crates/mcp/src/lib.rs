@@ -1,1 +1,7 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+
+pub mod arguments;
+mod server;
+pub mod tools;
+
+pub use server::McpServer;

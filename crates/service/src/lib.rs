@@ -1,1 +1,217 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+
+pub mod admin;
+mod agent;
+mod clock;
+mod cursor;
+mod files;
+mod ids;
+mod index;
+mod people;
+mod processes;
+mod runs;
+mod timers;
+mod versions;
+mod work;
+mod write;
+
+use std::sync::Arc;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Actor, Code, Context, ToolError};
+use agentprocess_store::{Identity, IdentityKind, Store};
+use tokio::sync::Notify;
+
+pub use admin::Admin;
+pub use clock::{Clock, SystemClock};
+pub use files::FileDownload;
+pub use ids::random_id;
+pub use runs::{ListRuns, StartRunArgs};
+pub use write::Write;
+
+/// Every tool the server offers, in the order `describe` lists them.
+pub const TOOLS: [&str; 14] = [
+    "describe",
+    "list_processes",
+    "start_run",
+    "get_run",
+    "get_work",
+    "claim",
+    "renew",
+    "upload",
+    "submit",
+    "escalate",
+    "decide",
+    "cancel",
+    "send_event",
+    "list_runs",
+];
+
+/// Profiles this server runs.
+pub const PROFILES: [&str; 1] = ["parallel-1"];
+
+/// What a process may use on this server: `parallel-1`, `upload` and `send_event`,
+/// not `check-1` (the engine does not run checks yet).
+pub const CAPABILITIES: agentprocess_format::Capabilities = agentprocess_format::Capabilities {
+    parallel: true,
+    check: false,
+    upload: true,
+    send_event: true,
+};
+
+/// The largest `limit` of a paged list.
+pub const MAX_PAGE: u32 = 100;
+
+/// Settings of the service layer.
+#[derive(Clone)]
+pub struct Settings {
+    /// What the engine needs: lease length, run data cap, person format, escalation group.
+    pub engine: agentprocess_engine::Settings,
+    /// The largest upload, in bytes.
+    pub max_upload_bytes: usize,
+    /// The server's address as callers reach it, for file URLs (`http://host:port`).
+    pub public_url: String,
+    /// The key that signs file URLs; every API process of a deployment shares it.
+    pub url_secret: Vec<u8>,
+    /// How long a file URL lives, at least.
+    pub url_seconds: u32,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("engine", &self.engine)
+            .field("max_upload_bytes", &self.max_upload_bytes)
+            .field("public_url", &self.public_url)
+            .field("url_secret", &"<secret>")
+            .field("url_seconds", &self.url_seconds)
+            .finish()
+    }
+}
+
+impl Settings {
+    /// Defaults around a public URL and a URL secret.
+    pub fn new(public_url: impl Into<String>, url_secret: Vec<u8>) -> Self {
+        Self {
+            engine: agentprocess_engine::Settings::default(),
+            max_upload_bytes: 10 << 20,
+            public_url: public_url.into(),
+            url_secret,
+            url_seconds: 300,
+        }
+    }
+}
+
+/// Who is calling: an identity of one organization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The identity, with its organization and groups.
+    pub identity: Identity,
+}
+
+impl Caller {
+    /// The organization.
+    pub fn org(&self) -> &str {
+        &self.identity.org
+    }
+
+    /// The identity as the engine sees it.
+    pub fn actor(&self) -> Actor {
+        let identity = &self.identity;
+        match identity.kind {
+            IdentityKind::Agent => Actor::Agent {
+                id: identity.id.clone(),
+            },
+            IdentityKind::Person | IdentityKind::Operator => Actor::Person {
+                person: identity.person.clone().unwrap_or_else(|| identity.id.clone()),
+                groups: identity.groups.clone(),
+                operator: identity.kind == IdentityKind::Operator,
+            },
+        }
+    }
+}
+
+/// The service: a store, blob storage, a clock and settings. Holds nothing of a run
+/// between calls, so any number of API processes can share one database.
+pub struct Service<S, B> {
+    store: S,
+    blobs: B,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+    versions: versions::Cache,
+    wake: Notify,
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// A service over `store` and `blobs`.
+    pub fn new(store: S, blobs: B, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+        Self {
+            store,
+            blobs,
+            clock,
+            settings,
+            versions: versions::Cache::default(),
+            wake: Notify::new(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The identity holding a bearer token, if the token is known and not revoked.
+    pub async fn authenticate(&self, token: &str) -> Result<Option<Caller>, ToolError> {
+        let identity = self
+            .store
+            .identity_by_token(&ids::sha256_hex(token.as_bytes()))
+            .await
+            .map_err(retry)?;
+        Ok(identity.map(|identity| Caller { identity }))
+    }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// The engine's context for one command.
+    fn context<'a>(&'a self, now: jiff::Timestamp, actor: &'a Actor, ids: &'a mut ids::RunIds) -> Context<'a> {
+        Context {
+            now,
+            actor,
+            ids,
+            settings: &self.settings.engine,
+        }
+    }
+}
+
+/// A store or blob failure, as callers see it: `retry`, with the cause logged.
+pub(crate) fn retry(error: impl std::fmt::Display) -> ToolError {
+    tracing::error!(%error, "storage failed");
+    ToolError::new(
+        Code::Retry,
+        "the server could not complete the call; retry with the same requestId",
+        Vec::new(),
+    )
+}
+
+pub(crate) fn invalid(message: impl Into<String>, issues: Vec<String>) -> ToolError {
+    ToolError::new(Code::Invalid, message, issues)
+}
+
+pub(crate) fn forbidden(message: impl Into<String>) -> ToolError {
+    ToolError::new(Code::Forbidden, message, Vec::new())
+}
+
+pub(crate) fn not_found(message: impl Into<String>) -> ToolError {
+    ToolError::new(Code::NotFound, message, Vec::new())
+}
+
+pub(crate) fn millis(at: jiff::Timestamp) -> i64 {
+    at.as_millisecond()
+}

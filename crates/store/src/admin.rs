@@ -91,16 +91,15 @@ pub(crate) async fn identity(connection: &mut AnyConnection, org: &str, id: &str
     let Some(row) = row else {
         return Ok(None);
     };
-    let groups = sqlx::query(
-        "SELECT group_id FROM memberships WHERE org_id = $1 AND identity_id = $2 ORDER BY group_id",
-    )
-    .bind(org)
-    .bind(id)
-    .fetch_all(&mut *connection)
-    .await?
-    .iter()
-    .map(|row| row.try_get::<String, _>("group_id"))
-    .collect::<Result<Vec<_>, _>>()?;
+    let groups =
+        sqlx::query("SELECT group_id FROM memberships WHERE org_id = $1 AND identity_id = $2 ORDER BY group_id")
+            .bind(org)
+            .bind(id)
+            .fetch_all(&mut *connection)
+            .await?
+            .iter()
+            .map(|row| row.try_get::<String, _>("group_id"))
+            .collect::<Result<Vec<_>, _>>()?;
     identity_row(&row, groups).map(Some)
 }
 
@@ -156,7 +155,11 @@ pub(crate) async fn put_draft(
     Ok(())
 }
 
-pub(crate) async fn draft(connection: &mut AnyConnection, org: &str, process: &str) -> Result<Option<(String, String)>> {
+pub(crate) async fn draft(
+    connection: &mut AnyConnection,
+    org: &str,
+    process: &str,
+) -> Result<Option<(String, String)>> {
     let row = sqlx::query("SELECT source, roles FROM drafts WHERE org_id = $1 AND process = $2")
         .bind(org)
         .bind(process)

@@ -37,6 +37,9 @@ pub trait Store: Send + Sync + 'static {
     /// A write transaction.
     type Tx: StoreTx;
 
+    /// Whether the database answers.
+    fn ping(&self) -> impl Future<Output = Result<()>> + Send;
+
     /// Starts a write transaction.
     fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
 

@@ -4,8 +4,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::model::{
-    Keyset, NewUpload, Page, RequestSlot, RunFilter, RunRow, StoredRun, TimerRow, Upload, WorkKind, WorkQuery,
-    WorkRow,
+    Keyset, NewUpload, Page, RequestSlot, RunFilter, RunRow, StoredRun, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
 };
 use crate::{Error, Result};
 
@@ -56,14 +55,15 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
             .await?;
         }
     } else {
-        let updated = sqlx::query("UPDATE runs SET state = $3, updated_at = $4, doc = $5 WHERE org_id = $1 AND id = $2")
-            .bind(org)
-            .bind(&run.id)
-            .bind(&run.state)
-            .bind(run.updated_at)
-            .bind(&run.doc)
-            .execute(&mut *connection)
-            .await?;
+        let updated =
+            sqlx::query("UPDATE runs SET state = $3, updated_at = $4, doc = $5 WHERE org_id = $1 AND id = $2")
+                .bind(org)
+                .bind(&run.id)
+                .bind(&run.state)
+                .bind(run.updated_at)
+                .bind(&run.doc)
+                .execute(&mut *connection)
+                .await?;
         if updated.rows_affected() != 1 {
             return Err(Error::Corrupt(format!("run {} vanished while locked", run.id)));
         }
@@ -138,7 +138,11 @@ impl Query {
     }
 }
 
-pub(crate) async fn list_runs(connection: &mut AnyConnection, org: &str, filter: &RunFilter) -> Result<Page<StoredRun>> {
+pub(crate) async fn list_runs(
+    connection: &mut AnyConnection,
+    org: &str,
+    filter: &RunFilter,
+) -> Result<Page<StoredRun>> {
     let mut query = Query::new("");
     let org_bind = query.text(org);
     // With an input filter, the first one drives the lookup through run_inputs' index.
@@ -175,7 +179,9 @@ pub(crate) async fn list_runs(connection: &mut AnyConnection, org: &str, filter:
     if let Some(after) = &filter.after {
         let at = query.int(after.at);
         let after_id = query.text(&after.id);
-        query.push(&format!(" AND ({time} > {at} OR ({time} = {at} AND {id} > {after_id}))"));
+        query.push(&format!(
+            " AND ({time} > {at} OR ({time} = {at} AND {id} > {after_id}))"
+        ));
     }
     let limit = query.int(i64::from(filter.limit) + 1);
     query.push(&format!(" ORDER BY {time}, {id} LIMIT {limit}"));

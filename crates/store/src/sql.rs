@@ -7,8 +7,8 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
 use crate::model::{
-    Identity, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun, StoredVersion,
-    TimerRow, Upload, WorkQuery, WorkRow,
+    Identity, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun, StoredVersion, TimerRow, Upload,
+    WorkQuery, WorkRow,
 };
 use crate::{Result, Store, StoreTx, admin, runs};
 
@@ -47,23 +47,23 @@ impl SqlStore {
                     .connect_with(options)
                     .await?
             }
-            Dialect::Sqlite => {
-                AnyPoolOptions::new()
-                    .max_connections(1)
-                    .min_connections(1)
-                    .idle_timeout(None)
-                    .max_lifetime(None)
-                    .after_connect(|connection, _| {
-                        Box::pin(async move {
-                            connection
-                                .execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000")
-                                .await?;
-                            Ok(())
-                        })
+            Dialect::Sqlite => AnyPoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .after_connect(|connection, _| {
+                    Box::pin(async move {
+                        connection
+                            .execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000",
+                            )
+                            .await?;
+                        Ok(())
                     })
-                    .connect_with(options)
-                    .await?
-            }
+                })
+                .connect_with(options)
+                .await?,
         };
         Ok(Self { pool, dialect })
     }
@@ -79,12 +79,6 @@ impl SqlStore {
         self.dialect
     }
 
-    /// Whether the database answers.
-    pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        Ok(())
-    }
-
     /// Closes every connection.
     pub async fn close(&self) {
         self.pool.close().await;
@@ -93,6 +87,11 @@ impl SqlStore {
 
 impl Store for SqlStore {
     type Tx = SqlTx;
+
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
 
     async fn begin(&self) -> Result<SqlTx> {
         Ok(SqlTx {

@@ -1,5 +1,7 @@
 //! `agentprocess`: the command line for process authors and operators.
 
+mod admin;
+mod dev;
 mod validate;
 
 use std::path::PathBuf;
@@ -7,7 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Work with Agent Process files (PROCESS.md, protocol core-2).
+/// Work with Agent Process files (PROCESS.md, protocol core-2), run a dev server, and
+/// administer a server's database.
 ///
 /// A process is one PROCESS.md: YAML frontmatter between two `---` lines naming the
 /// process, its inputs and its steps, then a plain-language body. These commands
@@ -58,6 +61,12 @@ enum Command {
         #[arg(value_name = "PATH")]
         path: PathBuf,
     },
+    /// Run the whole server on this machine: SQLite and files in a data directory,
+    /// timers in process, a dev organization with two agents, two people and an
+    /// operator (their tokens are printed), and the example processes published.
+    Dev(dev::Dev),
+    /// Administer organizations, identities, tokens and processes in a database.
+    Admin(admin::AdminArgs),
 }
 
 /// A profile or optional tool that a server may leave out.
@@ -82,6 +91,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate { paths, json, without } => validate::run(&paths, json, &without),
         Command::Hash { path } => validate::hash(&path),
+        Command::Dev(options) => dev::run(options).map(|()| ExitCode::SUCCESS),
+        Command::Admin(options) => admin::run(options).map(|()| ExitCode::SUCCESS),
     };
     match outcome {
         Ok(code) => code,

@@ -1,1 +1,126 @@
-fn main() {}
+//! `agentprocess-api`: the API process. Stateless: run as many as needed against one
+//! PostgreSQL database.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use clap::{Parser, Subcommand};
+
+/// The agentprocess API server (protocol core-2): the MCP endpoint at /mcp, signed
+/// file URLs, /healthz and /readyz.
+///
+/// Every setting can also come from its AGENTPROCESS_* environment variable; a flag
+/// wins over the variable.
+#[derive(Debug, Parser)]
+#[command(name = "agentprocess-api", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API.
+    Serve(Serve),
+    /// Apply database migrations, then exit.
+    Migrate {
+        /// postgres://user:password@host/database (or sqlite://path?mode=rwc).
+        #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
+        database_url: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct Serve {
+    /// postgres://user:password@host/database (or sqlite://path?mode=rwc).
+    #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
+    database_url: String,
+    /// Address to listen on.
+    #[arg(long, env = "AGENTPROCESS_LISTEN", default_value = "0.0.0.0:8080")]
+    listen: SocketAddr,
+    /// The address callers use to reach this server, for file URLs (http://host:port).
+    #[arg(long, env = "AGENTPROCESS_PUBLIC_URL")]
+    public_url: String,
+    /// Key that signs file URLs, base64; every API process of a deployment needs the same one.
+    #[arg(long, env = "AGENTPROCESS_URL_SECRET", hide_env_values = true)]
+    url_secret: String,
+    /// Directory for uploaded evidence files.
+    #[arg(long, env = "AGENTPROCESS_BLOB_DIR")]
+    blob_dir: PathBuf,
+    /// Apply migrations before serving.
+    #[arg(long, env = "AGENTPROCESS_MIGRATE")]
+    migrate: bool,
+    /// Database connections per process.
+    #[arg(long, env = "AGENTPROCESS_MAX_CONNECTIONS", default_value_t = 20)]
+    max_connections: u32,
+    /// Host names callers may use, besides the public URL's (repeat or comma-separate).
+    #[arg(long, env = "AGENTPROCESS_ALLOWED_HOSTS", value_delimiter = ',')]
+    allowed_host: Vec<String>,
+    /// Browser origins allowed to call /mcp (repeat or comma-separate); none by default.
+    #[arg(long, env = "AGENTPROCESS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    allowed_origin: Vec<String>,
+    /// Lease length of a claim, in seconds.
+    #[arg(long, env = "AGENTPROCESS_LEASE_SECONDS", default_value_t = 600)]
+    lease_seconds: u32,
+    /// Largest upload, in bytes.
+    #[arg(long, env = "AGENTPROCESS_MAX_UPLOAD_BYTES", default_value_t = 10 << 20)]
+    max_upload_bytes: usize,
+    /// Largest run data of one run, in bytes.
+    #[arg(long, env = "AGENTPROCESS_RUN_DATA_BYTES", default_value_t = 1 << 20)]
+    run_data_bytes: usize,
+    /// Do not fire timers in this process (a separate scheduler does).
+    #[arg(long, env = "AGENTPROCESS_NO_TIMERS")]
+    no_timers: bool,
+    /// Log lines as JSON.
+    #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
+    log_json: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Migrate { database_url } => {
+            agentprocess_http::init_logging(false);
+            let store = agentprocess_store::SqlStore::connect(&database_url, 1).await?;
+            store.migrate().await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Serve(serve) => run(serve).await,
+    }
+}
+
+async fn run(serve: Serve) -> anyhow::Result<()> {
+    agentprocess_http::init_logging(serve.log_json);
+    let secret = base64::engine::general_purpose::STANDARD
+        .decode(serve.url_secret.trim())
+        .context("--url-secret must be base64")?;
+    anyhow::ensure!(secret.len() >= 32, "--url-secret must hold at least 32 bytes");
+    let mut settings = agentprocess_service::Settings::new(serve.public_url.clone(), secret);
+    settings.engine.lease_seconds = serve.lease_seconds;
+    settings.engine.run_data_bytes = serve.run_data_bytes;
+    settings.max_upload_bytes = serve.max_upload_bytes;
+    let mut hosts = serve.allowed_host.clone();
+    hosts.extend(agentprocess_http::host_of(&serve.public_url));
+    let http = agentprocess_http::HttpSettings {
+        allowed_hosts: hosts,
+        allowed_origins: serve.allowed_origin.clone(),
+    };
+    let service = agentprocess_http::assemble(
+        &serve.database_url,
+        serve.max_connections,
+        serve.migrate,
+        &serve.blob_dir,
+        settings,
+    )
+    .await?;
+    let listener = tokio::net::TcpListener::bind(serve.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", serve.listen))?;
+    tracing::info!(address = %listener.local_addr()?, "serving /mcp");
+    let router = agentprocess_http::router(std::sync::Arc::clone(&service), &http);
+    agentprocess_http::serve(service, listener, router, !serve.no_timers).await?;
+    Ok(())
+}

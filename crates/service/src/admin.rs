@@ -1,0 +1,312 @@
+//! Admin actions: organizations, groups, identities and their bearer tokens; drafts,
+//! role bindings, publication. Used by the CLI until the REST admin surface exists.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use agentprocess_engine::PersonFormat;
+use agentprocess_format::{Options, ValidatedProcess};
+use agentprocess_store::{Identity, IdentityKind, NewVersion, Store, StoreTx, StoredVersion};
+
+use crate::ids::{secret, sha256_hex};
+use crate::{CAPABILITIES, Clock, millis};
+
+/// Why an admin action did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input breaks rules; every issue is listed.
+    #[error("refused:\n  {}", .0.join("\n  "))]
+    Refused(Vec<String>),
+    /// Something named does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The store failed.
+    #[error("{0}")]
+    Store(#[from] agentprocess_store::Error),
+}
+
+/// A draft after import or binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    /// The process name.
+    pub process: String,
+    /// Every role the process names, in order of first use.
+    pub roles: Vec<String>,
+    /// Role → group bindings so far.
+    pub bindings: BTreeMap<String, String>,
+}
+
+/// What publishing did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The version number.
+    pub number: u32,
+    /// The content hash.
+    pub content_hash: String,
+    /// `true` when the latest version already had this content and bindings, so no
+    /// new version was made.
+    pub unchanged: bool,
+}
+
+/// The admin actions over a store.
+pub struct Admin<S> {
+    store: S,
+    clock: Arc<dyn Clock>,
+    person: PersonFormat,
+}
+
+impl<S: Store> Admin<S> {
+    /// Admin actions on `store`, with people identified in `person` format.
+    pub fn new(store: S, clock: Arc<dyn Clock>, person: PersonFormat) -> Self {
+        Self { store, clock, person }
+    }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// Creates an organization.
+    pub async fn create_org(&self, id: &str, name: &str) -> Result<(), Error> {
+        let mut issues = Vec::new();
+        check_id("organization id", id, &mut issues);
+        refuse(issues)?;
+        let mut tx = self.store.begin().await?;
+        tx.create_org(id, name, millis(self.now())).await?;
+        Ok(tx.commit().await?)
+    }
+
+    /// Creates a group (nothing happens if it exists).
+    pub async fn create_group(&self, org: &str, id: &str) -> Result<(), Error> {
+        let mut issues = Vec::new();
+        check_id("group id", id, &mut issues);
+        refuse(issues)?;
+        let mut tx = self.store.begin().await?;
+        tx.create_group(org, id, millis(self.now())).await?;
+        Ok(tx.commit().await?)
+    }
+
+    /// Creates an identity in `groups` (each created if missing). People and
+    /// operators need a person value (an email).
+    pub async fn create_identity(
+        &self,
+        org: &str,
+        kind: IdentityKind,
+        id: &str,
+        name: &str,
+        person: Option<&str>,
+        groups: &[String],
+    ) -> Result<Identity, Error> {
+        let mut issues = Vec::new();
+        check_id("identity id", id, &mut issues);
+        match (kind, person) {
+            (IdentityKind::Agent, Some(_)) => issues.push("person: agents have no person value".to_owned()),
+            (IdentityKind::Person | IdentityKind::Operator, None) => {
+                issues.push(format!("person: required for a {kind}"));
+            }
+            (IdentityKind::Person | IdentityKind::Operator, Some(value)) if !self.person.accepts(value) => {
+                issues.push(format!("person: {value:?} is not an email"));
+            }
+            _ => {}
+        }
+        for group in groups {
+            check_id("group id", group, &mut issues);
+        }
+        refuse(issues)?;
+        let mut groups = groups.to_vec();
+        groups.sort();
+        groups.dedup();
+        let identity = Identity {
+            org: org.to_owned(),
+            id: id.to_owned(),
+            kind,
+            person: person.map(str::to_lowercase),
+            name: name.to_owned(),
+            groups,
+        };
+        let now = millis(self.now());
+        let mut tx = self.store.begin().await?;
+        for group in &identity.groups {
+            tx.create_group(org, group, now).await?;
+        }
+        tx.create_identity(&identity, now).await?;
+        tx.commit().await?;
+        Ok(identity)
+    }
+
+    /// Issues a new bearer token for an identity; only its hash is kept, so this is
+    /// the one time it can be read.
+    pub async fn issue_token(&self, org: &str, identity: &str) -> Result<String, Error> {
+        if self.store.identity(org, identity).await?.is_none() {
+            return Err(Error::NotFound(format!("identity {identity:?}")));
+        }
+        let token = format!("apt_{}", secret());
+        let mut tx = self.store.begin().await?;
+        tx.add_token(org, identity, &sha256_hex(token.as_bytes()), millis(self.now()))
+            .await?;
+        tx.commit().await?;
+        Ok(token)
+    }
+
+    /// Imports a PROCESS.md as the draft of its process, keeping bindings of roles it
+    /// still names. Refused, with every issue, when it would not publish here.
+    pub async fn import_draft(&self, org: &str, source: &[u8], folder: Option<&str>) -> Result<Draft, Error> {
+        let process = validated(source, folder)?;
+        let name = process.document().name.clone();
+        let previous = match self.store.draft(org, &name).await? {
+            Some((_, roles)) => parse_roles(&roles)?,
+            None => BTreeMap::new(),
+        };
+        let roles: Vec<String> = process.document().roles().into_iter().map(str::to_owned).collect();
+        let bindings: BTreeMap<String, String> =
+            previous.into_iter().filter(|(role, _)| roles.contains(role)).collect();
+        let text = String::from_utf8_lossy(source).into_owned();
+        let mut tx = self.store.begin().await?;
+        tx.put_draft(org, &name, &text, &roles_json(&bindings), millis(self.now()))
+            .await?;
+        tx.commit().await?;
+        Ok(Draft {
+            process: name,
+            roles,
+            bindings,
+        })
+    }
+
+    /// Binds a role of a draft to a group (created if missing).
+    pub async fn bind_role(&self, org: &str, process: &str, role: &str, group: &str) -> Result<Draft, Error> {
+        let (source, roles) = self
+            .store
+            .draft(org, process)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
+        let parsed = validated(source.as_bytes(), None)?;
+        let named: Vec<String> = parsed.document().roles().into_iter().map(str::to_owned).collect();
+        let mut issues = Vec::new();
+        if !named.iter().any(|known| known == role) {
+            issues.push(format!(
+                "role {role:?}: not named by {process} (it names: {})",
+                named.join(", ")
+            ));
+        }
+        check_id("group id", group, &mut issues);
+        refuse(issues)?;
+        let mut bindings = parse_roles(&roles)?;
+        bindings.insert(role.to_owned(), group.to_owned());
+        let now = millis(self.now());
+        let mut tx = self.store.begin().await?;
+        tx.create_group(org, group, now).await?;
+        tx.put_draft(org, process, &source, &roles_json(&bindings), now).await?;
+        tx.commit().await?;
+        Ok(Draft {
+            process: process.to_owned(),
+            roles: named,
+            bindings,
+        })
+    }
+
+    /// Publishes a draft as the next version. Refused while a role is unbound.
+    pub async fn publish(&self, org: &str, process: &str) -> Result<Published, Error> {
+        let (source, roles) = self
+            .store
+            .draft(org, process)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
+        let parsed = validated(source.as_bytes(), None)?;
+        let bindings = parse_roles(&roles)?;
+        let unbound: Vec<String> = parsed
+            .document()
+            .roles()
+            .into_iter()
+            .filter(|role| !bindings.contains_key(*role))
+            .map(|role| format!("role {role}: not bound to a group"))
+            .collect();
+        refuse(unbound)?;
+        let roles = roles_json(&bindings);
+        if let Some(latest) = self.store.version(org, process, None).await?
+            && latest.content_hash == parsed.content_hash()
+            && parse_roles(&latest.roles)? == bindings
+        {
+            return Ok(Published {
+                number: latest.number,
+                content_hash: latest.content_hash,
+                unchanged: true,
+            });
+        }
+        let version = NewVersion {
+            process: process.to_owned(),
+            content_hash: parsed.content_hash().to_owned(),
+            source,
+            frontmatter: parsed.frontmatter().to_string(),
+            body: parsed.body().to_owned(),
+            roles,
+        };
+        let mut tx = self.store.begin().await?;
+        let number = tx.publish(org, &version, millis(self.now())).await?;
+        tx.commit().await?;
+        Ok(Published {
+            number,
+            content_hash: version.content_hash,
+            unchanged: false,
+        })
+    }
+
+    /// Every published version of a process, oldest first.
+    pub async fn versions(&self, org: &str, process: &str) -> Result<Vec<StoredVersion>, Error> {
+        Ok(self.store.versions(org, process).await?)
+    }
+
+    /// Every identity of an organization.
+    pub async fn identities(&self, org: &str) -> Result<Vec<Identity>, Error> {
+        Ok(self.store.identities(org).await?)
+    }
+}
+
+/// The process, or every issue in the format library's words with line and column.
+fn validated(source: &[u8], folder: Option<&str>) -> Result<ValidatedProcess, Error> {
+    let options = Options {
+        capabilities: CAPABILITIES,
+        folder,
+    };
+    agentprocess_format::validate(source, &options).map_err(|refusal| {
+        Error::Refused(
+            refusal
+                .issues
+                .iter()
+                .map(|issue| match &issue.position {
+                    Some(at) => format!("{}:{}: {issue}", at.line, at.column),
+                    None => issue.to_string(),
+                })
+                .collect(),
+        )
+    })
+}
+
+fn refuse(issues: Vec<String>) -> Result<(), Error> {
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Refused(issues))
+    }
+}
+
+/// Ids chosen by admins: 1–64 of `a-z 0-9 _ - .`, starting with a letter or digit.
+fn check_id(what: &str, id: &str, issues: &mut Vec<String>) {
+    let valid = (1..=64).contains(&id.len())
+        && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
+    if !valid {
+        issues.push(format!(
+            "{what} {id:?}: use 1 to 64 of a-z, 0-9, '_', '-', '.', starting with a letter or digit"
+        ));
+    }
+}
+
+fn parse_roles(text: &str) -> Result<BTreeMap<String, String>, Error> {
+    serde_json::from_str(text)
+        .map_err(|error| Error::Store(agentprocess_store::Error::Corrupt(format!("roles: {error}"))))
+}
+
+fn roles_json(bindings: &BTreeMap<String, String>) -> String {
+    serde_json::to_string(bindings).unwrap_or_else(|_| "{}".to_owned())
+}

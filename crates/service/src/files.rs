@@ -1,0 +1,222 @@
+//! Evidence files: `upload`, verification against the stored bytes, and signed
+//! short-lived URLs on every file item of run data.
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{EvidenceItem, ToolError};
+use agentprocess_format::EvidenceKind;
+use agentprocess_store::{NewUpload, Store, StoreTx, Upload};
+use hmac::{KeyInit, Mac};
+use serde_json::{Value, json};
+
+use crate::ids::{random_id, sha256_hex};
+use crate::write::{Opened, Write};
+use crate::{Caller, Service, forbidden, invalid, millis, retry};
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// Longest file name, in characters.
+const MAX_FILE_NAME: usize = 255;
+
+/// A file a signed URL opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDownload {
+    /// The name given at upload.
+    pub file_name: String,
+    /// The content type given at upload.
+    pub content_type: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// `upload`: stores the bytes and records their SHA-256.
+    pub async fn upload(
+        &self,
+        caller: &Caller,
+        file_name: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+        write: &Write,
+    ) -> Result<Value, ToolError> {
+        let mut issues = file_name_issues(file_name);
+        if content_type.trim().is_empty() || content_type.len() > 255 || content_type.chars().any(char::is_control) {
+            issues.push("contentType: must be a media type such as application/pdf".to_owned());
+        }
+        if bytes.len() > self.settings.max_upload_bytes {
+            issues.push(format!(
+                "contentBase64: {} bytes, more than maxUploadBytes ({})",
+                bytes.len(),
+                self.settings.max_upload_bytes
+            ));
+        }
+        if !issues.is_empty() {
+            return Err(invalid("the upload was refused; nothing was stored", issues));
+        }
+        let mut tx = match self.open(caller, write, "upload").await? {
+            Opened::Fresh(tx) => tx,
+            Opened::Replay(stored) => return Ok(stored),
+        };
+        let id = random_id("f_", 8);
+        let upload = Upload {
+            sha256: sha256_hex(&bytes),
+            bytes: bytes.len() as u64,
+            content_type: content_type.to_owned(),
+            file_name: file_name.to_owned(),
+            storage_key: format!("{}/{id}", caller.org()),
+            id,
+        };
+        self.blobs.put(&upload.storage_key, &bytes).await.map_err(retry)?;
+        let record = NewUpload {
+            upload: upload.clone(),
+            uploaded_by: caller.identity.id.clone(),
+            created_at: millis(self.now()),
+        };
+        tx.put_upload(caller.org(), &record).await.map_err(retry)?;
+        let result = json!({ "id": upload.id, "sha256": upload.sha256, "bytes": upload.bytes });
+        self.finish(tx, caller, write, result).await
+    }
+
+    /// Checks every file item against the stored bytes: it must exist in this
+    /// organization and still hash to what was recorded. Verified items get their
+    /// `sha256`; the rest give issues in the spec's words.
+    pub(crate) async fn verify_files(
+        &self,
+        org: &str,
+        evidence: &mut [EvidenceItem],
+    ) -> Result<Vec<String>, ToolError> {
+        let mut issues = Vec::new();
+        for item in evidence.iter_mut().filter(|item| item.kind == EvidenceKind::File) {
+            let reference = item.reference.clone();
+            let Some(upload) = self.store.upload(org, &reference).await.map_err(retry)? else {
+                issues.push(format!("evidence {reference}: not found"));
+                continue;
+            };
+            match self.blobs.get(&upload.storage_key).await.map_err(retry)? {
+                None => issues.push(format!("evidence {reference}: stored bytes are missing")),
+                Some(bytes) if sha256_hex(&bytes) != upload.sha256 => {
+                    issues.push(format!("evidence {reference}: hash mismatch"));
+                }
+                Some(_) => item.sha256 = Some(upload.sha256),
+            }
+        }
+        Ok(issues)
+    }
+
+    /// Adds a signed `url` to every file item of the run data in `result` (run views
+    /// and claim results keep it under `data`).
+    pub(crate) fn present(&self, org: &str, mut result: Value) -> Value {
+        let expires = self.url_expiry();
+        if let Some(steps) = result.pointer_mut("/data/steps").and_then(Value::as_object_mut) {
+            for record in steps.values_mut() {
+                self.sign_evidence(org, record, expires);
+                if let Some(history) = record.get_mut("history").and_then(Value::as_array_mut) {
+                    for earlier in history {
+                        self.sign_evidence(org, earlier, expires);
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    fn sign_evidence(&self, org: &str, record: &mut Value, expires: i64) {
+        let Some(items) = record.get_mut("evidence").and_then(Value::as_array_mut) else {
+            return;
+        };
+        for item in items {
+            if item.get("kind").and_then(Value::as_str) != Some("file") {
+                continue;
+            }
+            let Some(id) = item.get("ref").and_then(Value::as_str).map(str::to_owned) else {
+                continue;
+            };
+            let url = format!(
+                "{}/files/{org}/{id}?expires={expires}&signature={}",
+                self.settings.public_url.trim_end_matches('/'),
+                self.signature(org, &id, expires)
+            );
+            if let Some(object) = item.as_object_mut() {
+                object.insert("url".to_owned(), Value::String(url));
+            }
+        }
+    }
+
+    /// When URLs made now expire: the end of the next whole period, so every call in
+    /// one period (a request and its replays) gets the same URL.
+    fn url_expiry(&self) -> i64 {
+        let period = i64::from(self.settings.url_seconds.max(1));
+        let now = self.now().as_second();
+        (now / period + 2) * period
+    }
+
+    fn signature(&self, org: &str, id: &str, expires: i64) -> String {
+        let Ok(mut mac) = HmacSha256::new_from_slice(&self.settings.url_secret) else {
+            return String::new();
+        };
+        mac.update(format!("{org}/{id}/{expires}").as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
+    /// The file behind a signed URL, if the signature holds and has not expired.
+    pub async fn download(
+        &self,
+        org: &str,
+        id: &str,
+        expires: i64,
+        signature: &str,
+    ) -> Result<Option<FileDownload>, ToolError> {
+        let expected = self.signature(org, id, expires);
+        let same = expected.len() == signature.len()
+            && expected
+                .bytes()
+                .zip(signature.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0;
+        if !same || expires < self.now().as_second() {
+            return Err(forbidden("the file URL is not valid or has expired"));
+        }
+        let Some(upload) = self.store.upload(org, id).await.map_err(retry)? else {
+            return Ok(None);
+        };
+        let bytes = self.blobs.get(&upload.storage_key).await.map_err(retry)?;
+        Ok(bytes.map(|bytes| FileDownload {
+            file_name: upload.file_name,
+            content_type: upload.content_type,
+            bytes,
+        }))
+    }
+}
+
+/// What is wrong with a file name: empty, too long, a path, or control characters.
+fn file_name_issues(name: &str) -> Vec<String> {
+    let mut issues = Vec::new();
+    if name.trim().is_empty() {
+        issues.push("fileName: must not be empty".to_owned());
+    } else if name.chars().count() > MAX_FILE_NAME {
+        issues.push(format!("fileName: longer than {MAX_FILE_NAME} characters"));
+    }
+    if name.contains(['/', '\\']) || name == "." || name == ".." {
+        issues.push("fileName: must be a plain file name, not a path".to_owned());
+    }
+    if name.chars().any(char::is_control) {
+        issues.push("fileName: must not contain control characters".to_owned());
+    }
+    issues
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_name_issues;
+
+    #[test]
+    fn file_names_that_are_paths_or_blank_are_refused() {
+        assert!(file_name_issues("report.pdf").is_empty());
+        for bad in ["", "  ", "../x", "a/b", "a\\b", "..", "a\nb"] {
+            assert!(!file_name_issues(bad).is_empty(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! Random ids and tokens, and the hashes the store keeps of secrets.
+
+use agentprocess_engine::Ids;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+/// `prefix` and `bytes` random bytes as lowercase hex: `r_3f9c…`.
+pub fn random_id(prefix: &str, bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    fill(&mut buffer);
+    let mut id = String::with_capacity(prefix.len() + 2 * bytes);
+    id.push_str(prefix);
+    for byte in buffer {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
+}
+
+/// A secret: 32 random bytes, base64url.
+pub(crate) fn secret() -> String {
+    let mut buffer = [0u8; 32];
+    fill(&mut buffer);
+    URL_SAFE_NO_PAD.encode(buffer)
+}
+
+fn fill(buffer: &mut [u8]) {
+    // Without the operating system's randomness no id or token is safe to hand out.
+    getrandom::fill(buffer).expect("the operating system's random source failed");
+}
+
+/// SHA-256, lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Ids for one run: work items, and claim tokens that start with the run id, so a
+/// token leads to its run without a lookup table.
+pub(crate) struct RunIds {
+    pub(crate) run: String,
+}
+
+impl Ids for RunIds {
+    fn work_item(&mut self) -> String {
+        random_id("w_", 8)
+    }
+
+    fn token(&mut self) -> String {
+        format!("{}.{}", self.run, secret())
+    }
+}
+
+/// The run a claim token belongs to, if the token has the shape this server gives.
+pub(crate) fn token_run(token: &str) -> Option<&str> {
+    let (run, secret) = token.split_once('.')?;
+    (run.starts_with("r_") && run.len() > 2 && secret.len() >= 32).then_some(run)
+}

@@ -1,0 +1,36 @@
+//! `decide`: a person acts on a work item.
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Decide, ToolError, run_view};
+use agentprocess_store::Store;
+use serde_json::Value;
+
+use crate::ids::RunIds;
+use crate::write::{Opened, Write};
+use crate::{Caller, Service};
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// `decide`. The engine refuses agents, in the order tools.md gives.
+    pub async fn decide(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        mut decide: Decide,
+        write: &Write,
+    ) -> Result<Value, ToolError> {
+        let mut tx = match self.open(caller, write, "decide").await? {
+            Opened::Fresh(tx) => tx,
+            Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
+        };
+        let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
+        let file_issues = self.verify_files(caller.org(), &mut decide.submission.evidence).await?;
+        let now = self.now();
+        let actor = caller.actor();
+        let mut ids = RunIds { run: run.id.clone() };
+        let mut context = self.context(now, &actor, &mut ids);
+        let transition = agentprocess_engine::decide(&run, &version, decide, file_issues, &mut context)?;
+        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+        let view = run_view(&transition.run, &version, now);
+        self.finish(tx, caller, write, view).await
+    }
+}

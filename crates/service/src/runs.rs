@@ -1,0 +1,150 @@
+//! `start_run`, `get_run`, `list_runs`, `cancel` and `send_event`.
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Mode, Run, StartRun, ToolError, run_state, run_view};
+use agentprocess_store::{RunFilter, Store};
+use serde_json::{Map, Value, json};
+
+use crate::ids::{RunIds, random_id};
+use crate::index::value_hash;
+use crate::write::{Opened, Write};
+use crate::{Caller, Service, cursor, not_found, retry};
+
+/// The arguments of `start_run` after decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartRunArgs {
+    /// The process name.
+    pub process: String,
+    /// A version number; the latest when `None`.
+    pub version: Option<u32>,
+    /// The inputs.
+    pub inputs: Map<String, Value>,
+    /// `live` or `test`.
+    pub mode: Mode,
+}
+
+/// The arguments of `list_runs` after decoding.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListRuns {
+    /// Only runs of this process.
+    pub process: Option<String>,
+    /// Only runs in this state.
+    pub state: Option<String>,
+    /// Only runs whose inputs have these values.
+    pub inputs: Map<String, Value>,
+    /// Page size.
+    pub limit: u32,
+    /// Where to go on from.
+    pub cursor: Option<String>,
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// `start_run`.
+    pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<Value, ToolError> {
+        let version = self.process_version(caller.org(), &args.process, args.version).await?;
+        let mut tx = match self.open(caller, write, "start_run").await? {
+            Opened::Fresh(tx) => tx,
+            Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
+        };
+        let now = self.now();
+        let actor = caller.actor();
+        let run_id = random_id("r_", 10);
+        let mut ids = RunIds { run: run_id.clone() };
+        let mut context = self.context(now, &actor, &mut ids);
+        let command = StartRun {
+            id: run_id,
+            inputs: args.inputs,
+            mode: args.mode,
+        };
+        let transition = agentprocess_engine::start(&version, command, &mut context)?;
+        self.save(&mut tx, caller.org(), &transition, &version, true).await?;
+        let view = run_view(&transition.run, &version, now);
+        self.finish(tx, caller, write, view).await
+    }
+
+    /// `get_run`.
+    pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<Value, ToolError> {
+        let (run, version) = self.read_run(caller.org(), run_id).await?;
+        Ok(self.present(caller.org(), run_view(&run, &version, self.now())))
+    }
+
+    /// A run as last committed, and its version.
+    pub(crate) async fn read_run(
+        &self,
+        org: &str,
+        run_id: &str,
+    ) -> Result<(Run, std::sync::Arc<agentprocess_engine::ProcessVersion>), ToolError> {
+        let stored = self.store.run(org, run_id).await.map_err(retry)?;
+        let stored = stored.ok_or_else(|| not_found(format!("no run {run_id:?} in this organization")))?;
+        let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
+        let version = self.process_version(org, &run.process, Some(run.version)).await?;
+        Ok((run, version))
+    }
+
+    /// `list_runs`: oldest first, filtered through the store's indexes.
+    pub async fn list_runs(&self, caller: &Caller, args: ListRuns) -> Result<Value, ToolError> {
+        let filter = RunFilter {
+            process: args.process,
+            state: args.state,
+            inputs: args
+                .inputs
+                .iter()
+                .map(|(field, value)| (field.clone(), value_hash(value)))
+                .collect(),
+            after: args.cursor.as_deref().map(cursor::decode).transpose()?,
+            limit: args.limit,
+        };
+        let page = self.store.list_runs(caller.org(), &filter).await.map_err(retry)?;
+        let now = self.now();
+        let mut items = Vec::with_capacity(page.items.len());
+        for stored in page.items {
+            let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
+            items.push(json!({
+                "id": run.id, "process": run.process, "version": run.version,
+                "state": run_state(&run, now), "outcome": run.end.as_ref().and_then(|end| end.outcome.clone()),
+                "startedAt": run.started_at, "updatedAt": run.updated_at, "inputs": run.inputs,
+            }));
+        }
+        Ok(json!({ "items": items, "nextCursor": page.next.as_ref().map(cursor::encode) }))
+    }
+
+    /// `cancel`.
+    pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<Value, ToolError> {
+        let mut tx = match self.open(caller, write, "cancel").await? {
+            Opened::Fresh(tx) => tx,
+            Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
+        };
+        let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
+        let now = self.now();
+        let actor = caller.actor();
+        let mut ids = RunIds { run: run.id.clone() };
+        let mut context = self.context(now, &actor, &mut ids);
+        let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
+        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+        let view = run_view(&transition.run, &version, now);
+        self.finish(tx, caller, write, view).await
+    }
+
+    /// `send_event`: the engine takes it from an agent or an operator.
+    pub async fn send_event(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        name: &str,
+        data: Map<String, Value>,
+        write: &Write,
+    ) -> Result<Value, ToolError> {
+        let mut tx = match self.open(caller, write, "send_event").await? {
+            Opened::Fresh(tx) => tx,
+            Opened::Replay(stored) => return Ok(stored),
+        };
+        let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
+        let actor = caller.actor();
+        let mut ids = RunIds { run: run.id.clone() };
+        let mut context = self.context(self.now(), &actor, &mut ids);
+        let (transition, consumed_by) = agentprocess_engine::send_event(&run, &version, name, data, &mut context)?;
+        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+        self.finish(tx, caller, write, json!({ "consumedBy": consumed_by }))
+            .await
+    }
+}

@@ -1,0 +1,84 @@
+//! Published versions as the engine needs them, parsed once per process and kept:
+//! a published version never changes, so the cache needs no invalidation.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{ProcessVersion, ToolError};
+use agentprocess_format::Options;
+use agentprocess_store::{Store, StoredVersion};
+
+use crate::{CAPABILITIES, Service, not_found, retry};
+
+type Key = (String, String, u32);
+
+/// Parsed versions by organization, process and number.
+#[derive(Default)]
+pub(crate) struct Cache {
+    parsed: Mutex<HashMap<Key, Arc<ProcessVersion>>>,
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// Version `number` of `process`, or the latest; `not_found` when there is none.
+    pub(crate) async fn process_version(
+        &self,
+        org: &str,
+        process: &str,
+        number: Option<u32>,
+    ) -> Result<Arc<ProcessVersion>, ToolError> {
+        if let Some(number) = number
+            && let Some(found) = self.cached(org, process, number)
+        {
+            return Ok(found);
+        }
+        let stored = self.store.version(org, process, number).await.map_err(retry)?;
+        let Some(stored) = stored else {
+            return Err(match number {
+                Some(number) => not_found(format!("process {process:?} has no version {number}")),
+                None => not_found(format!("no process {process:?} is published in this organization")),
+            });
+        };
+        self.parse(org, &stored)
+    }
+
+    fn cached(&self, org: &str, process: &str, number: u32) -> Option<Arc<ProcessVersion>> {
+        let key = (org.to_owned(), process.to_owned(), number);
+        self.versions.parsed.lock().ok()?.get(&key).cloned()
+    }
+
+    /// The engine's view of a stored version, parsed at most once.
+    pub(crate) fn parse(&self, org: &str, stored: &StoredVersion) -> Result<Arc<ProcessVersion>, ToolError> {
+        if let Some(found) = self.cached(org, &stored.process, stored.number) {
+            return Ok(found);
+        }
+        let options = Options {
+            capabilities: CAPABILITIES,
+            folder: None,
+        };
+        let process = agentprocess_format::validate(stored.source.as_bytes(), &options).map_err(|refusal| {
+            retry(format!(
+                "published {} v{} no longer validates: {refusal}",
+                stored.process, stored.number
+            ))
+        })?;
+        let roles: BTreeMap<String, String> = serde_json::from_str(&stored.roles).map_err(|error| {
+            retry(format!(
+                "role bindings of {} v{}: {error}",
+                stored.process, stored.number
+            ))
+        })?;
+        let version = Arc::new(ProcessVersion {
+            number: stored.number,
+            process,
+            roles,
+        });
+        if let Ok(mut parsed) = self.versions.parsed.lock() {
+            parsed.insert(
+                (org.to_owned(), stored.process.clone(), stored.number),
+                Arc::clone(&version),
+            );
+        }
+        Ok(version)
+    }
+}

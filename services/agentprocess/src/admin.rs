@@ -1,0 +1,227 @@
+//! `agentprocess admin`: organizations, identities, tokens and processes, straight
+//! against the database (until the REST admin surface exists).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentprocess_engine::PersonFormat;
+use agentprocess_service::{Admin, SystemClock};
+use agentprocess_store::{IdentityKind, SqlStore};
+use anyhow::Context as _;
+use clap::{Subcommand, ValueEnum};
+
+/// Options of `agentprocess admin`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AdminArgs {
+    /// postgres://… or sqlite://path?mode=rwc
+    #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
+    database_url: String,
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// Apply database migrations.
+    Migrate,
+    /// Create an organization.
+    CreateOrg {
+        /// Its id (a-z, 0-9, '_', '-', '.').
+        id: String,
+        /// A display name.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Create a group.
+    CreateGroup {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The group's id.
+        id: String,
+    },
+    /// Create an agent, person or operator.
+    CreateIdentity {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// What it is.
+        #[arg(long, value_enum)]
+        kind: Kind,
+        /// Its id.
+        id: String,
+        /// A display name (the id by default).
+        #[arg(long)]
+        name: Option<String>,
+        /// For people and operators: their email.
+        #[arg(long)]
+        person: Option<String>,
+        /// Groups to join (repeat for several; created when missing).
+        #[arg(long = "group")]
+        groups: Vec<String>,
+    },
+    /// Issue a bearer token for an identity and print it (it is shown only once).
+    IssueToken {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The identity.
+        identity: String,
+    },
+    /// List an organization's identities and their groups.
+    Identities {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+    },
+    /// Import a PROCESS.md (or a folder holding one) as a draft.
+    Import {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The file or folder.
+        path: PathBuf,
+    },
+    /// Bind a role of a draft to a group.
+    Bind {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The process.
+        process: String,
+        /// The role.
+        role: String,
+        /// The group.
+        group: String,
+    },
+    /// Publish a draft as the next version.
+    Publish {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The process.
+        process: String,
+    },
+    /// List the published versions of a process.
+    Versions {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The process.
+        process: String,
+    },
+}
+
+/// Identity kinds.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Kind {
+    /// Claims and submits agent steps.
+    Agent,
+    /// Decides work items.
+    Person,
+    /// A person who also cancels runs, sends events and takes escalations.
+    Operator,
+}
+
+pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(act(args))
+}
+
+async fn act(args: AdminArgs) -> anyhow::Result<()> {
+    let store = SqlStore::connect(&args.database_url, 1).await?;
+    if let Action::Migrate = args.action {
+        store.migrate().await?;
+        println!("migrations applied");
+        return Ok(());
+    }
+    let admin = Admin::new(store, Arc::new(SystemClock), PersonFormat::Email);
+    match args.action {
+        Action::Migrate => {}
+        Action::CreateOrg { id, name } => {
+            admin.create_org(&id, name.as_deref().unwrap_or(&id)).await?;
+            println!("organization {id} created");
+        }
+        Action::CreateGroup { org, id } => {
+            admin.create_group(&org, &id).await?;
+            println!("group {id} created");
+        }
+        Action::CreateIdentity {
+            org,
+            kind,
+            id,
+            name,
+            person,
+            groups,
+        } => {
+            let kind = match kind {
+                Kind::Agent => IdentityKind::Agent,
+                Kind::Person => IdentityKind::Person,
+                Kind::Operator => IdentityKind::Operator,
+            };
+            let name = name.unwrap_or_else(|| id.clone());
+            admin
+                .create_identity(&org, kind, &id, &name, person.as_deref(), &groups)
+                .await?;
+            println!("{kind} {id} created");
+        }
+        Action::IssueToken { org, identity } => println!("{}", admin.issue_token(&org, &identity).await?),
+        Action::Identities { org } => {
+            for identity in admin.identities(&org).await? {
+                let person = identity.person.as_deref().unwrap_or("-");
+                println!(
+                    "{}\t{}\t{person}\t{}",
+                    identity.id,
+                    identity.kind,
+                    identity.groups.join(",")
+                );
+            }
+        }
+        Action::Import { org, path } => {
+            let (file, folder) = if path.is_dir() {
+                let folder = path.file_name().map(|name| name.to_string_lossy().into_owned());
+                (path.join("PROCESS.md"), folder)
+            } else {
+                (path.clone(), None)
+            };
+            let source = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let draft = admin.import_draft(&org, &source, folder.as_deref()).await?;
+            println!("draft of {} imported", draft.process);
+            for role in &draft.roles {
+                match draft.bindings.get(role) {
+                    Some(group) => println!("  role {role} → group {group}"),
+                    None => println!(
+                        "  role {role}: not bound yet (agentprocess admin bind {} {role} GROUP)",
+                        draft.process
+                    ),
+                }
+            }
+        }
+        Action::Bind {
+            org,
+            process,
+            role,
+            group,
+        } => {
+            admin.bind_role(&org, &process, &role, &group).await?;
+            println!("role {role} of {process} bound to group {group}");
+        }
+        Action::Publish { org, process } => {
+            let published = admin.publish(&org, &process).await?;
+            let note = if published.unchanged { " (unchanged)" } else { "" };
+            println!(
+                "{process} version {}{note}: {}",
+                published.number, published.content_hash
+            );
+        }
+        Action::Versions { org, process } => {
+            for version in admin.versions(&org, &process).await? {
+                let at = jiff::Timestamp::from_millisecond(version.published_at)
+                    .map(|at| at.to_string())
+                    .unwrap_or_default();
+                println!("{}\t{}\t{at}", version.number, version.content_hash);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! `agentprocess dev`: the whole server in one process on SQLite and local files,
+//! with a ready-made organization, identities and published processes.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentprocess_engine::PersonFormat;
+use agentprocess_service::{Admin, SystemClock, random_id};
+use agentprocess_store::{IdentityKind, SqlStore};
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+/// The organization dev mode makes.
+pub(crate) const ORG: &str = "dev";
+
+/// The group every role of every published process is bound to.
+const PEOPLE: &str = "people";
+
+/// id, kind, person value, groups.
+const IDENTITIES: [(&str, IdentityKind, Option<&str>, &[&str]); 5] = [
+    ("agent-1", IdentityKind::Agent, None, &[]),
+    ("agent-2", IdentityKind::Agent, None, &[]),
+    ("alice", IdentityKind::Person, Some("alice@example.com"), &[PEOPLE]),
+    ("bob", IdentityKind::Person, Some("bob@example.com"), &[PEOPLE]),
+    ("ops", IdentityKind::Operator, Some("ops@example.com"), &[]),
+];
+
+/// Options of `agentprocess dev`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Dev {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Where the SQLite database, uploaded files and the URL key live.
+    #[arg(long, default_value = ".agentprocess")]
+    data_dir: PathBuf,
+    /// A folder of process folders (each holding a PROCESS.md) to publish at start.
+    #[arg(long, default_value = "examples/processes")]
+    processes: PathBuf,
+    /// Also write the URL and every identity's token as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    details: Option<PathBuf>,
+    /// Claim lease length, in seconds.
+    #[arg(long, default_value_t = 600)]
+    lease_seconds: u32,
+}
+
+pub(crate) fn run(dev: Dev) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(serve(dev))
+}
+
+async fn serve(dev: Dev) -> anyhow::Result<()> {
+    agentprocess_http::init_logging(false);
+    std::fs::create_dir_all(&dev.data_dir).with_context(|| format!("cannot create {}", dev.data_dir.display()))?;
+    let listener = tokio::net::TcpListener::bind(dev.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", dev.listen))?;
+    let address = listener.local_addr()?;
+    let public_url = format!("http://{address}");
+    let mut settings = agentprocess_service::Settings::new(public_url.clone(), url_secret(&dev.data_dir)?);
+    settings.engine.lease_seconds = dev.lease_seconds;
+    let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
+    let service = agentprocess_http::assemble(&database, 1, true, &dev.data_dir.join("files"), settings).await?;
+    let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email);
+    let identities = identities(&admin).await?;
+    let published = publish_folder(&admin, &dev.processes).await?;
+    let details = json!({ "url": format!("{public_url}/mcp"), "organization": ORG, "identities": identities });
+    print_welcome(&details, &published);
+    if let Some(path) = &dev.details {
+        std::fs::write(path, serde_json::to_vec_pretty(&details)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    hosts.extend(agentprocess_http::host_of(&public_url));
+    let http = agentprocess_http::HttpSettings {
+        allowed_hosts: hosts,
+        allowed_origins: Vec::new(),
+    };
+    let router = agentprocess_http::router(Arc::clone(&service), &http);
+    agentprocess_http::serve(service, listener, router, true).await?;
+    Ok(())
+}
+
+/// The URL-signing key, made once per data directory so URLs outlive a restart.
+fn url_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = data_dir.join("url-secret");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        return Ok(existing.trim().as_bytes().to_vec());
+    }
+    let secret = random_id("", 32);
+    std::fs::write(&path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(secret.into_bytes())
+}
+
+/// Makes the dev organization on first start; issues a fresh token for every
+/// identity on each start (only hashes are kept, so old ones cannot be shown again).
+async fn identities(admin: &Admin<SqlStore>) -> anyhow::Result<Value> {
+    if admin.identities(ORG).await?.is_empty() {
+        admin.create_org(ORG, "Development").await?;
+        for (id, kind, person, groups) in IDENTITIES {
+            let groups: Vec<String> = groups.iter().map(|group| (*group).to_owned()).collect();
+            admin.create_identity(ORG, kind, id, id, person, &groups).await?;
+        }
+    }
+    let mut found = serde_json::Map::new();
+    for (id, kind, person, _) in IDENTITIES {
+        let token = admin.issue_token(ORG, id).await?;
+        let mut entry = json!({ "kind": kind.as_str(), "token": token });
+        if let Some(person) = person {
+            entry["person"] = json!(person);
+        }
+        found.insert(id.to_owned(), entry);
+    }
+    Ok(Value::Object(found))
+}
+
+/// Publishes every process folder under `folder`, binding every role to the people
+/// group. Returns each folder's outcome.
+async fn publish_folder(admin: &Admin<SqlStore>, folder: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut outcomes = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        tracing::warn!(folder = %folder.display(), "no process folder; nothing published");
+        return Ok(outcomes);
+    };
+    let mut folders: Vec<PathBuf> = entries.filter_map(Result::ok).map(|entry| entry.path()).collect();
+    folders.sort();
+    for path in folders {
+        let file = path.join("PROCESS.md");
+        let Ok(source) = std::fs::read(&file) else {
+            continue;
+        };
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let outcome = match publish_one(admin, &source, &name).await {
+            Ok(text) => text,
+            Err(agentprocess_service::admin::Error::Refused(issues)) => {
+                format!("not published:\n      {}", issues.join("\n      "))
+            }
+            Err(other) => return Err(other.into()),
+        };
+        outcomes.insert(name, outcome);
+    }
+    Ok(outcomes)
+}
+
+async fn publish_one(
+    admin: &Admin<SqlStore>,
+    source: &[u8],
+    folder: &str,
+) -> Result<String, agentprocess_service::admin::Error> {
+    let draft = admin.import_draft(ORG, source, Some(folder)).await?;
+    for role in &draft.roles {
+        admin.bind_role(ORG, &draft.process, role, PEOPLE).await?;
+    }
+    let published = admin.publish(ORG, &draft.process).await?;
+    Ok(format!("version {}", published.number))
+}
+
+fn print_welcome(details: &Value, published: &BTreeMap<String, String>) {
+    println!("agentprocess dev server (protocol core-2)\n");
+    println!("  MCP endpoint: {}", details["url"].as_str().unwrap_or_default());
+    println!("  organization: {ORG}\n");
+    if let Some(identities) = details["identities"].as_object() {
+        for (id, entry) in identities {
+            let person = entry["person"].as_str().map(|p| format!(" ({p})")).unwrap_or_default();
+            println!(
+                "  {:<8} {:<8}{person}\n           Authorization: Bearer {}",
+                id,
+                entry["kind"].as_str().unwrap_or_default(),
+                entry["token"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    println!("\n  processes (every role bound to group {PEOPLE:?}: alice and bob):");
+    for (name, outcome) in published {
+        println!("    {name}: {outcome}");
+    }
+    println!("\n  ctrl-c stops the server; the data stays in the data directory.");
+}
