@@ -32,6 +32,55 @@ pub fn max_body_bytes(max_upload_bytes: usize) -> usize {
     max_upload_bytes.div_ceil(3).saturating_mul(4).saturating_add(64 << 10)
 }
 
+/// `POST /test/clock` with `{ "advanceSeconds": n }` moves `clock` forward and wakes
+/// the timer loop. Only for servers started for end-to-end tests.
+pub fn test_clock_route<S: Store, B: Blobs>(
+    service: Arc<Service<S, B>>,
+    clock: Arc<agentprocess_service::TestClock>,
+) -> Router {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Advance {
+        advance_seconds: i64,
+    }
+    let handler = move |axum::Json(advance): axum::Json<Advance>| async move {
+        let now = clock.advance(advance.advance_seconds);
+        service.wake_timers();
+        axum::Json(serde_json::json!({ "now": now.to_string() }))
+    };
+    Router::new().route("/test/clock", axum::routing::post(handler))
+}
+
+/// The system clock, or a test clock (returned too) when `test` is set.
+pub fn clock(
+    test: bool,
+) -> (
+    Arc<dyn agentprocess_service::Clock>,
+    Option<Arc<agentprocess_service::TestClock>>,
+) {
+    if test {
+        let clock = Arc::new(agentprocess_service::TestClock::default());
+        (clock.clone(), Some(clock))
+    } else {
+        (Arc::new(agentprocess_service::SystemClock), None)
+    }
+}
+
+/// `router` with `/test/clock` added when a test clock is given.
+pub fn with_test_clock<S: Store, B: Blobs>(
+    router: Router,
+    service: &Arc<Service<S, B>>,
+    clock: Option<Arc<agentprocess_service::TestClock>>,
+) -> Router {
+    match clock {
+        Some(clock) => {
+            tracing::warn!("test clock on: POST /test/clock moves this server's time; never use this in production");
+            router.merge(test_clock_route(Arc::clone(service), clock))
+        }
+        None => router,
+    }
+}
+
 /// The router: `/mcp`, `/files/…`, `/healthz`, `/readyz`.
 pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSettings) -> Router {
     let config = StreamableHttpServerConfig::default()
@@ -200,18 +249,14 @@ pub async fn assemble(
     migrate: bool,
     blob_dir: &std::path::Path,
     settings: agentprocess_service::Settings,
+    clock: Arc<dyn agentprocess_service::Clock>,
 ) -> Result<Arc<SqlService>, AssembleError> {
     let store = agentprocess_store::SqlStore::connect(database_url, max_connections).await?;
     if migrate {
         store.migrate().await?;
     }
     let blobs = agentprocess_blobs::LocalBlobs::new(blob_dir)?;
-    Ok(Arc::new(Service::new(
-        store,
-        blobs,
-        Arc::new(agentprocess_service::SystemClock),
-        settings,
-    )))
+    Ok(Arc::new(Service::new(store, blobs, clock, settings)))
 }
 
 /// Why the service could not be assembled.

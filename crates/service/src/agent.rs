@@ -63,7 +63,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
             Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
         };
         let (run, version) = self.lock_by_token(&mut tx, caller.org(), token).await?;
-        let file_issues = self.verify_files(caller.org(), &mut submission.evidence).await?;
+        let file_issues = self
+            .verify_files(&mut tx, caller.org(), &mut submission.evidence)
+            .await?;
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };

@@ -81,13 +81,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `sha256`; the rest give issues in the spec's words.
     pub(crate) async fn verify_files(
         &self,
+        tx: &mut S::Tx,
         org: &str,
         evidence: &mut [EvidenceItem],
     ) -> Result<Vec<String>, ToolError> {
         let mut issues = Vec::new();
         for item in evidence.iter_mut().filter(|item| item.kind == EvidenceKind::File) {
             let reference = item.reference.clone();
-            let Some(upload) = self.store.upload(org, &reference).await.map_err(retry)? else {
+            let Some(upload) = tx.upload(org, &reference).await.map_err(retry)? else {
                 issues.push(format!("evidence {reference}: not found"));
                 continue;
             };

@@ -23,7 +23,7 @@ use agentprocess_store::{Identity, IdentityKind, Store};
 use tokio::sync::Notify;
 
 pub use admin::Admin;
-pub use clock::{Clock, SystemClock};
+pub use clock::{Clock, SystemClock, TestClock};
 pub use files::FileDownload;
 pub use ids::random_id;
 pub use runs::{ListRuns, StartRunArgs};
@@ -177,6 +177,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     fn now(&self) -> jiff::Timestamp {
         self.clock.now()
+    }
+
+    /// Wakes the timer loop to look for due timers now (after the clock moved).
+    pub fn wake_timers(&self) {
+        self.wake.notify_one();
     }
 
     /// The engine's context for one command.

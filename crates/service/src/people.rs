@@ -23,7 +23,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
             Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
         };
         let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
-        let file_issues = self.verify_files(caller.org(), &mut decide.submission.evidence).await?;
+        let file_issues = self
+            .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
+            .await?;
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };

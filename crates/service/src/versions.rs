@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{ProcessVersion, ToolError};
 use agentprocess_format::Options;
-use agentprocess_store::{Store, StoredVersion};
+use agentprocess_store::{Store, StoreTx, StoredVersion};
 
 use crate::{CAPABILITIES, Service, not_found, retry};
 
@@ -27,12 +27,35 @@ impl<S: Store, B: Blobs> Service<S, B> {
         process: &str,
         number: Option<u32>,
     ) -> Result<Arc<ProcessVersion>, ToolError> {
-        if let Some(number) = number
-            && let Some(found) = self.cached(org, process, number)
-        {
+        if let Some(found) = number.and_then(|number| self.cached(org, process, number)) {
             return Ok(found);
         }
         let stored = self.store.version(org, process, number).await.map_err(retry)?;
+        self.found(org, process, number, stored)
+    }
+
+    /// As [`Self::process_version`], read inside a write's transaction.
+    pub(crate) async fn process_version_in(
+        &self,
+        tx: &mut S::Tx,
+        org: &str,
+        process: &str,
+        number: Option<u32>,
+    ) -> Result<Arc<ProcessVersion>, ToolError> {
+        if let Some(found) = number.and_then(|number| self.cached(org, process, number)) {
+            return Ok(found);
+        }
+        let stored = tx.version(org, process, number).await.map_err(retry)?;
+        self.found(org, process, number, stored)
+    }
+
+    fn found(
+        &self,
+        org: &str,
+        process: &str,
+        number: Option<u32>,
+        stored: Option<StoredVersion>,
+    ) -> Result<Arc<ProcessVersion>, ToolError> {
         let Some(stored) = stored else {
             return Err(match number {
                 Some(number) => not_found(format!("process {process:?} has no version {number}")),

@@ -75,7 +75,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let stored = tx.lock_run(org, run_id).await.map_err(retry)?;
         let stored = stored.ok_or_else(|| not_found(format!("no run {run_id:?} in this organization")))?;
         let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
-        let version = self.process_version(org, &run.process, Some(run.version)).await?;
+        let version = self
+            .process_version_in(tx, org, &run.process, Some(run.version))
+            .await?;
         Ok((run, version))
     }
 

@@ -95,7 +95,8 @@ pub trait Store: Send + Sync + 'static {
 }
 
 /// One write transaction. Nothing is visible to others until [`StoreTx::commit`];
-/// dropping it rolls everything back.
+/// dropping it rolls everything back. Reads a write needs go through it: on SQLite
+/// the transaction holds the only connection.
 pub trait StoreTx: Send {
     /// Claims `(org, request_id)` for this write, or reports an earlier one.
     fn reserve_request(
@@ -117,6 +118,17 @@ pub trait StoreTx: Send {
 
     /// Gives the reservation back: the write failed but other changes are kept.
     fn release_request(&mut self, org: &str, request_id: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// A published version, read inside the transaction (see [`Store::version`]).
+    fn version(
+        &mut self,
+        org: &str,
+        process: &str,
+        number: Option<u32>,
+    ) -> impl Future<Output = Result<Option<StoredVersion>>> + Send;
+
+    /// An upload's record, read inside the transaction.
+    fn upload(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;
 
     /// Reads a run and holds its lock until the transaction ends.
     fn lock_run(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;

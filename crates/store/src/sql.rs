@@ -47,23 +47,25 @@ impl SqlStore {
                     .connect_with(options)
                     .await?
             }
-            Dialect::Sqlite => AnyPoolOptions::new()
-                .max_connections(1)
-                .min_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .after_connect(|connection, _| {
-                    Box::pin(async move {
-                        connection
+            Dialect::Sqlite => {
+                AnyPoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(1)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .after_connect(|connection, _| {
+                        Box::pin(async move {
+                            connection
                             .execute(
                                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000",
                             )
                             .await?;
-                        Ok(())
+                            Ok(())
+                        })
                     })
-                })
-                .connect_with(options)
-                .await?,
+                    .connect_with(options)
+                    .await?
+            }
         };
         Ok(Self { pool, dialect })
     }
@@ -191,6 +193,14 @@ impl StoreTx for SqlTx {
 
     async fn release_request(&mut self, org: &str, request_id: &str) -> Result<()> {
         runs::release_request(&mut self.tx, org, request_id).await
+    }
+
+    async fn version(&mut self, org: &str, process: &str, number: Option<u32>) -> Result<Option<StoredVersion>> {
+        admin::version(&mut self.tx, org, process, number).await
+    }
+
+    async fn upload(&mut self, org: &str, id: &str) -> Result<Option<Upload>> {
+        runs::upload(&mut self.tx, org, id).await
     }
 
     async fn lock_run(&mut self, org: &str, id: &str) -> Result<Option<StoredRun>> {

@@ -42,6 +42,10 @@ pub(crate) struct Dev {
     /// Also write the URL and every identity's token as JSON to this file.
     #[arg(long, value_name = "FILE")]
     details: Option<PathBuf>,
+    /// Let `POST /test/clock` move this server's clock forward, for end-to-end tests of
+    /// waits and timeouts. Never in production.
+    #[arg(long, hide = true)]
+    test_clock: bool,
     /// Claim lease length, in seconds.
     #[arg(long, default_value_t = 600)]
     lease_seconds: u32,
@@ -63,7 +67,8 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let mut settings = agentprocess_service::Settings::new(public_url.clone(), url_secret(&dev.data_dir)?);
     settings.engine.lease_seconds = dev.lease_seconds;
     let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
-    let service = agentprocess_http::assemble(&database, 1, true, &dev.data_dir.join("files"), settings).await?;
+    let (clock, test_clock) = agentprocess_http::clock(dev.test_clock);
+    let service = agentprocess_http::assemble(&database, 1, true, &dev.data_dir.join("files"), settings, clock).await?;
     let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email);
     let identities = identities(&admin).await?;
     let published = publish_folder(&admin, &dev.processes).await?;
@@ -79,7 +84,11 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         allowed_hosts: hosts,
         allowed_origins: Vec::new(),
     };
-    let router = agentprocess_http::router(Arc::clone(&service), &http);
+    let router = agentprocess_http::with_test_clock(
+        agentprocess_http::router(Arc::clone(&service), &http),
+        &service,
+        test_clock,
+    );
     agentprocess_http::serve(service, listener, router, true).await?;
     Ok(())
 }

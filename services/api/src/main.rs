@@ -73,6 +73,10 @@ struct Serve {
     /// Do not fire timers in this process (a separate scheduler does).
     #[arg(long, env = "AGENTPROCESS_NO_TIMERS")]
     no_timers: bool,
+    /// Let `POST /test/clock` move this server's clock forward, for end-to-end tests of
+    /// waits and timeouts. Never in production.
+    #[arg(long, hide = true)]
+    test_clock: bool,
     /// Log lines as JSON.
     #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
     log_json: bool,
@@ -108,19 +112,25 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         allowed_hosts: hosts,
         allowed_origins: serve.allowed_origin.clone(),
     };
+    let (clock, test_clock) = agentprocess_http::clock(serve.test_clock);
     let service = agentprocess_http::assemble(
         &serve.database_url,
         serve.max_connections,
         serve.migrate,
         &serve.blob_dir,
         settings,
+        clock,
     )
     .await?;
     let listener = tokio::net::TcpListener::bind(serve.listen)
         .await
         .with_context(|| format!("cannot listen on {}", serve.listen))?;
     tracing::info!(address = %listener.local_addr()?, "serving /mcp");
-    let router = agentprocess_http::router(std::sync::Arc::clone(&service), &http);
+    let router = agentprocess_http::with_test_clock(
+        agentprocess_http::router(std::sync::Arc::clone(&service), &http),
+        &service,
+        test_clock,
+    );
     agentprocess_http::serve(service, listener, router, !serve.no_timers).await?;
     Ok(())
 }

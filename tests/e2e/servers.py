@@ -1,0 +1,207 @@
+"""Starting the built server binaries for the end-to-end suite.
+
+SQLite: `agentprocess dev`, which makes its own organization and publishes the
+example processes. PostgreSQL: a fresh database, seeded with the `agentprocess admin`
+commands, served by two `agentprocess-api` processes at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("AGENTPROCESS_BIN_DIR", REPO / "target" / "debug"))
+EXAMPLES = REPO / "examples" / "processes"
+PG = os.environ.get("AGENTPROCESS_TEST_PG", "postgres://postgres@127.0.0.1:5432")
+
+# The identities dev mode makes; the PostgreSQL seed makes the same.
+IDENTITIES = {
+    "agent-1": ("agent", None, []),
+    "agent-2": ("agent", None, []),
+    "alice": ("person", "alice@example.com", ["people"]),
+    "bob": ("person", "bob@example.com", ["people"]),
+    "ops": ("operator", "ops@example.com", []),
+}
+
+
+@dataclass
+class Server:
+    """One or more server processes over one database."""
+
+    backend: str
+    bases: list[str]
+    tokens: dict[str, str]
+    persons: dict[str, str]
+    database: str
+    workdir: Path
+    processes: list[subprocess.Popen] = field(default_factory=list)
+    restart: object = None
+
+    @property
+    def base(self) -> str:
+        return self.bases[0]
+
+    def mcp_url(self, index: int = 0) -> str:
+        return f"{self.bases[index]}/mcp"
+
+    def advance(self, seconds: int) -> None:
+        """Moves every process's test clock forward."""
+        for base in self.bases:
+            body = json.dumps({"advanceSeconds": seconds}).encode()
+            request = urllib.request.Request(
+                f"{base}/test/clock", data=body, headers={"Content-Type": "application/json"}
+            )
+            urllib.request.urlopen(request, timeout=10).read()
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(sig)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes = []
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{base} did not become ready")
+
+
+def start_sqlite() -> Server:
+    workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sqlite-"))
+    details = workdir / "details.json"
+    log = open(workdir / "server.log", "wb")
+    process = subprocess.Popen(
+        [
+            str(BIN / "agentprocess"), "dev", "--listen", "127.0.0.1:0", "--data-dir", str(workdir / "data"),
+            "--processes", str(EXAMPLES), "--details", str(details), "--test-clock",
+        ],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not details.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"dev server did not start: {(workdir / 'server.log').read_text()}")
+        time.sleep(0.1)
+    info = json.loads(details.read_text())
+    base = info["url"].removesuffix("/mcp")
+    wait_ready(base, process)
+    tokens = {name: entry["token"] for name, entry in info["identities"].items()}
+    persons = {name: entry["person"] for name, entry in info["identities"].items() if "person" in entry}
+    return Server("sqlite", [base], tokens, persons, "", workdir, [process])
+
+
+def psql(sql: str, database: str = "postgres") -> str:
+    return subprocess.run(
+        ["psql", f"{PG}/{database}", "-v", "ON_ERROR_STOP=1", "-Atc", sql],
+        check=True, capture_output=True, text=True,
+    ).stdout
+
+
+def admin(database_url: str, *args: str) -> str:
+    completed = subprocess.run(
+        [str(BIN / "agentprocess"), "admin", "--database-url", database_url, *args],
+        capture_output=True, text=True,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"admin {args}: {completed.stderr}")
+    return completed.stdout
+
+
+def start_postgres(processes: int = 2) -> Server:
+    database = f"e2e_{secrets.token_hex(6)}"
+    psql(f"CREATE DATABASE {database}")
+    url = f"{PG}/{database}"
+    workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
+    admin(url, "migrate")
+    admin(url, "create-org", "acme", "--name", "Acme")
+    tokens, persons = {}, {}
+    for name, (kind, person, groups) in IDENTITIES.items():
+        args = ["create-identity", "--org", "acme", "--kind", kind, name]
+        if person:
+            args += ["--person", person]
+            persons[name] = person
+        for group in groups:
+            args += ["--group", group]
+        admin(url, *args)
+        tokens[name] = admin(url, "issue-token", "--org", "acme", name).strip()
+    for folder in sorted(EXAMPLES.iterdir()):
+        try:
+            report = admin(url, "import", "--org", "acme", str(folder))
+        except RuntimeError:
+            continue  # refused here (a profile this server lacks); the tests know which
+        for role in roles_in(report):
+            admin(url, "bind", "--org", "acme", folder.name, role, "people")
+        admin(url, "publish", "--org", "acme", folder.name)
+    server = Server("postgres", [], tokens, persons, database, workdir)
+    secret = secrets.token_bytes(32)
+
+    ports = [free_port() for _ in range(processes)]
+    server.bases = [f"http://127.0.0.1:{port}" for port in ports]
+
+    def launch() -> None:
+        for port in ports:
+            log = open(workdir / f"server-{port}.log", "ab")
+            process = subprocess.Popen(
+                [
+                    str(BIN / "agentprocess-api"), "serve", "--database-url", url,
+                    "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port}",
+                    "--url-secret", base64.b64encode(secret).decode(), "--blob-dir", str(workdir / "files"),
+                    "--max-connections", "8", "--test-clock",
+                ],
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+            server.processes.append(process)
+        for base, process in zip(server.bases, server.processes):
+            wait_ready(base, process)
+
+    launch()
+    server.restart = launch
+    return server
+
+
+def roles_in(report: str) -> list[str]:
+    """Roles named in `agentprocess admin import`'s report (`  role X: not bound yet …`)."""
+    return [line.split()[1].rstrip(":") for line in report.splitlines() if line.startswith("  role ")]
+
+
+def drop(server: Server) -> None:
+    server.stop()
+    if server.database:
+        psql(f"DROP DATABASE IF EXISTS {server.database} WITH (FORCE)")
+    if os.environ.get("AGENTPROCESS_E2E_KEEP"):
+        print(f"kept {server.workdir}")
+    else:
+        shutil.rmtree(server.workdir, ignore_errors=True)
