@@ -13,12 +13,20 @@ from client import connect
 BACKENDS = ["sqlite", "postgres"]
 
 
+def pytest_generate_tests(metafunc):
+    """Every test that uses a server runs on each backend, unless its module names
+    fewer in its own BACKENDS."""
+    if "server" in metafunc.fixturenames:
+        backends = getattr(metafunc.module, "BACKENDS", BACKENDS)
+        metafunc.parametrize("server", backends, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
 def anyio_backend():
     return "asyncio"
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
+@pytest.fixture(scope="session")
 def server(request):
     started = servers.start_sqlite() if request.param == "sqlite" else servers.start_postgres()
     yield started
@@ -33,3 +41,15 @@ async def clients(server):
         for name, token in server.tokens.items():
             found[name] = await connect(stack, server.mcp_url(), token, name)
         yield found
+
+
+@pytest.fixture(scope="session")
+def intruder_token(server):
+    """A bearer token of an agent in another organization."""
+    return servers.other_org(server)
+
+
+@pytest.fixture
+async def intruder(server, intruder_token):
+    async with AsyncExitStack() as stack:
+        yield await connect(stack, server.mcp_url(), intruder_token, "intruder")

@@ -45,6 +45,7 @@ class Server:
     tokens: dict[str, str]
     persons: dict[str, str]
     database: str
+    database_url: str
     workdir: Path
     processes: list[subprocess.Popen] = field(default_factory=list)
     restart: object = None
@@ -78,6 +79,13 @@ class Server:
         self.processes = []
 
 
+def other_org(server: Server) -> str:
+    """A second organization with one agent; returns the agent's token."""
+    admin(server.database_url, "create-org", "other")
+    admin(server.database_url, "create-identity", "--org", "other", "--kind", "agent", "intruder")
+    return admin(server.database_url, "issue-token", "--org", "other", "intruder").strip()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -102,25 +110,38 @@ def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60) -> Non
 def start_sqlite() -> Server:
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sqlite-"))
     details = workdir / "details.json"
-    log = open(workdir / "server.log", "wb")
-    process = subprocess.Popen(
-        [
-            str(BIN / "agentprocess"), "dev", "--listen", "127.0.0.1:0", "--data-dir", str(workdir / "data"),
-            "--processes", str(EXAMPLES), "--details", str(details), "--test-clock",
-        ],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not details.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"dev server did not start: {(workdir / 'server.log').read_text()}")
-        time.sleep(0.1)
+    port = free_port()
+
+    def launch() -> subprocess.Popen:
+        details.unlink(missing_ok=True)
+        log = open(workdir / "server.log", "ab")
+        process = subprocess.Popen(
+            [
+                str(BIN / "agentprocess"), "dev", "--listen", f"127.0.0.1:{port}", "--data-dir",
+                str(workdir / "data"), "--processes", str(EXAMPLES), "--details", str(details), "--test-clock",
+            ],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while not details.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"dev server did not start: {(workdir / 'server.log').read_text()}")
+            time.sleep(0.1)
+        wait_ready(f"http://127.0.0.1:{port}", process)
+        return process
+
+    process = launch()
     info = json.loads(details.read_text())
-    base = info["url"].removesuffix("/mcp")
-    wait_ready(base, process)
     tokens = {name: entry["token"] for name, entry in info["identities"].items()}
     persons = {name: entry["person"] for name, entry in info["identities"].items() if "person" in entry}
-    return Server("sqlite", [base], tokens, persons, "", workdir, [process])
+    database_url = f"sqlite://{workdir / 'data' / 'agentprocess.db'}?mode=rwc"
+    server = Server("sqlite", [f"http://127.0.0.1:{port}"], tokens, persons, "", database_url, workdir, [process])
+
+    def restart() -> None:
+        server.processes = [launch()]
+
+    server.restart = restart
+    return server
 
 
 def psql(sql: str, database: str = "postgres") -> str:
@@ -165,13 +186,14 @@ def start_postgres(processes: int = 2) -> Server:
         for role in roles_in(report):
             admin(url, "bind", "--org", "acme", folder.name, role, "people")
         admin(url, "publish", "--org", "acme", folder.name)
-    server = Server("postgres", [], tokens, persons, database, workdir)
+    server = Server("postgres", [], tokens, persons, database, url, workdir)
     secret = secrets.token_bytes(32)
 
     ports = [free_port() for _ in range(processes)]
     server.bases = [f"http://127.0.0.1:{port}" for port in ports]
 
     def launch() -> None:
+        server.processes = []
         for port in ports:
             log = open(workdir / f"server-{port}.log", "ab")
             process = subprocess.Popen(

@@ -109,7 +109,11 @@ class Walker:
         view = await self.clients["alice"].call(
             "start_run", process=self.process, inputs=inputs, requestId=request_id()
         )
-        run_id = view["run"]["id"]
+        return await self.drive(view["run"]["id"])
+
+    async def drive(self, run_id: str) -> Walk:
+        """Takes an existing run to its end."""
+        view = None
         for _ in range(200):
             view = await self.clients["alice"].call("get_run", runId=run_id)
             if view["run"]["ended"] is not None:

@@ -1,0 +1,122 @@
+"""The HTTP edge, spoken to directly: bearer tokens, Host checks, body limits,
+malformed JSON-RPC, unknown tools, signed file URLs, health and readiness."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+from mcp import MCPError
+
+from client import request_id
+
+pytestmark = pytest.mark.anyio
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-11-25"}
+
+
+def post(server, body: bytes, token: str | None = None, **extra) -> tuple[int, dict, bytes]:
+    """POSTs to /mcp; the answer is read even when the server stops reading the body
+    early (as it does past the size limit)."""
+    headers = dict(HEADERS, **extra)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    address = server.base.removeprefix("http://")
+    connection = http.client.HTTPConnection(address, timeout=30)
+    try:
+        connection.putrequest("POST", "/mcp", skip_host="Host" in headers)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders()
+        try:
+            connection.send(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def call_body(tool: str, arguments: dict) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}}).encode()
+
+
+def test_no_token_or_an_unknown_token_is_401_with_a_bearer_challenge(server):
+    for token in (None, "apt_not-a-token"):
+        status, headers, _ = post(server, call_body("describe", {}), token)
+        assert status == 401
+        assert headers["www-authenticate"].startswith("Bearer")
+
+
+def test_a_foreign_host_header_is_refused(server):
+    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"], Host="evil.example")
+    assert status == 403
+
+
+def test_a_body_beyond_a_maximal_upload_is_413(server):
+    limit = 10 << 20
+    body = call_body("upload", {"fileName": "big.bin", "contentType": "application/octet-stream",
+                                "contentBase64": "A" * (limit * 2), "requestId": request_id()})
+    status, _, _ = post(server, body, server.tokens["agent-1"])
+    assert status == 413
+
+
+def test_a_maximal_upload_fits_the_body_limit(server):
+    limit = 10 << 20
+    body = call_body("upload", {"fileName": "max.bin", "contentType": "application/octet-stream",
+                                "contentBase64": base64.b64encode(b"\1" * limit).decode(),
+                                "requestId": request_id()})
+    status, _, answer = post(server, body, server.tokens["agent-1"])
+    assert status == 200
+    result = json.loads(answer)["result"]["structuredContent"]
+    assert result["ok"] and result["data"]["bytes"] == limit
+
+
+def test_malformed_json_rpc_is_refused_without_a_result(server):
+    for body in (b"{not json", b'{"jsonrpc": "2.0", "id": 1}', b"[]"):
+        status, _, answer = post(server, body, server.tokens["agent-1"])
+        # rmcp answers a body it cannot read with 415 rather than a JSON-RPC parse error.
+        assert status in (200, 400, 415, 422), (body, status)
+        if status == 200:
+            assert "error" in json.loads(answer) and "result" not in json.loads(answer), answer
+
+
+async def test_an_unknown_tool_is_a_json_rpc_error(clients):
+    with pytest.raises(MCPError) as raised:
+        await clients["agent-1"].session.call_tool("no_such_tool", {})
+    assert raised.value.error.code == -32602
+
+
+async def test_tools_list_offers_the_fourteen_tools_with_their_argument_schemas(clients):
+    listed = await clients["agent-1"].session.list_tools()
+    described = await clients["agent-1"].call("describe")
+    assert [tool.name for tool in listed.tools] == described["tools"]
+    assert len(described["tools"]) == 14
+    submit = next(tool for tool in listed.tools if tool.name == "submit")
+    assert submit.input_schema["required"] == ["token", "output", "summary", "requestId"]
+    assert submit.input_schema["additionalProperties"] is False
+
+
+def test_health_and_readiness(server):
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(f"{server.base}{path}", timeout=10) as response:
+            assert response.status == 200
+
+
+async def test_a_file_url_with_a_bad_or_expired_signature_is_refused(clients, server):
+    uploaded = await clients["agent-1"].call(
+        "upload", fileName="a.txt", contentType="text/plain",
+        contentBase64=base64.b64encode(b"abc").decode(), requestId=request_id(),
+    )
+    url = f"{server.base}/files/x/{uploaded['id']}?expires=99999999999&signature=00"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, timeout=10)
+    assert refused.value.code == 403
