@@ -1,0 +1,96 @@
+//! PostgreSQL under concurrent writers: a second write with the same requestId waits
+//! for the first and then replays it (or proceeds, if the first rolled back), and a
+//! second lock of a run waits for the first transaction and sees what it wrote.
+//! (SQLite has one connection, so its transactions never overlap.)
+
+use std::time::Duration;
+
+use agentprocess_store::{Dialect, RequestSlot, Store, StoreTx};
+
+use crate::support::{TestDb, run_row};
+
+/// Waits until some backend of the test's database waits on a lock.
+async fn someone_waits(db: &TestDb) {
+    use sqlx::Connection as _;
+    let mut connection = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    for _ in 0..500 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE NOT l.granted AND a.datname = current_database()",
+        )
+        .fetch_one(&mut connection)
+        .await
+        .expect("pg_locks");
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no transaction ever waited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_request_id_waits_then_replays_the_committed_result() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut first = db.store.begin().await.expect("begin");
+    assert_eq!(
+        first.reserve_request("o", "q", "claim", "h", 1).await.expect("reserve"),
+        RequestSlot::New
+    );
+    let store = db.store.clone();
+    let second = tokio::spawn(async move {
+        let mut tx = store.begin().await.expect("begin");
+        tx.reserve_request("o", "q", "claim", "h", 2).await.expect("reserve")
+    });
+    someone_waits(&db).await;
+    assert!(!second.is_finished());
+    first.complete_request("o", "q", "result").await.expect("complete");
+    first.commit().await.expect("commit");
+    assert_eq!(second.await.expect("joined"), RequestSlot::Replay("result".to_owned()));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_request_id_proceeds_when_the_first_rolls_back() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut first = db.store.begin().await.expect("begin");
+    assert_eq!(
+        first.reserve_request("o", "q", "claim", "h", 1).await.expect("reserve"),
+        RequestSlot::New
+    );
+    let store = db.store.clone();
+    let second = tokio::spawn(async move {
+        let mut tx = store.begin().await.expect("begin");
+        tx.reserve_request("o", "q", "claim", "h", 2).await.expect("reserve")
+    });
+    someone_waits(&db).await;
+    drop(first);
+    assert_eq!(second.await.expect("joined"), RequestSlot::New);
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut setup = db.store.begin().await.expect("begin");
+    setup
+        .put_run("o", &run_row("r_1", "p", "active", 1, &[]), true)
+        .await
+        .expect("put");
+    setup.commit().await.expect("commit");
+
+    let mut first = db.store.begin().await.expect("begin");
+    first.lock_run("o", "r_1").await.expect("lock").expect("run");
+    let store = db.store.clone();
+    let second = tokio::spawn(async move {
+        let mut tx = store.begin().await.expect("begin");
+        tx.lock_run("o", "r_1").await.expect("lock").expect("run").doc
+    });
+    someone_waits(&db).await;
+    let mut changed = run_row("r_1", "p", "waiting", 1, &[]);
+    changed.doc = "{\"changed\":true}".to_owned();
+    first.put_run("o", &changed, false).await.expect("put");
+    first.commit().await.expect("commit");
+    assert_eq!(second.await.expect("joined"), "{\"changed\":true}");
+    db.drop_database().await;
+}

@@ -1,0 +1,6 @@
+//! The store's suite, run against both databases: each test runs once on a fresh
+//! SQLite file and once on a fresh PostgreSQL database of the machine's server.
+
+mod concurrency;
+mod rows;
+mod support;

@@ -1,0 +1,310 @@
+//! What goes in comes back: runs and their indexes, idempotency records, identities,
+//! versions, uploads and timers.
+
+use agentprocess_store::{
+    Identity, IdentityKind, Keyset, NewUpload, NewVersion, RequestSlot, RunFilter, Store, StoreTx, TimerRow, Upload,
+    WorkKind, WorkQuery,
+};
+
+use crate::support::{TestDb, on_both, run_row, work_row};
+
+on_both!(a_request_id_is_new_then_replayed_or_in_conflict, request_ids);
+async fn request_ids(db: &TestDb) {
+    let store = &db.store;
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(
+        tx.reserve_request("o", "q1", "claim", "h1", 1).await.expect("reserve"),
+        RequestSlot::New
+    );
+    tx.complete_request("o", "q1", "{\"ok\":1}").await.expect("complete");
+    tx.commit().await.expect("commit");
+
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(
+        tx.reserve_request("o", "q1", "claim", "h1", 2).await.expect("reserve"),
+        RequestSlot::Replay("{\"ok\":1}".to_owned())
+    );
+    assert_eq!(
+        tx.reserve_request("o", "q1", "claim", "h2", 2).await.expect("reserve"),
+        RequestSlot::Conflict
+    );
+    assert_eq!(
+        tx.reserve_request("o", "q1", "cancel", "h1", 2).await.expect("reserve"),
+        RequestSlot::Conflict
+    );
+    // The same id in another organization is another request.
+    assert_eq!(
+        tx.reserve_request("p", "q1", "claim", "h1", 2).await.expect("reserve"),
+        RequestSlot::New
+    );
+    drop(tx);
+
+    // A released or rolled-back reservation leaves the id free.
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(
+        tx.reserve_request("o", "q2", "claim", "h", 3).await.expect("reserve"),
+        RequestSlot::New
+    );
+    tx.release_request("o", "q2").await.expect("release");
+    tx.commit().await.expect("commit");
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(
+        tx.reserve_request("o", "q2", "claim", "h", 4).await.expect("reserve"),
+        RequestSlot::New
+    );
+    drop(tx);
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(
+        tx.reserve_request("o", "q2", "claim", "h", 5).await.expect("reserve"),
+        RequestSlot::New
+    );
+}
+
+on_both!(runs_are_listed_oldest_first_by_process_state_and_inputs, listing);
+async fn listing(db: &TestDb) {
+    let store = &db.store;
+    let mut tx = store.begin().await.expect("begin");
+    for (index, (process, state, vendor)) in [
+        ("p", "active", "acme"),
+        ("p", "waiting", "acme"),
+        ("q", "active", "acme"),
+        ("p", "active", "other"),
+        ("p", "active", "acme"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let started = 1000 + i64::try_from(index).expect("small") * 10;
+        let row = run_row(
+            &format!("r_{index}"),
+            process,
+            state,
+            started,
+            &[("vendor", vendor), ("amount", "h1")],
+        );
+        tx.put_run("o", &row, true).await.expect("put");
+    }
+    tx.put_run("x", &run_row("r_9", "p", "active", 1, &[("vendor", "acme")]), true)
+        .await
+        .expect("put");
+    tx.commit().await.expect("commit");
+
+    let ids = |page: &agentprocess_store::Page<agentprocess_store::StoredRun>| {
+        page.items.iter().map(|run| run.id.clone()).collect::<Vec<_>>()
+    };
+    let all = RunFilter {
+        limit: 10,
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(&store.list_runs("o", &all).await.expect("list")),
+        ["r_0", "r_1", "r_2", "r_3", "r_4"]
+    );
+    let acme_p_active = RunFilter {
+        process: Some("p".to_owned()),
+        state: Some("active".to_owned()),
+        inputs: vec![
+            ("vendor".to_owned(), "acme".to_owned()),
+            ("amount".to_owned(), "h1".to_owned()),
+        ],
+        limit: 10,
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(&store.list_runs("o", &acme_p_active).await.expect("list")),
+        ["r_0", "r_4"]
+    );
+
+    // Paging: two at a time, the cursor is the last row of the page.
+    let mut filter = RunFilter { limit: 2, ..all };
+    let first = store.list_runs("o", &filter).await.expect("list");
+    assert_eq!(ids(&first), ["r_0", "r_1"]);
+    assert_eq!(
+        first.next,
+        Some(Keyset {
+            at: 1010,
+            id: "r_1".to_owned()
+        })
+    );
+    filter.after = first.next;
+    let second = store.list_runs("o", &filter).await.expect("list");
+    assert_eq!(ids(&second), ["r_2", "r_3"]);
+    filter.after = second.next;
+    let last = store.list_runs("o", &filter).await.expect("list");
+    assert_eq!((ids(&last), last.next), (vec!["r_4".to_owned()], None));
+}
+
+on_both!(work_lists_ready_steps_expired_leases_and_items_for_the_caller, work);
+async fn work(db: &TestDb) {
+    let store = &db.store;
+    let mut run = run_row("r_1", "p", "active", 100, &[]);
+    run.work = vec![
+        work_row("r_1", "a_ready", WorkKind::Agent, 300),
+        WorkRow {
+            lease_until: Some(1_000),
+            ..work_row("r_1", "b_claimed", WorkKind::Agent, 200)
+        },
+        WorkRow {
+            group: Some("finance".to_owned()),
+            ..work_row("r_1", "c_group", WorkKind::Item, 100)
+        },
+        WorkRow {
+            person: Some("ann@example.com".to_owned()),
+            ..work_row("r_1", "d_person", WorkKind::Item, 400)
+        },
+    ];
+    let mut tx = store.begin().await.expect("begin");
+    tx.put_run("o", &run, true).await.expect("put");
+    tx.commit().await.expect("commit");
+
+    let agent = |now| WorkQuery {
+        kind: WorkKind::Agent,
+        now,
+        groups: Vec::new(),
+        person: None,
+        process: None,
+        after: None,
+        limit: 10,
+    };
+    let steps = |page: agentprocess_store::Page<agentprocess_store::WorkRow>| {
+        page.items.into_iter().map(|row| row.step_id).collect::<Vec<_>>()
+    };
+    assert_eq!(steps(store.work("o", &agent(999)).await.expect("work")), ["a_ready"]);
+    assert_eq!(
+        steps(store.work("o", &agent(1_000)).await.expect("work")),
+        ["b_claimed", "a_ready"]
+    );
+    let person = WorkQuery {
+        kind: WorkKind::Item,
+        groups: vec!["finance".to_owned()],
+        person: Some("ann@example.com".to_owned()),
+        ..agent(0)
+    };
+    assert_eq!(
+        steps(store.work("o", &person).await.expect("work")),
+        ["c_group", "d_person"]
+    );
+    let stranger = WorkQuery {
+        groups: vec!["legal".to_owned()],
+        person: Some("bob@example.com".to_owned()),
+        ..person.clone()
+    };
+    assert!(store.work("o", &stranger).await.expect("work").items.is_empty());
+    assert!(store.work("other", &person).await.expect("work").items.is_empty());
+
+    // Rewriting the run replaces its work rows.
+    run.work.truncate(1);
+    let mut tx = store.begin().await.expect("begin");
+    assert!(tx.lock_run("o", "r_1").await.expect("lock").is_some());
+    tx.put_run("o", &run, false).await.expect("put");
+    tx.commit().await.expect("commit");
+    assert!(store.work("o", &person).await.expect("work").items.is_empty());
+}
+
+use agentprocess_store::WorkRow;
+
+on_both!(identities_tokens_and_versions_round_trip, identities_and_versions);
+async fn identities_and_versions(db: &TestDb) {
+    let store = &db.store;
+    let mut tx = store.begin().await.expect("begin");
+    tx.create_org("o", "Org", 1).await.expect("org");
+    let ann = Identity {
+        org: "o".to_owned(),
+        id: "ann".to_owned(),
+        kind: IdentityKind::Operator,
+        person: Some("ann@example.com".to_owned()),
+        name: "Ann".to_owned(),
+        groups: vec!["finance".to_owned(), "legal".to_owned()],
+    };
+    tx.create_identity(&ann, 1).await.expect("identity");
+    tx.add_token("o", "ann", "hash-1", 1).await.expect("token");
+    for (process, source) in [("b", "v1"), ("b", "v2"), ("a", "v1")] {
+        let version = NewVersion {
+            process: process.to_owned(),
+            content_hash: format!("{process}-{source}"),
+            source: source.to_owned(),
+            frontmatter: "{}".to_owned(),
+            body: String::new(),
+            roles: "{}".to_owned(),
+        };
+        tx.publish("o", &version, 2).await.expect("publish");
+    }
+    tx.commit().await.expect("commit");
+
+    assert_eq!(store.identity_by_token("hash-1").await.expect("read"), Some(ann));
+    assert_eq!(store.identity_by_token("hash-2").await.expect("read"), None);
+    let latest = store.latest_versions("o", None, 10).await.expect("latest");
+    let names: Vec<(String, u32)> = latest.iter().map(|v| (v.process.clone(), v.number)).collect();
+    assert_eq!(names, [("a".to_owned(), 1), ("b".to_owned(), 2)]);
+    assert_eq!(
+        store.latest_versions("o", Some("a"), 10).await.expect("latest").len(),
+        1
+    );
+    assert_eq!(
+        store.version("o", "b", Some(1)).await.expect("v").map(|v| v.source),
+        Some("v1".to_owned())
+    );
+    assert_eq!(
+        store.version("o", "b", None).await.expect("v").map(|v| v.number),
+        Some(2)
+    );
+    assert!(store.version("other", "b", None).await.expect("v").is_none());
+}
+
+on_both!(timers_fire_earliest_first_and_are_removed_once, timers);
+async fn timers(db: &TestDb) {
+    let store = &db.store;
+    let timer = |id: &str, at| TimerRow {
+        org: "o".to_owned(),
+        run_id: "r_1".to_owned(),
+        timer_id: id.to_owned(),
+        fire_at: at,
+    };
+    let mut tx = store.begin().await.expect("begin");
+    tx.schedule_timer(&timer("late", 300)).await.expect("schedule");
+    tx.schedule_timer(&timer("early", 100)).await.expect("schedule");
+    tx.schedule_timer(&timer("moved", 900)).await.expect("schedule");
+    tx.schedule_timer(&timer("moved", 200)).await.expect("reschedule");
+    tx.commit().await.expect("commit");
+    assert_eq!(store.next_timer_at().await.expect("next"), Some(100));
+    let due: Vec<String> = store
+        .due_timers(250, 10)
+        .await
+        .expect("due")
+        .into_iter()
+        .map(|t| t.timer_id)
+        .collect();
+    assert_eq!(due, ["early", "moved"]);
+    let mut tx = store.begin().await.expect("begin");
+    assert!(tx.remove_timer("o", "r_1", "early").await.expect("remove"));
+    assert!(!tx.remove_timer("o", "r_1", "early").await.expect("remove"));
+    tx.commit().await.expect("commit");
+    assert_eq!(store.due_timers(1_000, 1).await.expect("due").len(), 1);
+}
+
+on_both!(uploads_belong_to_their_organization, uploads);
+async fn uploads(db: &TestDb) {
+    let store = &db.store;
+    let upload = Upload {
+        id: "f_1".to_owned(),
+        sha256: "ab".repeat(32),
+        bytes: 3,
+        content_type: "text/plain".to_owned(),
+        file_name: "a.txt".to_owned(),
+        storage_key: "o/f_1".to_owned(),
+    };
+    let mut tx = store.begin().await.expect("begin");
+    tx.put_upload(
+        "o",
+        &NewUpload {
+            upload: upload.clone(),
+            uploaded_by: "agent".to_owned(),
+            created_at: 1,
+        },
+    )
+    .await
+    .expect("upload");
+    tx.commit().await.expect("commit");
+    assert_eq!(store.upload("o", "f_1").await.expect("read"), Some(upload));
+    assert_eq!(store.upload("x", "f_1").await.expect("read"), None);
+}
