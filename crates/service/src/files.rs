@@ -9,7 +9,7 @@ use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
 
 use crate::ids::{random_id, sha256_hex};
-use crate::write::{Opened, Write};
+use crate::write::{Write, fresh};
 use crate::{Caller, Service, forbidden, invalid, millis, retry};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
@@ -52,10 +52,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         if !issues.is_empty() {
             return Err(invalid("the upload was refused; nothing was stored", issues));
         }
-        let mut tx = match self.open(caller, write, "upload").await? {
-            Opened::Fresh(tx) => tx,
-            Opened::Replay(stored) => return Ok(stored),
-        };
+        let mut tx = fresh!(self.open(caller, write, "upload").await?);
         let id = random_id("f_", 8);
         let upload = Upload {
             sha256: sha256_hex(&bytes),

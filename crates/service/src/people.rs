@@ -6,7 +6,7 @@ use agentprocess_store::Store;
 use serde_json::Value;
 
 use crate::ids::RunIds;
-use crate::write::{Opened, Write};
+use crate::write::{Locked, Target, Write, fresh};
 use crate::{Caller, Service};
 
 impl<S: Store, B: Blobs> Service<S, B> {
@@ -18,11 +18,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         mut decide: Decide,
         write: &Write,
     ) -> Result<Value, ToolError> {
-        let mut tx = match self.open(caller, write, "decide").await? {
-            Opened::Fresh(tx) => tx,
-            Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
-        };
-        let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
+        let Locked { mut tx, run, version } =
+            fresh!(self.open_run(caller, write, "decide", Target::Run(run_id)).await?);
         let file_issues = self
             .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
             .await?;

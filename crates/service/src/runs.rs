@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
-use crate::write::{Opened, Write};
+use crate::write::{Locked, Target, Write, fresh};
 use crate::{Caller, Service, cursor, not_found, retry};
 
 /// The arguments of `start_run` after decoding.
@@ -42,10 +42,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `start_run`.
     pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<Value, ToolError> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;
-        let mut tx = match self.open(caller, write, "start_run").await? {
-            Opened::Fresh(tx) => tx,
-            Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
-        };
+        let mut tx = fresh!(self.open(caller, write, "start_run").await?);
         let now = self.now();
         let actor = caller.actor();
         let run_id = random_id("r_", 10);
@@ -110,11 +107,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `cancel`.
     pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<Value, ToolError> {
-        let mut tx = match self.open(caller, write, "cancel").await? {
-            Opened::Fresh(tx) => tx,
-            Opened::Replay(stored) => return Ok(self.replayed(caller, stored)),
-        };
-        let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
+        let Locked { mut tx, run, version } =
+            fresh!(self.open_run(caller, write, "cancel", Target::Run(run_id)).await?);
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
@@ -134,11 +128,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         data: Map<String, Value>,
         write: &Write,
     ) -> Result<Value, ToolError> {
-        let mut tx = match self.open(caller, write, "send_event").await? {
-            Opened::Fresh(tx) => tx,
-            Opened::Replay(stored) => return Ok(stored),
-        };
-        let (run, version) = self.lock(&mut tx, caller.org(), run_id).await?;
+        let Locked { mut tx, run, version } =
+            fresh!(self.open_run(caller, write, "send_event", Target::Run(run_id)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);

@@ -8,8 +8,9 @@ use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transiti
 use agentprocess_store::{RequestSlot, Store, StoreTx, TimerRow};
 use serde_json::Value;
 
+use crate::ids::token_run;
 use crate::index::run_row;
-use crate::{Caller, Service, millis, not_found, retry};
+use crate::{Caller, Service, invalid, millis, not_found, retry};
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +37,34 @@ impl Write {
 pub(crate) enum Opened<T> {
     /// First use of the `requestId`: go on in this transaction.
     Fresh(T),
-    /// A replay: the stored result.
+    /// A replay: the stored result, as presented to the caller.
     Replay(Value),
+}
+
+/// The transaction of a fresh write, or returns the replayed result from the
+/// enclosing tool function.
+macro_rules! fresh {
+    ($opened:expr) => {
+        match $opened {
+            $crate::write::Opened::Fresh(fresh) => fresh,
+            $crate::write::Opened::Replay(result) => return Ok(result),
+        }
+    };
+}
+pub(crate) use fresh;
+
+/// A write's transaction holding its run's lock.
+pub(crate) struct Locked<T> {
+    pub(crate) tx: T,
+    pub(crate) run: Run,
+    pub(crate) version: Arc<ProcessVersion>,
+}
+
+/// How a tool names its run: by id, or by a claim token that leads to it.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    Run(&'a str),
+    Token(&'a str),
 }
 
 impl<S: Store, B: Blobs> Service<S, B> {
@@ -62,6 +89,46 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 format!("requestId {:?} was used before with other arguments", write.request_id),
                 Vec::new(),
             )),
+        }
+    }
+
+    /// Reserves the `requestId` and locks the run the call names.
+    pub(crate) async fn open_run(
+        &self,
+        caller: &Caller,
+        write: &Write,
+        tool: &str,
+        target: Target<'_>,
+    ) -> Result<Opened<Locked<S::Tx>>, ToolError> {
+        let mut tx = match self.open(caller, write, tool).await? {
+            Opened::Fresh(tx) => tx,
+            Opened::Replay(result) => return Ok(Opened::Replay(result)),
+        };
+        let (run, version) = match target {
+            Target::Run(run_id) => self.lock(&mut tx, caller.org(), run_id).await?,
+            Target::Token(token) => self.lock_by_token(&mut tx, caller.org(), token).await?,
+        };
+        Ok(Opened::Fresh(Locked { tx, run, version }))
+    }
+
+    /// Locks the run a claim token names. A token of another shape, or naming no run
+    /// of this organization, does not verify: `invalid`.
+    async fn lock_by_token(
+        &self,
+        tx: &mut S::Tx,
+        org: &str,
+        token: &str,
+    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
+        let unverified = || {
+            invalid(
+                "the token does not verify",
+                vec!["token: not a token this server gave".to_owned()],
+            )
+        };
+        let run_id = token_run(token).ok_or_else(unverified)?;
+        match self.lock(tx, org, run_id).await {
+            Err(error) if error.code == Code::NotFound => Err(unverified()),
+            other => other,
         }
     }
 
@@ -132,10 +199,5 @@ impl<S: Store, B: Blobs> Service<S, B> {
         tx.commit().await.map_err(retry)?;
         self.wake.notify_one();
         Ok(self.present(caller.org(), result))
-    }
-
-    /// What a replay returns: the stored result, with fresh file URLs.
-    pub(crate) fn replayed(&self, caller: &Caller, stored: Value) -> Value {
-        self.present(caller.org(), stored)
     }
 }

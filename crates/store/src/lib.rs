@@ -11,7 +11,7 @@ pub use model::{
     Identity, IdentityKind, Keyset, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun,
     StoredVersion, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
 };
-pub use sql::{Dialect, SqlStore};
+pub use sql::{Dialect, SqlStore, SqlTx};
 
 /// What can go wrong in the store. The service turns every one into `retry` for the
 /// caller and logs the cause.

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use agentprocess_store::{Dialect, RequestSlot, Store, StoreTx};
+use agentprocess_store::{Dialect, RequestSlot, SqlTx, Store, StoreTx};
+use tokio::task::JoinHandle;
 
 use crate::support::{TestDb, run_row};
 
@@ -29,21 +30,26 @@ async fn someone_waits(db: &TestDb) {
     panic!("no transaction ever waited");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_concurrent_request_id_waits_then_replays_the_committed_result() {
-    let db = TestDb::new(Dialect::Postgres).await;
+/// A transaction that reserved requestId `q`, and a second one already waiting to
+/// reserve it.
+async fn racing_reservations(db: &TestDb) -> (SqlTx, JoinHandle<RequestSlot>) {
     let mut first = db.store.begin().await.expect("begin");
-    assert_eq!(
-        first.reserve_request("o", "q", "claim", "h", 1).await.expect("reserve"),
-        RequestSlot::New
-    );
+    let slot = first.reserve_request("o", "q", "claim", "h", 1).await.expect("reserve");
+    assert_eq!(slot, RequestSlot::New);
     let store = db.store.clone();
     let second = tokio::spawn(async move {
         let mut tx = store.begin().await.expect("begin");
         tx.reserve_request("o", "q", "claim", "h", 2).await.expect("reserve")
     });
-    someone_waits(&db).await;
+    someone_waits(db).await;
     assert!(!second.is_finished());
+    (first, second)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_request_id_waits_then_replays_the_committed_result() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let (mut first, second) = racing_reservations(&db).await;
     first.complete_request("o", "q", "result").await.expect("complete");
     first.commit().await.expect("commit");
     assert_eq!(second.await.expect("joined"), RequestSlot::Replay("result".to_owned()));
@@ -53,17 +59,7 @@ async fn a_concurrent_request_id_waits_then_replays_the_committed_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrent_request_id_proceeds_when_the_first_rolls_back() {
     let db = TestDb::new(Dialect::Postgres).await;
-    let mut first = db.store.begin().await.expect("begin");
-    assert_eq!(
-        first.reserve_request("o", "q", "claim", "h", 1).await.expect("reserve"),
-        RequestSlot::New
-    );
-    let store = db.store.clone();
-    let second = tokio::spawn(async move {
-        let mut tx = store.begin().await.expect("begin");
-        tx.reserve_request("o", "q", "claim", "h", 2).await.expect("reserve")
-    });
-    someone_waits(&db).await;
+    let (first, second) = racing_reservations(&db).await;
     drop(first);
     assert_eq!(second.await.expect("joined"), RequestSlot::New);
     db.drop_database().await;
