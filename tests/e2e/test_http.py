@@ -120,3 +120,13 @@ async def test_a_file_url_with_a_bad_or_expired_signature_is_refused(clients, se
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(url, timeout=10)
     assert refused.value.code == 403
+
+
+def test_json_nested_beyond_the_parser_bound_is_refused_and_the_server_lives_on(server):
+    deep = "[" * 100_000 + "]" * 100_000
+    body = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe","arguments":{"x":' + deep
+            + "}}}").encode()
+    status, _, answer = post(server, body, server.tokens["agent-1"])
+    assert status != 200 or "result" not in json.loads(answer)
+    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"])
+    assert status == 200

@@ -3,8 +3,10 @@ with every result checked against the official schemas."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
+from client import request_id
 from walk import EXAMPLES, Plan, Walker, definition, fill
 
 PROCESSES = sorted(p.name for p in EXAMPLES.iterdir() if p.name != "vendor-check")
@@ -47,3 +49,41 @@ async def test_every_route_of_the_process_is_walked_to_an_end(clients, server, p
         taken |= walk.routes
     assert declared_routes(process) <= taken, f"routes never taken: {declared_routes(process) - taken}"
     assert outcomes, process
+
+
+async def test_a_due_step_turns_overdue_when_its_time_passes(clients, server):
+    listed = await clients["alice"].call("list_processes")
+    inputs = next(i["inputs"] for i in listed["items"] if i["name"] == "incident-postmortem")
+    view = await clients["alice"].call(
+        "start_run", process="incident-postmortem", inputs=fill(inputs, server.persons), requestId=request_id()
+    )
+    run_id = view["run"]["id"]
+    claim = await clients["agent-1"].call("claim", runId=run_id, stepId="draft", requestId=request_id())
+    view = await clients["agent-1"].call(
+        "submit", token=claim["token"], output=fill(claim["step"]["output"], server.persons),
+        evidence=[{"kind": "link", "ref": "doc"}], summary="Drafted.", requestId=request_id(),
+    )
+    review = next(step for step in view["steps"] if step["id"] == "review")
+    assert review["overdue"] is False and review["due"]
+    server.advance(6 * 24 * 3600)  # review is due in 5d
+    for _ in range(100):
+        view = await clients["alice"].call("get_run", runId=run_id)
+        if next(step for step in view["steps"] if step["id"] == "review")["overdue"]:
+            break
+        await anyio.sleep(0.05)
+    else:
+        raise AssertionError("the review never turned overdue")
+    assert view["workItems"][0]["stepId"] == "review"  # the work stays open
+
+
+async def test_a_test_mode_run_marks_its_work_as_test(clients, server):
+    listed = await clients["alice"].call("list_processes")
+    inputs = next(i["inputs"] for i in listed["items"] if i["name"] == "incident-postmortem")
+    view = await clients["alice"].call(
+        "start_run", process="incident-postmortem", inputs=fill(inputs, server.persons), mode="test",
+        requestId=request_id(),
+    )
+    assert view["run"]["mode"] == "test"
+    work = await clients["agent-1"].call("get_work", process="incident-postmortem", limit=100)
+    item = next(item for item in work["items"] if item["runId"] == view["run"]["id"])
+    assert item["mode"] == "test"

@@ -137,3 +137,95 @@ fn unreadable_paths_exit_2_and_help_explains() {
     assert!(help.contains("FILE:LINE:COLUMN"), "{help}");
     assert!(help.contains("parallel-1") && help.contains("send_event"), "{help}");
 }
+
+/// `agentprocess admin --database-url <a fresh SQLite file> ARGS…`.
+struct AdminDb(String);
+
+impl AdminDb {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("agentprocess-cli-{}-{name}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let db = Self(format!("sqlite://{}?mode=rwc", path.display()));
+        assert!(db.run(&["migrate"]).status.success());
+        assert!(db.run(&["create-org", "acme"]).status.success());
+        db
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["admin", "--database-url", &self.0];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+}
+
+#[test]
+fn admin_import_refuses_with_every_issue_and_its_place() {
+    let db = AdminDb::new("refusal");
+    let dir = folder(
+        "broken",
+        "---\nname: broken\ndescription: Two mistakes.\nsteps:\n  - id: a\n    agent: Do it.\n    next: nowhere\n  \
+         - id: b\n    wait: 3 weeks\n---\n",
+    );
+    let output = db.run(&["import", "--org", "acme", &show(&dir)]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("7:5: steps[0] (a).next: no step \"nowhere\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("9:5: steps[1] (b).wait:"), "{stderr}");
+}
+
+#[test]
+fn admin_publishes_once_every_role_is_bound_and_versions_only_on_change() {
+    let db = AdminDb::new("publish");
+    let dir = fixtures().join("invoice-approval");
+    let imported = db.run(&["import", "--org", "acme", &show(&dir)]);
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    assert!(text(&imported.stdout).contains("role finance-controller: not bound yet"));
+    let refused = db.run(&["publish", "--org", "acme", "invoice-approval"]);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("role finance-controller: not bound to a group"));
+    for (role, group) in [("finance-controller", "finance"), ("cfo", "executives")] {
+        let bound = db.run(&["bind", "--org", "acme", "invoice-approval", role, group]);
+        assert!(bound.status.success(), "{}", text(&bound.stderr));
+    }
+    let first = db.run(&["publish", "--org", "acme", "invoice-approval"]);
+    assert!(
+        text(&first.stdout).starts_with("invoice-approval version 1: "),
+        "{}",
+        text(&first.stderr)
+    );
+    let again = db.run(&["publish", "--org", "acme", "invoice-approval"]);
+    assert!(text(&again.stdout).contains("version 1 (unchanged)"));
+    let versions = db.run(&["versions", "--org", "acme", "invoice-approval"]);
+    assert_eq!(text(&versions.stdout).lines().count(), 1);
+}
+
+#[test]
+fn admin_identities_get_tokens_shown_once() {
+    let db = AdminDb::new("identities");
+    let made = db.run(&[
+        "create-identity",
+        "--org",
+        "acme",
+        "--kind",
+        "person",
+        "--person",
+        "Mira@Acme.com",
+        "mira",
+        "--group",
+        "finance",
+    ]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let bad = db.run(&["create-identity", "--org", "acme", "--kind", "person", "Bad Id"]);
+    let stderr = text(&bad.stderr);
+    assert!(
+        stderr.contains("identity id \"Bad Id\"") && stderr.contains("person: required for a person"),
+        "{stderr}"
+    );
+    let token = db.run(&["issue-token", "--org", "acme", "mira"]);
+    assert!(text(&token.stdout).starts_with("apt_"));
+    let listed = text(&db.run(&["identities", "--org", "acme"]).stdout);
+    assert_eq!(listed.trim(), "mira\tperson\tmira@acme.com\tfinance");
+}
