@@ -17,9 +17,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
         let claimed = agentprocess_engine::claim(&run, &version, step_id, &mut context)?;
-        self.save(&mut tx, caller.org(), &claimed.transition, &version, false)
+        self.save(&mut tx, caller.org(), Some(&run), &claimed.transition, &version)
             .await?;
-        self.finish(tx, caller, write, claimed.result).await
+        self.finish(tx, caller, write, "claim", claimed.result).await
     }
 
     /// `renew`.
@@ -36,8 +36,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
         let (transition, result) = agentprocess_engine::renew(&run, token, progress, &mut context)?;
-        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
-        self.finish(tx, caller, write, result).await
+        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
+            .await?;
+        self.finish(tx, caller, write, "renew", result).await
     }
 
     /// `submit`. A submission that is not accepted keeps its issues in the step's
@@ -60,19 +61,20 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut context = self.context(now, &actor, &mut ids);
         match agentprocess_engine::submit(&run, &version, token, submission, file_issues, &mut context)? {
             Submitted::Accepted(transition) => {
-                self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+                self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
+                    .await?;
                 let view = run_view(&transition.run, &version, now);
-                self.finish(tx, caller, write, view).await
+                self.finish(tx, caller, write, "submit", view).await
             }
-            Submitted::NotAccepted { run, error } => {
+            Submitted::NotAccepted {
+                run: with_issues,
+                error,
+            } => {
                 let kept = Transition {
-                    run,
+                    run: with_issues,
                     effects: Vec::new(),
                 };
-                self.save(&mut tx, caller.org(), &kept, &version, false).await?;
-                tx.release_request(caller.org(), &write.request_id)
-                    .await
-                    .map_err(retry)?;
+                self.save(&mut tx, caller.org(), Some(&run), &kept, &version).await?;
                 tx.commit().await.map_err(retry)?;
                 Err(error)
             }
@@ -88,8 +90,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::escalate(&run, token, note, &mut context)?;
-        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
+            .await?;
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, view).await
+        self.finish(tx, caller, write, "escalate", view).await
     }
 }

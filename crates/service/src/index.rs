@@ -1,7 +1,8 @@
 //! What the store's indexes need from a run: its state, input hashes and `get_work`
-//! entries, derived from the engine's run each time it is written.
+//! entries, derived from the engine's run each time it is written. Work entries are
+//! written as a change against the run before the write, so a claim touches one row.
 
-use agentprocess_engine::{Assignee, ProcessVersion, Run, StepState, run_state};
+use agentprocess_engine::{Actor, Assignee, ProcessVersion, Run, Settings, StepState, run_state, work_items};
 use agentprocess_format::StepKind;
 use agentprocess_store::{RunRow, WorkKind, WorkRow};
 use serde_json::Value;
@@ -9,8 +10,24 @@ use serde_json::Value;
 use crate::ids::sha256_hex;
 use crate::millis;
 
-/// The row to write for `run`.
-pub(crate) fn run_row(run: &Run, version: &ProcessVersion) -> Result<RunRow, serde_json::Error> {
+/// The row to write for `run`, with its work entries changed since `before` (the run
+/// as it was; `None` for a new run).
+pub(crate) fn run_row(
+    before: Option<&Run>,
+    run: &Run,
+    version: &ProcessVersion,
+    settings: &Settings,
+) -> Result<RunRow, serde_json::Error> {
+    let previous = before
+        .map(|before| work_rows(before, version, settings))
+        .unwrap_or_default();
+    let current = work_rows(run, version, settings);
+    let gone = previous
+        .iter()
+        .filter(|old| !current.iter().any(|row| row.step_id == old.step_id))
+        .map(|old| old.step_id.clone())
+        .collect();
+    let work = current.into_iter().filter(|row| !previous.contains(row)).collect();
     Ok(RunRow {
         id: run.id.clone(),
         process: run.process.clone(),
@@ -25,7 +42,8 @@ pub(crate) fn run_row(run: &Run, version: &ProcessVersion) -> Result<RunRow, ser
             .iter()
             .map(|(field, value)| (field.clone(), value_hash(value)))
             .collect(),
-        work: work_rows(run, version),
+        work,
+        gone,
     })
 }
 
@@ -36,10 +54,19 @@ pub(crate) fn value_hash(value: &Value) -> String {
     sha256_hex(canonical.as_bytes())
 }
 
-fn work_rows(run: &Run, version: &ProcessVersion) -> Vec<WorkRow> {
+fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<WorkRow> {
     if run.is_over() {
         return Vec::new();
     }
+    // Ready agent steps carry their get_work item, the same for every agent.
+    let anyone = Actor::Agent { id: String::new() };
+    let items = work_items(run, version, &anyone, settings, run.updated_at);
+    let item_of = |step: &str| {
+        items
+            .iter()
+            .find(|item| item["stepId"] == step)
+            .map(|item| item.to_string())
+    };
     let definitions = &version.process.document().steps;
     let mut rows = Vec::new();
     for (step, definition) in run.steps.iter().zip(definitions) {
@@ -52,6 +79,7 @@ fn work_rows(run: &Run, version: &ProcessVersion) -> Vec<WorkRow> {
             lease_until: None,
             group: None,
             person: None,
+            item: None,
         };
         if let Some(item) = &step.work_item {
             let mut entry = row(WorkKind::Item, item.created_at);
@@ -66,6 +94,8 @@ fn work_rows(run: &Run, version: &ProcessVersion) -> Vec<WorkRow> {
             let mut entry = row(WorkKind::Agent, step.ready_since.unwrap_or(run.started_at));
             if step.state == Some(StepState::Claimed) {
                 entry.lease_until = step.claim.as_ref().map(|claim| millis(claim.expires_at));
+            } else {
+                entry.item = item_of(&step.id);
             }
             rows.push(entry);
         }

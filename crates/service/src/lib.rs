@@ -15,7 +15,8 @@ mod versions;
 mod work;
 mod write;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, Code, Context, ToolError};
@@ -75,6 +76,9 @@ pub struct Settings {
     pub url_secret: Vec<u8>,
     /// How long a file URL lives, at least.
     pub url_seconds: u32,
+    /// How long a bearer token's identity is remembered between calls, so most calls
+    /// need no lookup. A revoked token or changed group stays in effect this long.
+    pub identity_cache_seconds: u32,
 }
 
 impl std::fmt::Debug for Settings {
@@ -85,6 +89,7 @@ impl std::fmt::Debug for Settings {
             .field("public_url", &self.public_url)
             .field("url_secret", &"<secret>")
             .field("url_seconds", &self.url_seconds)
+            .field("identity_cache_seconds", &self.identity_cache_seconds)
             .finish()
     }
 }
@@ -98,6 +103,7 @@ impl Settings {
             public_url: public_url.into(),
             url_secret,
             url_seconds: 300,
+            identity_cache_seconds: 10,
         }
     }
 }
@@ -139,8 +145,12 @@ pub struct Service<S, B> {
     clock: Arc<dyn Clock>,
     settings: Settings,
     versions: versions::Cache,
+    callers: Mutex<HashMap<String, (jiff::Timestamp, Caller)>>,
     wake: Notify,
 }
+
+/// The most identities remembered at once; past it the memory starts afresh.
+const CALLERS_KEPT: usize = 10_000;
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// A service over `store` and `blobs`.
@@ -151,6 +161,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             clock,
             settings,
             versions: versions::Cache::default(),
+            callers: Mutex::new(HashMap::new()),
             wake: Notify::new(),
         }
     }
@@ -167,12 +178,26 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// The identity holding a bearer token, if the token is known and not revoked.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Caller>, ToolError> {
-        let identity = self
-            .store
-            .identity_by_token(&ids::sha256_hex(token.as_bytes()))
-            .await
-            .map_err(retry)?;
-        Ok(identity.map(|identity| Caller { identity }))
+        let hash = ids::sha256_hex(token.as_bytes());
+        let now = self.now();
+        if let Ok(callers) = self.callers.lock()
+            && let Some((until, caller)) = callers.get(&hash)
+            && *until > now
+        {
+            return Ok(Some(caller.clone()));
+        }
+        let identity = self.store.identity_by_token(&hash).await.map_err(retry)?;
+        let caller = identity.map(|identity| Caller { identity });
+        if let Some(caller) = &caller
+            && let Ok(mut callers) = self.callers.lock()
+        {
+            if callers.len() >= CALLERS_KEPT {
+                callers.clear();
+            }
+            let keep = jiff::SignedDuration::from_secs(i64::from(self.settings.identity_cache_seconds));
+            callers.insert(hash, (now.checked_add(keep).unwrap_or(now), caller.clone()));
+        }
+        Ok(caller)
     }
 
     fn now(&self) -> jiff::Timestamp {

@@ -28,8 +28,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::decide(&run, &version, decide, file_issues, &mut context)?;
-        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
+            .await?;
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, view).await
+        self.finish(tx, caller, write, "decide", view).await
     }
 }

@@ -54,9 +54,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
             mode: args.mode,
         };
         let transition = agentprocess_engine::start(&version, command, &mut context)?;
-        self.save(&mut tx, caller.org(), &transition, &version, true).await?;
+        self.save(&mut tx, caller.org(), None, &transition, &version).await?;
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, view).await
+        self.finish(tx, caller, write, "start_run", view).await
     }
 
     /// `get_run`.
@@ -114,9 +114,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
-        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
+        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
+            .await?;
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, view).await
+        self.finish(tx, caller, write, "cancel", view).await
     }
 
     /// `send_event`: the engine takes it from an agent or an operator.
@@ -134,8 +135,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
         let (transition, consumed_by) = agentprocess_engine::send_event(&run, &version, name, data, &mut context)?;
-        self.save(&mut tx, caller.org(), &transition, &version, false).await?;
-        self.finish(tx, caller, write, json!({ "consumedBy": consumed_by }))
+        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
+            .await?;
+        self.finish(tx, caller, write, "send_event", json!({ "consumedBy": consumed_by }))
             .await
     }
 }

@@ -81,7 +81,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         };
         let mut ids = RunIds { run: run.id.clone() };
         let transition = timer_fired(&run, &version, &timer.timer_id, self.now(), &mut ids);
-        self.save(&mut tx, &timer.org, &transition, &version, false).await?;
+        self.save(&mut tx, &timer.org, Some(&run), &transition, &version)
+            .await?;
         tx.commit().await.map_err(retry)?;
         tracing::debug!(org = %timer.org, run = %timer.run_id, timer = %timer.timer_id, "timer fired");
         Ok(())

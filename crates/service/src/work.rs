@@ -49,6 +49,16 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut runs: HashMap<String, Option<(Run, Arc<ProcessVersion>)>> = HashMap::new();
         let mut items = Vec::with_capacity(page.items.len());
         for row in page.items {
+            // A ready agent step's row carries its item; only a step whose lease ended
+            // needs its run (the item then hands on the claim's progress).
+            if let Some(item) = row
+                .item
+                .as_deref()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+            {
+                items.push(item);
+                continue;
+            }
             if !runs.contains_key(&row.run_id) {
                 // A run that vanished or cannot be read is skipped, not fatal to the page.
                 let loaded = self.read_run(caller.org(), &row.run_id).await.ok();

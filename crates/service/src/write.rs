@@ -1,11 +1,19 @@
-//! The path of every write: reserve the `requestId`, lock the run, apply the engine,
-//! persist, store the result, commit.
+//! The path of every write: lock the run and read what its `requestId` recorded (a
+//! replay answers from there), apply the engine, write the run, its index rows and
+//! timers, record the result under the `requestId`, commit.
+//!
+//! The `requestId` row is written last, with the result. Its primary key decides a
+//! race between two writes with one `requestId`: the second's insert waits for the
+//! first to commit, finds the row, and the second rolls back everything it did and
+//! answers with the first's result (or `conflict`, if its arguments differ). If the
+//! first rolled back instead, the second's insert succeeds. Either way there is one
+//! effect, and a failed call leaves nothing behind.
 
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transition};
-use agentprocess_store::{RequestSlot, Store, StoreTx, TimerRow};
+use agentprocess_store::{NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use serde_json::Value;
 
 use crate::ids::token_run;
@@ -33,9 +41,9 @@ impl Write {
     }
 }
 
-/// A reserved write, or the answer an earlier one stored.
+/// A write to carry out, or the answer an earlier one with the same `requestId` stored.
 pub(crate) enum Opened<T> {
-    /// First use of the `requestId`: go on in this transaction.
+    /// No result is recorded under the `requestId`: go on in this transaction.
     Fresh(T),
     /// A replay: the stored result, as presented to the caller.
     Replay(Value),
@@ -68,31 +76,22 @@ pub(crate) enum Target<'a> {
 }
 
 impl<S: Store, B: Blobs> Service<S, B> {
-    /// Starts the transaction of a write and reserves its `requestId`.
+    /// Starts a write that names no run (`start_run`, `upload`). A replay is answered
+    /// before any work.
     pub(crate) async fn open(&self, caller: &Caller, write: &Write, tool: &str) -> Result<Opened<S::Tx>, ToolError> {
-        let mut tx = self.store.begin().await.map_err(retry)?;
-        let slot = tx
-            .reserve_request(
-                caller.org(),
-                &write.request_id,
-                tool,
-                &write.args_hash,
-                millis(self.now()),
-            )
+        if let Some(stored) = self
+            .store
+            .request(caller.org(), &write.request_id)
             .await
-            .map_err(retry)?;
-        match slot {
-            RequestSlot::New => Ok(Opened::Fresh(tx)),
-            RequestSlot::Replay(stored) => serde_json::from_str(&stored).map(Opened::Replay).map_err(retry),
-            RequestSlot::Conflict => Err(ToolError::new(
-                Code::Conflict,
-                format!("requestId {:?} was used before with other arguments", write.request_id),
-                Vec::new(),
-            )),
+            .map_err(retry)?
+        {
+            return self.answer(caller, write, tool, stored).map(Opened::Replay);
         }
+        Ok(Opened::Fresh(self.store.begin().await.map_err(retry)?))
     }
 
-    /// Reserves the `requestId` and locks the run the call names.
+    /// Starts a write on the run the call names, by id or by claim token: locks it
+    /// and, in the same round trip, reads what the `requestId` recorded.
     pub(crate) async fn open_run(
         &self,
         caller: &Caller,
@@ -100,47 +99,54 @@ impl<S: Store, B: Blobs> Service<S, B> {
         tool: &str,
         target: Target<'_>,
     ) -> Result<Opened<Locked<S::Tx>>, ToolError> {
-        let mut tx = match self.open(caller, write, tool).await? {
-            Opened::Fresh(tx) => tx,
-            Opened::Replay(result) => return Ok(Opened::Replay(result)),
-        };
-        let (run, version) = match target {
-            Target::Run(run_id) => self.lock(&mut tx, caller.org(), run_id).await?,
-            Target::Token(token) => self.lock_by_token(&mut tx, caller.org(), token).await?,
-        };
-        Ok(Opened::Fresh(Locked { tx, run, version }))
-    }
-
-    /// Locks the run a claim token names. A token of another shape, or naming no run
-    /// of this organization, does not verify: `invalid`.
-    async fn lock_by_token(
-        &self,
-        tx: &mut S::Tx,
-        org: &str,
-        token: &str,
-    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
+        // A token of another shape, or naming no run of this organization, does not
+        // verify: `invalid`, not `not_found`.
         let unverified = || {
             invalid(
                 "the token does not verify",
                 vec!["token: not a token this server gave".to_owned()],
             )
         };
-        let run_id = token_run(token).ok_or_else(unverified)?;
-        match self.lock(tx, org, run_id).await {
-            Err(error) if error.code == Code::NotFound => Err(unverified()),
-            other => other,
+        let run_id = match target {
+            Target::Run(run_id) => run_id,
+            Target::Token(token) => token_run(token).ok_or_else(unverified)?,
+        };
+        let mut tx = self.store.begin().await.map_err(retry)?;
+        let locked = tx
+            .lock_run(caller.org(), run_id, Some(&write.request_id))
+            .await
+            .map_err(retry)?;
+        let Some((stored, recorded)) = locked else {
+            return Err(match target {
+                Target::Run(_) => no_run(run_id),
+                Target::Token(_) => unverified(),
+            });
+        };
+        if let Some(recorded) = recorded {
+            return self.answer(caller, write, tool, recorded).map(Opened::Replay);
         }
+        let (run, version) = self.parse_run(&mut tx, caller.org(), &stored).await?;
+        Ok(Opened::Fresh(Locked { tx, run, version }))
     }
 
-    /// Locks a run of the caller's organization and finds its version.
+    /// Locks a run for a write that has no `requestId` (a timer firing).
     pub(crate) async fn lock(
         &self,
         tx: &mut S::Tx,
         org: &str,
         run_id: &str,
     ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
-        let stored = tx.lock_run(org, run_id).await.map_err(retry)?;
-        let stored = stored.ok_or_else(|| not_found(format!("no run {run_id:?} in this organization")))?;
+        let locked = tx.lock_run(org, run_id, None).await.map_err(retry)?;
+        let (stored, _) = locked.ok_or_else(|| no_run(run_id))?;
+        self.parse_run(tx, org, &stored).await
+    }
+
+    async fn parse_run(
+        &self,
+        tx: &mut S::Tx,
+        org: &str,
+        stored: &StoredRun,
+    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
         let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
         let version = self
             .process_version_in(tx, org, &run.process, Some(run.version))
@@ -148,18 +154,32 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok((run, version))
     }
 
-    /// Writes the run, its index rows and its timers.
+    /// What an earlier write with this `requestId` answered: its result for the same
+    /// tool and arguments, `conflict` otherwise.
+    fn answer(&self, caller: &Caller, write: &Write, tool: &str, recorded: StoredRequest) -> Result<Value, ToolError> {
+        if recorded.tool != tool || recorded.args_hash != write.args_hash {
+            return Err(ToolError::new(
+                Code::Conflict,
+                format!("requestId {:?} was used before with other arguments", write.request_id),
+                Vec::new(),
+            ));
+        }
+        let result = serde_json::from_str(&recorded.result).map_err(retry)?;
+        Ok(self.present(caller.org(), result))
+    }
+
+    /// Writes the run (new when `before` is `None`), its index rows and its timers.
     pub(crate) async fn save(
         &self,
         tx: &mut S::Tx,
         org: &str,
+        before: Option<&Run>,
         transition: &Transition,
         version: &ProcessVersion,
-        new: bool,
     ) -> Result<(), ToolError> {
         let run = &transition.run;
-        let row = run_row(run, version).map_err(retry)?;
-        tx.put_run(org, &row, new).await.map_err(retry)?;
+        let row = run_row(before, run, version, &self.settings.engine).map_err(retry)?;
+        tx.put_run(org, &row, before.is_none()).await.map_err(retry)?;
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => {
@@ -184,20 +204,41 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(())
     }
 
-    /// Stores the result for the `requestId`, commits, and presents the result.
+    /// Records the result under the `requestId`, commits, and presents the result. If
+    /// another write with the same `requestId` committed first, this one is rolled
+    /// back and answers as a replay of that one.
     pub(crate) async fn finish(
         &self,
         mut tx: S::Tx,
         caller: &Caller,
         write: &Write,
+        tool: &str,
         result: Value,
     ) -> Result<Value, ToolError> {
         let text = serde_json::to_string(&result).map_err(retry)?;
-        tx.complete_request(caller.org(), &write.request_id, &text)
-            .await
-            .map_err(retry)?;
+        let request = NewRequest {
+            request_id: &write.request_id,
+            tool,
+            args_hash: &write.args_hash,
+            result: &text,
+            at: millis(self.now()),
+        };
+        if !tx.record_request(caller.org(), &request).await.map_err(retry)? {
+            drop(tx);
+            let recorded = self
+                .store
+                .request(caller.org(), &write.request_id)
+                .await
+                .map_err(retry)?;
+            let recorded = recorded.ok_or_else(|| retry("a recorded requestId vanished"))?;
+            return self.answer(caller, write, tool, recorded);
+        }
         tx.commit().await.map_err(retry)?;
         self.wake.notify_one();
         Ok(self.present(caller.org(), result))
     }
+}
+
+fn no_run(run_id: &str) -> ToolError {
+    not_found(format!("no run {run_id:?} in this organization"))
 }

@@ -8,8 +8,8 @@ mod sql;
 use std::future::Future;
 
 pub use model::{
-    Identity, IdentityKind, Keyset, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun,
-    StoredVersion, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
+    Identity, IdentityKind, Keyset, NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest,
+    StoredRun, StoredVersion, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
 };
 pub use sql::{Dialect, SqlStore, SqlTx};
 
@@ -74,6 +74,9 @@ pub trait Store: Send + Sync + 'static {
     /// A draft: its PROCESS.md and role bindings (JSON).
     fn draft(&self, org: &str, process: &str) -> impl Future<Output = Result<Option<(String, String)>>> + Send;
 
+    /// What is recorded under a `requestId`.
+    fn request(&self, org: &str, request_id: &str) -> impl Future<Output = Result<Option<StoredRequest>>> + Send;
+
     /// A run as last committed, without locking it.
     fn run(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;
 
@@ -98,26 +101,11 @@ pub trait Store: Send + Sync + 'static {
 /// dropping it rolls everything back. Reads a write needs go through it: on SQLite
 /// the transaction holds the only connection.
 pub trait StoreTx: Send {
-    /// Claims `(org, request_id)` for this write, or reports an earlier one.
-    fn reserve_request(
-        &mut self,
-        org: &str,
-        request_id: &str,
-        tool: &str,
-        args_hash: &str,
-        now: i64,
-    ) -> impl Future<Output = Result<RequestSlot>> + Send;
-
-    /// Stores the result of the reserved request.
-    fn complete_request(
-        &mut self,
-        org: &str,
-        request_id: &str,
-        result: &str,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    /// Gives the reservation back: the write failed but other changes are kept.
-    fn release_request(&mut self, org: &str, request_id: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Records the result of this write under `(org, request_id)`. Returns `false`,
+    /// recording nothing, when the id is already recorded: then another write with the
+    /// same id committed first (a concurrent one is waited for), and the caller must
+    /// roll back and answer with [`Store::request`].
+    fn record_request(&mut self, org: &str, request: &NewRequest<'_>) -> impl Future<Output = Result<bool>> + Send;
 
     /// A published version, read inside the transaction (see [`Store::version`]).
     fn version(
@@ -130,8 +118,14 @@ pub trait StoreTx: Send {
     /// An upload's record, read inside the transaction.
     fn upload(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;
 
-    /// Reads a run and holds its lock until the transaction ends.
-    fn lock_run(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;
+    /// Reads a run and holds its lock until the transaction ends; with `request_id`,
+    /// also what is recorded under it, in the same round trip.
+    fn lock_run(
+        &mut self,
+        org: &str,
+        id: &str,
+        request_id: Option<&str>,
+    ) -> impl Future<Output = Result<Option<(StoredRun, Option<StoredRequest>)>>> + Send;
 
     /// Writes a new run or replaces one, with its input and work index rows.
     fn put_run(&mut self, org: &str, run: &RunRow, new: bool) -> impl Future<Output = Result<()>> + Send;

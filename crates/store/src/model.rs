@@ -122,8 +122,10 @@ pub struct RunRow {
     pub doc: String,
     /// Per input field: its name and the SHA-256 of its value's RFC 8785 JSON.
     pub inputs: Vec<(String, String)>,
-    /// The run's current `get_work` entries.
+    /// `get_work` entries that are new or changed since the run was last written.
     pub work: Vec<WorkRow>,
+    /// Steps whose `get_work` entry is gone since the run was last written.
+    pub gone: Vec<String>,
 }
 
 /// Which list of `get_work` a row belongs to.
@@ -177,6 +179,8 @@ pub struct WorkRow {
     pub group: Option<String>,
     /// For an item assigned to a person: the person value, lowercase.
     pub person: Option<String>,
+    /// For a ready agent step: its `get_work` item as JSON, so the list needs no run.
+    pub item: Option<String>,
 }
 
 /// A position in a list ordered by time, then id: the last row of the previous page.
@@ -231,15 +235,30 @@ pub struct WorkQuery {
     pub limit: u32,
 }
 
-/// What became of a `requestId` when a write reserved it.
+/// A write's result as recorded under its `requestId`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RequestSlot {
-    /// First use: go ahead.
-    New,
-    /// Used before with the same arguments: this is the stored result.
-    Replay(String),
-    /// Used before with other arguments, or by another tool.
-    Conflict,
+pub struct StoredRequest {
+    /// The tool that was called.
+    pub tool: String,
+    /// The hash of its arguments.
+    pub args_hash: String,
+    /// The result it returned.
+    pub result: String,
+}
+
+/// A write's result to record under its `requestId`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewRequest<'a> {
+    /// The client's `requestId`.
+    pub request_id: &'a str,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The hash of its arguments.
+    pub args_hash: &'a str,
+    /// The result returned.
+    pub result: &'a str,
+    /// When.
+    pub at: i64,
 }
 
 /// An upload as stored.

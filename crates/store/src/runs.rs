@@ -4,18 +4,51 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::model::{
-    Keyset, NewUpload, Page, RequestSlot, RunFilter, RunRow, StoredRun, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
+    Keyset, NewRequest, NewUpload, Page, RunFilter, RunRow, StoredRequest, StoredRun, TimerRow, Upload, WorkKind,
+    WorkQuery, WorkRow,
 };
 use crate::{Error, Result};
 
-pub(crate) async fn run(connection: &mut AnyConnection, org: &str, id: &str, lock: bool) -> Result<Option<StoredRun>> {
-    let sql = if lock {
-        "SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE"
-    } else {
-        "SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2"
-    };
-    let row = sqlx::query(sql).bind(org).bind(id).fetch_optional(connection).await?;
+pub(crate) async fn run(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<StoredRun>> {
+    let row = sqlx::query("SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2")
+        .bind(org)
+        .bind(id)
+        .fetch_optional(connection)
+        .await?;
     row.map(|row| stored_run(&row)).transpose()
+}
+
+/// The run, locked (`FOR UPDATE` on PostgreSQL; SQLite's one connection needs no
+/// lock), with what is recorded under `request_id`, in one round trip.
+pub(crate) async fn lock_run(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+    request_id: Option<&str>,
+    lock: &str,
+) -> Result<Option<(StoredRun, Option<StoredRequest>)>> {
+    let row = sqlx::query(&format!(
+        "SELECT r.id, r.doc, i.tool, i.args_hash, i.result FROM runs r \
+         LEFT JOIN idempotency i ON i.org_id = r.org_id AND i.request_id = $3 \
+         WHERE r.org_id = $1 AND r.id = $2{lock}"
+    ))
+    .bind(org)
+    .bind(id)
+    .bind(request_id.unwrap_or(""))
+    .fetch_optional(connection)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let request = match row.try_get::<Option<String>, _>("result")? {
+        Some(result) => Some(StoredRequest {
+            tool: row.try_get("tool")?,
+            args_hash: row.try_get("args_hash")?,
+            result,
+        }),
+        None => None,
+    };
+    Ok(Some((stored_run(&row)?, request)))
 }
 
 fn stored_run(row: &AnyRow) -> Result<StoredRun> {
@@ -67,29 +100,55 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
         if updated.rows_affected() != 1 {
             return Err(Error::Corrupt(format!("run {} vanished while locked", run.id)));
         }
-        sqlx::query("DELETE FROM work_index WHERE org_id = $1 AND run_id = $2")
+    }
+    put_work(connection, org, run).await
+}
+
+/// Deletes the run's work rows that are gone, and writes the new and changed ones in
+/// one statement.
+async fn put_work(connection: &mut AnyConnection, org: &str, run: &RunRow) -> Result<()> {
+    for step in &run.gone {
+        sqlx::query("DELETE FROM work_index WHERE org_id = $1 AND run_id = $2 AND step_id = $3")
             .bind(org)
             .bind(&run.id)
+            .bind(step)
             .execute(&mut *connection)
             .await?;
     }
-    for work in &run.work {
-        sqlx::query(
-            "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, assignee_group, \
-             assignee_person) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(org)
-        .bind(&work.run_id)
-        .bind(&work.step_id)
-        .bind(work.kind.to_string())
-        .bind(&work.process)
-        .bind(work.since)
-        .bind(work.lease_until)
-        .bind(work.group.as_deref())
-        .bind(work.person.as_deref())
-        .execute(&mut *connection)
-        .await?;
+    if run.work.is_empty() {
+        return Ok(());
     }
+    const COLUMNS: usize = 10;
+    let tuples: Vec<String> = (0..run.work.len())
+        .map(|row| {
+            let binds: Vec<String> = (1..=COLUMNS)
+                .map(|column| format!("${}", row * COLUMNS + column))
+                .collect();
+            format!("({})", binds.join(", "))
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, assignee_group, \
+         assignee_person, item) VALUES {} ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind, \
+         since = excluded.since, lease_until = excluded.lease_until, assignee_group = excluded.assignee_group, \
+         assignee_person = excluded.assignee_person, item = excluded.item",
+        tuples.join(", ")
+    );
+    let mut query = sqlx::query(&sql);
+    for work in &run.work {
+        query = query
+            .bind(org)
+            .bind(&work.run_id)
+            .bind(&work.step_id)
+            .bind(work.kind.to_string())
+            .bind(&work.process)
+            .bind(work.since)
+            .bind(work.lease_until)
+            .bind(work.group.as_deref())
+            .bind(work.person.as_deref())
+            .bind(work.item.as_deref());
+    }
+    query.execute(connection).await?;
     Ok(())
 }
 
@@ -211,7 +270,8 @@ fn page<T>(mut items: Vec<T>, limit: u32, key: impl Fn(&T, usize) -> Keyset) -> 
 
 pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQuery) -> Result<Page<WorkRow>> {
     let mut query = Query::new(
-        "SELECT run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person FROM work_index",
+        "SELECT run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item \
+         FROM work_index",
     );
     let org_bind = query.text(org);
     query.push(&format!(" WHERE org_id = {org_bind}"));
@@ -275,70 +335,52 @@ fn work_row(row: &AnyRow) -> Result<WorkRow> {
         lease_until: row.try_get("lease_until")?,
         group: row.try_get("assignee_group")?,
         person: row.try_get("assignee_person")?,
+        item: row.try_get("item")?,
     })
 }
 
-pub(crate) async fn reserve_request(
+pub(crate) async fn record_request(
+    connection: &mut AnyConnection,
+    org: &str,
+    request: &NewRequest<'_>,
+) -> Result<bool> {
+    // A concurrent transaction inserting the same key makes this insert wait until it
+    // commits (then nothing is inserted) or rolls back (then this one is recorded).
+    let inserted = sqlx::query(
+        "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (org_id, request_id) DO NOTHING",
+    )
+    .bind(org)
+    .bind(request.request_id)
+    .bind(request.tool)
+    .bind(request.args_hash)
+    .bind(request.result)
+    .bind(request.at)
+    .execute(connection)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+pub(crate) async fn request(
     connection: &mut AnyConnection,
     org: &str,
     request_id: &str,
-    tool: &str,
-    args_hash: &str,
-    now: i64,
-) -> Result<RequestSlot> {
-    // A concurrent transaction inserting the same key makes this insert wait until it
-    // commits (then nothing is inserted) or rolls back (then this one is first).
-    let inserted = sqlx::query(
-        "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) \
-         VALUES ($1, $2, $3, $4, NULL, $5) ON CONFLICT (org_id, request_id) DO NOTHING",
+) -> Result<Option<StoredRequest>> {
+    let row = sqlx::query(
+        "SELECT tool, args_hash, result FROM idempotency WHERE org_id = $1 AND request_id = $2 AND result IS NOT NULL",
     )
     .bind(org)
     .bind(request_id)
-    .bind(tool)
-    .bind(args_hash)
-    .bind(now)
-    .execute(&mut *connection)
+    .fetch_optional(connection)
     .await?;
-    if inserted.rows_affected() == 1 {
-        return Ok(RequestSlot::New);
-    }
-    let row = sqlx::query("SELECT tool, args_hash, result FROM idempotency WHERE org_id = $1 AND request_id = $2")
-        .bind(org)
-        .bind(request_id)
-        .fetch_one(&mut *connection)
-        .await?;
-    let stored_tool: String = row.try_get("tool")?;
-    let stored_hash: String = row.try_get("args_hash")?;
-    let result: Option<String> = row.try_get("result")?;
-    match result {
-        Some(result) if stored_tool == tool && stored_hash == args_hash => Ok(RequestSlot::Replay(result)),
-        Some(_) => Ok(RequestSlot::Conflict),
-        None => Err(Error::Corrupt(format!("request {request_id} has no result"))),
-    }
-}
-
-pub(crate) async fn complete_request(
-    connection: &mut AnyConnection,
-    org: &str,
-    request_id: &str,
-    result: &str,
-) -> Result<()> {
-    sqlx::query("UPDATE idempotency SET result = $3 WHERE org_id = $1 AND request_id = $2")
-        .bind(org)
-        .bind(request_id)
-        .bind(result)
-        .execute(connection)
-        .await?;
-    Ok(())
-}
-
-pub(crate) async fn release_request(connection: &mut AnyConnection, org: &str, request_id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM idempotency WHERE org_id = $1 AND request_id = $2 AND result IS NULL")
-        .bind(org)
-        .bind(request_id)
-        .execute(connection)
-        .await?;
-    Ok(())
+    row.map(|row| {
+        Ok(StoredRequest {
+            tool: row.try_get("tool")?,
+            args_hash: row.try_get("args_hash")?,
+            result: row.try_get("result")?,
+        })
+    })
+    .transpose()
 }
 
 pub(crate) async fn put_upload(connection: &mut AnyConnection, org: &str, new: &NewUpload) -> Result<()> {

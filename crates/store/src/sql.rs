@@ -7,8 +7,8 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
 use crate::model::{
-    Identity, NewUpload, NewVersion, Page, RequestSlot, RunFilter, RunRow, StoredRun, StoredVersion, TimerRow, Upload,
-    WorkQuery, WorkRow,
+    Identity, NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
+    TimerRow, Upload, WorkQuery, WorkRow,
 };
 use crate::{Result, Store, StoreTx, admin, runs};
 
@@ -137,9 +137,14 @@ impl Store for SqlStore {
         admin::draft(&mut connection, org, process).await
     }
 
+    async fn request(&self, org: &str, request_id: &str) -> Result<Option<StoredRequest>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::request(&mut connection, org, request_id).await
+    }
+
     async fn run(&self, org: &str, id: &str) -> Result<Option<StoredRun>> {
         let mut connection = self.pool.acquire().await?;
-        runs::run(&mut connection, org, id, false).await
+        runs::run(&mut connection, org, id).await
     }
 
     async fn list_runs(&self, org: &str, filter: &RunFilter) -> Result<Page<StoredRun>> {
@@ -176,23 +181,8 @@ pub struct SqlTx {
 }
 
 impl StoreTx for SqlTx {
-    async fn reserve_request(
-        &mut self,
-        org: &str,
-        request_id: &str,
-        tool: &str,
-        args_hash: &str,
-        now: i64,
-    ) -> Result<RequestSlot> {
-        runs::reserve_request(&mut self.tx, org, request_id, tool, args_hash, now).await
-    }
-
-    async fn complete_request(&mut self, org: &str, request_id: &str, result: &str) -> Result<()> {
-        runs::complete_request(&mut self.tx, org, request_id, result).await
-    }
-
-    async fn release_request(&mut self, org: &str, request_id: &str) -> Result<()> {
-        runs::release_request(&mut self.tx, org, request_id).await
+    async fn record_request(&mut self, org: &str, request: &NewRequest<'_>) -> Result<bool> {
+        runs::record_request(&mut self.tx, org, request).await
     }
 
     async fn version(&mut self, org: &str, process: &str, number: Option<u32>) -> Result<Option<StoredVersion>> {
@@ -203,8 +193,17 @@ impl StoreTx for SqlTx {
         runs::upload(&mut self.tx, org, id).await
     }
 
-    async fn lock_run(&mut self, org: &str, id: &str) -> Result<Option<StoredRun>> {
-        runs::run(&mut self.tx, org, id, self.dialect == Dialect::Postgres).await
+    async fn lock_run(
+        &mut self,
+        org: &str,
+        id: &str,
+        request_id: Option<&str>,
+    ) -> Result<Option<(StoredRun, Option<StoredRequest>)>> {
+        let lock = match self.dialect {
+            Dialect::Postgres => " FOR UPDATE OF r",
+            Dialect::Sqlite => "",
+        };
+        runs::lock_run(&mut self.tx, org, id, request_id, lock).await
     }
 
     async fn put_run(&mut self, org: &str, run: &RunRow, new: bool) -> Result<()> {

@@ -1,11 +1,12 @@
-//! PostgreSQL under concurrent writers: a second write with the same requestId waits
-//! for the first and then replays it (or proceeds, if the first rolled back), and a
-//! second lock of a run waits for the first transaction and sees what it wrote.
+//! PostgreSQL under concurrent writers: a second write recording the same requestId
+//! waits for the first and then records nothing (or records, if the first rolled
+//! back), and a second lock of a run waits for the first transaction and sees what it
+//! wrote.
 //! (SQLite has one connection, so its transactions never overlap.)
 
 use std::time::Duration;
 
-use agentprocess_store::{Dialect, RequestSlot, SqlTx, Store, StoreTx};
+use agentprocess_store::{Dialect, NewRequest, SqlTx, Store, StoreTx};
 use tokio::task::JoinHandle;
 
 use crate::support::{TestDb, run_row};
@@ -30,16 +31,27 @@ async fn someone_waits(db: &TestDb) {
     panic!("no transaction ever waited");
 }
 
-/// A transaction that reserved requestId `q`, and a second one already waiting to
-/// reserve it.
-async fn racing_reservations(db: &TestDb) -> (SqlTx, JoinHandle<RequestSlot>) {
+fn request(result: &str) -> NewRequest<'_> {
+    NewRequest {
+        request_id: "q",
+        tool: "claim",
+        args_hash: "h",
+        result,
+        at: 1,
+    }
+}
+
+/// A transaction that recorded requestId `q`, and a second one already waiting to
+/// record it too; the second says whether it could.
+async fn racing_records(db: &TestDb) -> (SqlTx, JoinHandle<bool>) {
     let mut first = db.store.begin().await.expect("begin");
-    let slot = first.reserve_request("o", "q", "claim", "h", 1).await.expect("reserve");
-    assert_eq!(slot, RequestSlot::New);
+    assert!(first.record_request("o", &request("first")).await.expect("record"));
     let store = db.store.clone();
     let second = tokio::spawn(async move {
         let mut tx = store.begin().await.expect("begin");
-        tx.reserve_request("o", "q", "claim", "h", 2).await.expect("reserve")
+        let recorded = tx.record_request("o", &request("second")).await.expect("record");
+        tx.commit().await.expect("commit");
+        recorded
     });
     someone_waits(db).await;
     assert!(!second.is_finished());
@@ -47,21 +59,24 @@ async fn racing_reservations(db: &TestDb) -> (SqlTx, JoinHandle<RequestSlot>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_concurrent_request_id_waits_then_replays_the_committed_result() {
+async fn a_concurrent_request_id_waits_and_records_nothing_once_the_first_commits() {
     let db = TestDb::new(Dialect::Postgres).await;
-    let (mut first, second) = racing_reservations(&db).await;
-    first.complete_request("o", "q", "result").await.expect("complete");
+    let (first, second) = racing_records(&db).await;
     first.commit().await.expect("commit");
-    assert_eq!(second.await.expect("joined"), RequestSlot::Replay("result".to_owned()));
+    assert!(!second.await.expect("joined"));
+    let recorded = db.store.request("o", "q").await.expect("read").expect("recorded");
+    assert_eq!(recorded.result, "first");
     db.drop_database().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_concurrent_request_id_proceeds_when_the_first_rolls_back() {
+async fn a_concurrent_request_id_is_recorded_when_the_first_rolls_back() {
     let db = TestDb::new(Dialect::Postgres).await;
-    let (first, second) = racing_reservations(&db).await;
+    let (first, second) = racing_records(&db).await;
     drop(first);
-    assert_eq!(second.await.expect("joined"), RequestSlot::New);
+    assert!(second.await.expect("joined"));
+    let recorded = db.store.request("o", "q").await.expect("read").expect("recorded");
+    assert_eq!(recorded.result, "second");
     db.drop_database().await;
 }
 
@@ -76,11 +91,11 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
     setup.commit().await.expect("commit");
 
     let mut first = db.store.begin().await.expect("begin");
-    first.lock_run("o", "r_1").await.expect("lock").expect("run");
+    first.lock_run("o", "r_1", None).await.expect("lock").expect("run");
     let store = db.store.clone();
     let second = tokio::spawn(async move {
         let mut tx = store.begin().await.expect("begin");
-        tx.lock_run("o", "r_1").await.expect("lock").expect("run").doc
+        tx.lock_run("o", "r_1", None).await.expect("lock").expect("run").0.doc
     });
     someone_waits(&db).await;
     let mut changed = run_row("r_1", "p", "waiting", 1, &[]);

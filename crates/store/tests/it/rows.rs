@@ -2,62 +2,59 @@
 //! versions, uploads and timers.
 
 use agentprocess_store::{
-    Identity, IdentityKind, Keyset, NewUpload, NewVersion, RequestSlot, RunFilter, Store, StoreTx, TimerRow, Upload,
+    Identity, IdentityKind, Keyset, NewRequest, NewUpload, NewVersion, RunFilter, Store, StoreTx, TimerRow, Upload,
     WorkKind, WorkQuery,
 };
 
 use crate::support::{TestDb, on_both, run_row, work_row};
 
-on_both!(a_request_id_is_new_then_replayed_or_in_conflict, request_ids);
+on_both!(a_request_id_is_recorded_once_with_its_result, request_ids);
 async fn request_ids(db: &TestDb) {
     let store = &db.store;
+    let request = |id, result| NewRequest {
+        request_id: id,
+        tool: "claim",
+        args_hash: "h1",
+        result,
+        at: 1,
+    };
     let mut tx = store.begin().await.expect("begin");
-    assert_eq!(
-        tx.reserve_request("o", "q1", "claim", "h1", 1).await.expect("reserve"),
-        RequestSlot::New
+    assert!(
+        tx.record_request("o", &request("q1", "{\"ok\":1}"))
+            .await
+            .expect("record")
     );
-    tx.complete_request("o", "q1", "{\"ok\":1}").await.expect("complete");
     tx.commit().await.expect("commit");
+    let recorded = store.request("o", "q1").await.expect("read").expect("recorded");
+    assert_eq!((recorded.tool.as_str(), recorded.args_hash.as_str()), ("claim", "h1"));
+    assert_eq!(recorded.result, "{\"ok\":1}");
 
     let mut tx = store.begin().await.expect("begin");
-    assert_eq!(
-        tx.reserve_request("o", "q1", "claim", "h1", 2).await.expect("reserve"),
-        RequestSlot::Replay("{\"ok\":1}".to_owned())
-    );
-    assert_eq!(
-        tx.reserve_request("o", "q1", "claim", "h2", 2).await.expect("reserve"),
-        RequestSlot::Conflict
-    );
-    assert_eq!(
-        tx.reserve_request("o", "q1", "cancel", "h1", 2).await.expect("reserve"),
-        RequestSlot::Conflict
-    );
+    assert!(!tx.record_request("o", &request("q1", "other")).await.expect("record"));
     // The same id in another organization is another request.
-    assert_eq!(
-        tx.reserve_request("p", "q1", "claim", "h1", 2).await.expect("reserve"),
-        RequestSlot::New
-    );
+    assert!(tx.record_request("p", &request("q1", "other")).await.expect("record"));
     drop(tx);
-
-    // A released or rolled-back reservation leaves the id free.
-    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(store.request("p", "q1").await.expect("read"), None);
     assert_eq!(
-        tx.reserve_request("o", "q2", "claim", "h", 3).await.expect("reserve"),
-        RequestSlot::New
+        store.request("o", "q1").await.expect("read").map(|r| r.result),
+        Some("{\"ok\":1}".to_owned())
     );
-    tx.release_request("o", "q2").await.expect("release");
+
+    // Locking a run reads what a requestId recorded, in the same round trip.
+    let mut tx = store.begin().await.expect("begin");
+    tx.put_run("o", &run_row("r_1", "p", "active", 1, &[]), true)
+        .await
+        .expect("put");
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("begin");
+    let (run, recorded) = tx.lock_run("o", "r_1", Some("q1")).await.expect("lock").expect("run");
     assert_eq!(
-        tx.reserve_request("o", "q2", "claim", "h", 4).await.expect("reserve"),
-        RequestSlot::New
+        (run.id.as_str(), recorded.map(|r| r.result)),
+        ("r_1", Some("{\"ok\":1}".to_owned()))
     );
-    drop(tx);
-    let mut tx = store.begin().await.expect("begin");
-    assert_eq!(
-        tx.reserve_request("o", "q2", "claim", "h", 5).await.expect("reserve"),
-        RequestSlot::New
-    );
+    let (_, none) = tx.lock_run("o", "r_1", Some("q2")).await.expect("lock").expect("run");
+    assert_eq!(none, None);
+    assert!(tx.lock_run("o", "r_2", None).await.expect("lock").is_none());
 }
 
 on_both!(runs_are_listed_oldest_first_by_process_state_and_inputs, listing);
@@ -192,13 +189,21 @@ async fn work(db: &TestDb) {
     assert!(store.work("o", &stranger).await.expect("work").items.is_empty());
     assert!(store.work("other", &person).await.expect("work").items.is_empty());
 
-    // Rewriting the run replaces its work rows.
-    run.work.truncate(1);
+    // Rewriting the run changes the rows named and removes the ones gone.
+    run.work = vec![WorkRow {
+        since: 50,
+        item: Some("{}".to_owned()),
+        ..work_row("r_1", "a_ready", WorkKind::Agent, 300)
+    }];
+    run.gone = vec!["c_group".to_owned(), "d_person".to_owned()];
     let mut tx = store.begin().await.expect("begin");
-    assert!(tx.lock_run("o", "r_1").await.expect("lock").is_some());
+    assert!(tx.lock_run("o", "r_1", None).await.expect("lock").is_some());
     tx.put_run("o", &run, false).await.expect("put");
     tx.commit().await.expect("commit");
     assert!(store.work("o", &person).await.expect("work").items.is_empty());
+    let listed = store.work("o", &agent(999)).await.expect("work").items;
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].since, listed[0].item.as_deref()), (50, Some("{}")));
 }
 
 use agentprocess_store::WorkRow;

@@ -104,6 +104,7 @@ pub(crate) fn run_row(id: &str, process: &str, state: &str, started_at: i64, inp
         doc: format!("{{\"id\":\"{id}\"}}"),
         inputs: inputs.iter().map(|(f, v)| ((*f).to_owned(), (*v).to_owned())).collect(),
         work: Vec::new(),
+        gone: Vec::new(),
     }
 }
 
@@ -118,5 +119,6 @@ pub(crate) fn work_row(run: &str, step: &str, kind: WorkKind, since: i64) -> Wor
         lease_until: None,
         group: None,
         person: None,
+        item: None,
     }
 }
