@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import contextlib
 
+import anyio
 import pytest
 
 import servers
@@ -178,8 +179,15 @@ async def test_retry_when_storage_fails_then_the_same_call_succeeds(clients, ser
         error = await agent.error("upload", **arguments)
     assert error["code"] == "retry"
     assert "issues" not in error and "read-only" not in error["message"]
-    uploaded = await agent.call("upload", **arguments)
-    assert uploaded["bytes"] == len(b"retry me")
+    # As the spec tells clients: retry with the same requestId. Connections the
+    # failure broke may fail once each before the server has replaced them all.
+    for _ in range(20):
+        result = await agent.raw("upload", **arguments)
+        if result["ok"] or result["error"]["code"] != "retry":
+            break
+        await anyio.sleep(0.1)
+    assert result["ok"], result
+    assert result["data"]["bytes"] == len(b"retry me")
 
 
 @contextlib.contextmanager

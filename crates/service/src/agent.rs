@@ -6,20 +6,24 @@ use agentprocess_store::{Store, StoreTx};
 use serde_json::Value;
 
 use crate::ids::RunIds;
-use crate::write::{Locked, Target, Write, fresh};
+use crate::write::{Change, Locked, Target, Write, fresh};
 use crate::{Caller, Service, retry};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `claim`.
     pub async fn claim(&self, caller: &Caller, run_id: &str, step_id: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { mut tx, run, version } = fresh!(self.open_run(caller, write, "claim", Target::Run(run_id)).await?);
+        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "claim", Target::Run(run_id)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
         let claimed = agentprocess_engine::claim(&run, &version, step_id, &mut context)?;
-        self.save(&mut tx, caller.org(), Some(&run), &claimed.transition, &version)
-            .await?;
-        self.finish(tx, caller, write, "claim", claimed.result).await
+        let change = Change {
+            before: Some(&run),
+            transition: &claimed.transition,
+            version: &version,
+        };
+        self.finish(tx, caller, write, "claim", Some(change), claimed.result)
+            .await
     }
 
     /// `renew`.
@@ -30,15 +34,17 @@ impl<S: Store, B: Blobs> Service<S, B> {
         progress: Option<String>,
         write: &Write,
     ) -> Result<Value, ToolError> {
-        let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, "renew", Target::Token(token)).await?);
+        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "renew", Target::Token(token)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
         let (transition, result) = agentprocess_engine::renew(&run, token, progress, &mut context)?;
-        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
-            .await?;
-        self.finish(tx, caller, write, "renew", result).await
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
+        self.finish(tx, caller, write, "renew", Some(change), result).await
     }
 
     /// `submit`. A submission that is not accepted keeps its issues in the step's
@@ -61,10 +67,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut context = self.context(now, &actor, &mut ids);
         match agentprocess_engine::submit(&run, &version, token, submission, file_issues, &mut context)? {
             Submitted::Accepted(transition) => {
-                self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
-                    .await?;
+                let change = Change {
+                    before: Some(&run),
+                    transition: &transition,
+                    version: &version,
+                };
                 let view = run_view(&transition.run, &version, now);
-                self.finish(tx, caller, write, "submit", view).await
+                self.finish(tx, caller, write, "submit", Some(change), view).await
             }
             Submitted::NotAccepted {
                 run: with_issues,
@@ -83,16 +92,18 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `escalate`.
     pub async fn escalate(&self, caller: &Caller, token: &str, note: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, "escalate", Target::Token(token)).await?);
+        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "escalate", Target::Token(token)).await?);
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::escalate(&run, token, note, &mut context)?;
-        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
-            .await?;
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "escalate", view).await
+        self.finish(tx, caller, write, "escalate", Some(change), view).await
     }
 }

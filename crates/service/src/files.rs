@@ -70,7 +70,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         };
         tx.put_upload(caller.org(), &record).await.map_err(retry)?;
         let result = json!({ "id": upload.id, "sha256": upload.sha256, "bytes": upload.bytes });
-        self.finish(tx, caller, write, "upload", result).await
+        self.finish(tx, caller, write, "upload", None, result).await
     }
 
     /// Checks every file item against the stored bytes: it must exist in this

@@ -6,7 +6,7 @@ use agentprocess_store::Store;
 use serde_json::Value;
 
 use crate::ids::RunIds;
-use crate::write::{Locked, Target, Write, fresh};
+use crate::write::{Change, Locked, Target, Write, fresh};
 use crate::{Caller, Service};
 
 impl<S: Store, B: Blobs> Service<S, B> {
@@ -28,9 +28,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::decide(&run, &version, decide, file_issues, &mut context)?;
-        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
-            .await?;
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "decide", view).await
+        self.finish(tx, caller, write, "decide", Some(change), view).await
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
-use crate::write::{Locked, Target, Write, fresh};
+use crate::write::{Change, Locked, Target, Write, fresh};
 use crate::{Caller, Service, cursor, not_found, retry};
 
 /// The arguments of `start_run` after decoding.
@@ -42,7 +42,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `start_run`.
     pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<Value, ToolError> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;
-        let mut tx = fresh!(self.open(caller, write, "start_run").await?);
+        let tx = fresh!(self.open(caller, write, "start_run").await?);
         let now = self.now();
         let actor = caller.actor();
         let run_id = random_id("r_", 10);
@@ -54,9 +54,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
             mode: args.mode,
         };
         let transition = agentprocess_engine::start(&version, command, &mut context)?;
-        self.save(&mut tx, caller.org(), None, &transition, &version).await?;
+        let change = Change {
+            before: None,
+            transition: &transition,
+            version: &version,
+        };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "start_run", view).await
+        self.finish(tx, caller, write, "start_run", Some(change), view).await
     }
 
     /// `get_run`.
@@ -107,17 +111,19 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `cancel`.
     pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, "cancel", Target::Run(run_id)).await?);
+        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "cancel", Target::Run(run_id)).await?);
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
-        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
-            .await?;
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "cancel", view).await
+        self.finish(tx, caller, write, "cancel", Some(change), view).await
     }
 
     /// `send_event`: the engine takes it from an agent or an operator.
@@ -129,15 +135,25 @@ impl<S: Store, B: Blobs> Service<S, B> {
         data: Map<String, Value>,
         write: &Write,
     ) -> Result<Value, ToolError> {
-        let Locked { mut tx, run, version } =
+        let Locked { tx, run, version } =
             fresh!(self.open_run(caller, write, "send_event", Target::Run(run_id)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
         let (transition, consumed_by) = agentprocess_engine::send_event(&run, &version, name, data, &mut context)?;
-        self.save(&mut tx, caller.org(), Some(&run), &transition, &version)
-            .await?;
-        self.finish(tx, caller, write, "send_event", json!({ "consumedBy": consumed_by }))
-            .await
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
+        self.finish(
+            tx,
+            caller,
+            write,
+            "send_event",
+            Some(change),
+            json!({ "consumedBy": consumed_by }),
+        )
+        .await
     }
 }

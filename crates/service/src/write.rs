@@ -168,7 +168,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(self.present(caller.org(), result))
     }
 
-    /// Writes the run (new when `before` is `None`), its index rows and its timers.
+    /// Writes the run (new when `before` is `None`), its index rows and its timers,
+    /// for a write that records no result (a refused submission, a timer).
     pub(crate) async fn save(
         &self,
         tx: &mut S::Tx,
@@ -177,9 +178,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
         transition: &Transition,
         version: &ProcessVersion,
     ) -> Result<(), ToolError> {
+        self.apply_effects(tx, org, transition).await?;
+        let row = run_row(before, &transition.run, version, &self.settings.engine).map_err(retry)?;
+        tx.put_run(org, &row, before.is_none(), None).await.map_err(retry)?;
+        Ok(())
+    }
+
+    async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<(), ToolError> {
         let run = &transition.run;
-        let row = run_row(before, run, version, &self.settings.engine).map_err(retry)?;
-        tx.put_run(org, &row, before.is_none()).await.map_err(retry)?;
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => {
@@ -204,15 +210,16 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(())
     }
 
-    /// Records the result under the `requestId`, commits, and presents the result. If
-    /// another write with the same `requestId` committed first, this one is rolled
-    /// back and answers as a replay of that one.
+    /// Writes the change (if any), records the result under the `requestId`, commits,
+    /// and presents the result. If another write with the same `requestId` committed
+    /// first, this one is rolled back and answers as a replay of that one.
     pub(crate) async fn finish(
         &self,
         mut tx: S::Tx,
         caller: &Caller,
         write: &Write,
         tool: &str,
+        change: Option<Change<'_>>,
         result: Value,
     ) -> Result<Value, ToolError> {
         let text = serde_json::to_string(&result).map_err(retry)?;
@@ -223,7 +230,23 @@ impl<S: Store, B: Blobs> Service<S, B> {
             result: &text,
             at: millis(self.now()),
         };
-        if !tx.record_request(caller.org(), &request).await.map_err(retry)? {
+        let recorded = match change {
+            Some(change) => {
+                self.apply_effects(&mut tx, caller.org(), change.transition).await?;
+                let row = run_row(
+                    change.before,
+                    &change.transition.run,
+                    change.version,
+                    &self.settings.engine,
+                )
+                .map_err(retry)?;
+                tx.put_run(caller.org(), &row, change.before.is_none(), Some(&request))
+                    .await
+                    .map_err(retry)?
+            }
+            None => tx.record_request(caller.org(), &request).await.map_err(retry)?,
+        };
+        if !recorded {
             drop(tx);
             let recorded = self
                 .store
@@ -237,6 +260,15 @@ impl<S: Store, B: Blobs> Service<S, B> {
         self.wake.notify_one();
         Ok(self.present(caller.org(), result))
     }
+}
+
+/// What a write changed: the run before (`None` for a new run), the engine's
+/// transition, and the version it ran on.
+#[derive(Clone, Copy)]
+pub(crate) struct Change<'a> {
+    pub(crate) before: Option<&'a Run>,
+    pub(crate) transition: &'a Transition,
+    pub(crate) version: &'a ProcessVersion,
 }
 
 fn no_run(run_id: &str) -> ToolError {

@@ -127,8 +127,17 @@ pub trait StoreTx: Send {
         request_id: Option<&str>,
     ) -> impl Future<Output = Result<Option<(StoredRun, Option<StoredRequest>)>>> + Send;
 
-    /// Writes a new run or replaces one, with its input and work index rows.
-    fn put_run(&mut self, org: &str, run: &RunRow, new: bool) -> impl Future<Output = Result<()>> + Send;
+    /// Writes a new run or replaces one, with its input and work index rows, and
+    /// records `request` with it (see [`StoreTx::record_request`]). Returns `false`
+    /// when the request was already recorded; the caller then rolls back. On
+    /// PostgreSQL a replaced run, its work rows and the request go in one statement.
+    fn put_run(
+        &mut self,
+        org: &str,
+        run: &RunRow,
+        new: bool,
+        request: Option<&NewRequest<'_>>,
+    ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Adds or moves a timer.
     fn schedule_timer(&mut self, timer: &TimerRow) -> impl Future<Output = Result<()>> + Send;

@@ -104,6 +104,87 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
     put_work(connection, org, run).await
 }
 
+/// PostgreSQL: the run's new state, its work changes and the request's result in one
+/// statement (data-modifying CTEs), so a write costs one round trip between the lock
+/// and the commit. Returns whether the request was recorded.
+pub(crate) async fn replace_run_in_one_statement(
+    connection: &mut AnyConnection,
+    org: &str,
+    run: &RunRow,
+    request: Option<&NewRequest<'_>>,
+) -> Result<bool> {
+    let mut query = Query::new("");
+    let org_bind = query.text(org);
+    let run_bind = query.text(&run.id);
+    let state = query.text(&run.state);
+    let updated_at = query.int(run.updated_at);
+    let doc = query.text(&run.doc);
+    let mut parts = vec![format!(
+        "changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc} \
+         WHERE org_id = {org_bind} AND id = {run_bind} RETURNING 1)"
+    )];
+    if !run.gone.is_empty() {
+        let steps: Vec<String> = run.gone.iter().map(|step| query.text(step)).collect();
+        parts.push(format!(
+            "gone AS (DELETE FROM work_index WHERE org_id = {org_bind} AND run_id = {run_bind} \
+             AND step_id IN ({}) RETURNING 1)",
+            steps.join(", ")
+        ));
+    }
+    if !run.work.is_empty() {
+        let tuples: Vec<String> = run
+            .work
+            .iter()
+            .map(|work| {
+                let values = [
+                    org_bind.clone(),
+                    query.text(&work.run_id),
+                    query.text(&work.step_id),
+                    query.text(&work.kind.to_string()),
+                    query.text(&work.process),
+                    query.int(work.since),
+                    query.optional_int(work.lease_until),
+                    query.optional_text(work.group.as_deref()),
+                    query.optional_text(work.person.as_deref()),
+                    query.optional_text(work.item.as_deref()),
+                ];
+                format!("({})", values.join(", "))
+            })
+            .collect();
+        parts.push(format!(
+            "work AS ({WORK_INSERT} {} {WORK_UPSERT} RETURNING 1)",
+            tuples.join(", ")
+        ));
+    }
+    let last = match request {
+        Some(request) => {
+            let values = [
+                org_bind.clone(),
+                query.text(request.request_id),
+                query.text(request.tool),
+                query.text(request.args_hash),
+                query.text(request.result),
+                query.int(request.at),
+            ];
+            format!(
+                "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES ({}) \
+                 ON CONFLICT (org_id, request_id) DO NOTHING RETURNING 1 AS recorded",
+                values.join(", ")
+            )
+        }
+        None => "SELECT 1 AS recorded".to_owned(),
+    };
+    query.push(&format!("WITH {} {last}", parts.join(", ")));
+    Ok(!query.fetch(connection).await?.is_empty())
+}
+
+const WORK_INSERT: &str = "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, \
+    assignee_group, assignee_person, item) VALUES";
+
+const WORK_UPSERT: &str = "ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind, \
+    since = excluded.since, lease_until = excluded.lease_until, assignee_group = excluded.assignee_group, \
+    assignee_person = excluded.assignee_person, item = excluded.item";
+
 /// Deletes the run's work rows that are gone, and writes the new and changed ones in
 /// one statement.
 async fn put_work(connection: &mut AnyConnection, org: &str, run: &RunRow) -> Result<()> {
@@ -127,13 +208,7 @@ async fn put_work(connection: &mut AnyConnection, org: &str, run: &RunRow) -> Re
             format!("({})", binds.join(", "))
         })
         .collect();
-    let sql = format!(
-        "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, assignee_group, \
-         assignee_person, item) VALUES {} ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind, \
-         since = excluded.since, lease_until = excluded.lease_until, assignee_group = excluded.assignee_group, \
-         assignee_person = excluded.assignee_person, item = excluded.item",
-        tuples.join(", ")
-    );
+    let sql = format!("{WORK_INSERT} {} {WORK_UPSERT}", tuples.join(", "));
     let mut query = sqlx::query(&sql);
     for work in &run.work {
         query = query
@@ -152,7 +227,7 @@ async fn put_work(connection: &mut AnyConnection, org: &str, run: &RunRow) -> Re
     Ok(())
 }
 
-/// Appends `column > $n` for a keyset to `sql`, numbering binds from `binds`.
+/// SQL built piece by piece, with its binds numbered in order.
 struct Query {
     sql: String,
     binds: Vec<Bind>,
@@ -161,6 +236,8 @@ struct Query {
 enum Bind {
     Text(String),
     Int(i64),
+    NullText(Option<String>),
+    NullInt(Option<i64>),
 }
 
 impl Query {
@@ -181,6 +258,16 @@ impl Query {
         format!("${}", self.binds.len())
     }
 
+    fn optional_text(&mut self, value: Option<&str>) -> String {
+        self.binds.push(Bind::NullText(value.map(str::to_owned)));
+        format!("${}", self.binds.len())
+    }
+
+    fn optional_int(&mut self, value: Option<i64>) -> String {
+        self.binds.push(Bind::NullInt(value));
+        format!("${}", self.binds.len())
+    }
+
     fn push(&mut self, fragment: &str) {
         self.sql.push_str(fragment);
     }
@@ -191,6 +278,8 @@ impl Query {
             query = match bind {
                 Bind::Text(text) => query.bind(text),
                 Bind::Int(int) => query.bind(int),
+                Bind::NullText(text) => query.bind(text),
+                Bind::NullInt(int) => query.bind(int),
             };
         }
         Ok(query.fetch_all(connection).await?)

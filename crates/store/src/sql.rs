@@ -4,13 +4,16 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyPool, Executor, Transaction};
+use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 
 use crate::model::{
     Identity, NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
     TimerRow, Upload, WorkQuery, WorkRow,
 };
 use crate::{Result, Store, StoreTx, admin, runs};
+
+/// Connections idle longer than this are checked before use.
+const IDLE_CHECK: Duration = Duration::from_secs(5);
 
 /// Which database is behind the pool: the SQL differs only in row locking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +44,20 @@ impl SqlStore {
         };
         let pool = match dialect {
             Dialect::Postgres => {
+                // A ping before every acquire costs a round trip on every call; only
+                // connections idle for a while are checked first. (sqlx also checks
+                // each connection as it is released, so one that failed is not reused.)
                 AnyPoolOptions::new()
                     .max_connections(max_connections.max(1))
+                    .test_before_acquire(false)
+                    .before_acquire(|connection, meta| {
+                        Box::pin(async move {
+                            if meta.idle_for > IDLE_CHECK {
+                                connection.ping().await?;
+                            }
+                            Ok(true)
+                        })
+                    })
                     .acquire_timeout(Duration::from_secs(10))
                     .connect_with(options)
                     .await?
@@ -206,8 +221,15 @@ impl StoreTx for SqlTx {
         runs::lock_run(&mut self.tx, org, id, request_id, lock).await
     }
 
-    async fn put_run(&mut self, org: &str, run: &RunRow, new: bool) -> Result<()> {
-        runs::put_run(&mut self.tx, org, run, new).await
+    async fn put_run(&mut self, org: &str, run: &RunRow, new: bool, request: Option<&NewRequest<'_>>) -> Result<bool> {
+        if self.dialect == Dialect::Postgres && !new {
+            return runs::replace_run_in_one_statement(&mut self.tx, org, run, request).await;
+        }
+        runs::put_run(&mut self.tx, org, run, new).await?;
+        match request {
+            Some(request) => runs::record_request(&mut self.tx, org, request).await,
+            None => Ok(true),
+        }
     }
 
     async fn schedule_timer(&mut self, timer: &TimerRow) -> Result<()> {

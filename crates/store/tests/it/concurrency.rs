@@ -85,7 +85,7 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
     let db = TestDb::new(Dialect::Postgres).await;
     let mut setup = db.store.begin().await.expect("begin");
     setup
-        .put_run("o", &run_row("r_1", "p", "active", 1, &[]), true)
+        .put_run("o", &run_row("r_1", "p", "active", 1, &[]), true, None)
         .await
         .expect("put");
     setup.commit().await.expect("commit");
@@ -100,7 +100,7 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
     someone_waits(&db).await;
     let mut changed = run_row("r_1", "p", "waiting", 1, &[]);
     changed.doc = "{\"changed\":true}".to_owned();
-    first.put_run("o", &changed, false).await.expect("put");
+    first.put_run("o", &changed, false, None).await.expect("put");
     first.commit().await.expect("commit");
     assert_eq!(second.await.expect("joined"), "{\"changed\":true}");
     db.drop_database().await;

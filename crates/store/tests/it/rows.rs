@@ -42,7 +42,7 @@ async fn request_ids(db: &TestDb) {
 
     // Locking a run reads what a requestId recorded, in the same round trip.
     let mut tx = store.begin().await.expect("begin");
-    tx.put_run("o", &run_row("r_1", "p", "active", 1, &[]), true)
+    tx.put_run("o", &run_row("r_1", "p", "active", 1, &[]), true, None)
         .await
         .expect("put");
     tx.commit().await.expect("commit");
@@ -55,6 +55,31 @@ async fn request_ids(db: &TestDb) {
     let (_, none) = tx.lock_run("o", "r_1", Some("q2")).await.expect("lock").expect("run");
     assert_eq!(none, None);
     assert!(tx.lock_run("o", "r_2", None).await.expect("lock").is_none());
+    drop(tx);
+
+    // Replacing a run records its request in the same write, once.
+    let mut changed = run_row("r_1", "p", "waiting", 1, &[]);
+    changed.doc = "{\"v\":2}".to_owned();
+    changed.work = vec![work_row("r_1", "s", WorkKind::Agent, 5)];
+    let mut tx = store.begin().await.expect("begin");
+    tx.lock_run("o", "r_1", None).await.expect("lock");
+    assert!(
+        tx.put_run("o", &changed, false, Some(&request("q3", "three")))
+            .await
+            .expect("put")
+    );
+    tx.commit().await.expect("commit");
+    let mut tx = store.begin().await.expect("begin");
+    let (run, recorded) = tx.lock_run("o", "r_1", Some("q3")).await.expect("lock").expect("run");
+    assert_eq!(
+        (run.doc.as_str(), recorded.map(|r| r.result)),
+        ("{\"v\":2}", Some("three".to_owned()))
+    );
+    assert!(
+        !tx.put_run("o", &changed, false, Some(&request("q3", "again")))
+            .await
+            .expect("put")
+    );
 }
 
 on_both!(runs_are_listed_oldest_first_by_process_state_and_inputs, listing);
@@ -79,11 +104,16 @@ async fn listing(db: &TestDb) {
             started,
             &[("vendor", vendor), ("amount", "h1")],
         );
-        tx.put_run("o", &row, true).await.expect("put");
+        tx.put_run("o", &row, true, None).await.expect("put");
     }
-    tx.put_run("x", &run_row("r_9", "p", "active", 1, &[("vendor", "acme")]), true)
-        .await
-        .expect("put");
+    tx.put_run(
+        "x",
+        &run_row("r_9", "p", "active", 1, &[("vendor", "acme")]),
+        true,
+        None,
+    )
+    .await
+    .expect("put");
     tx.commit().await.expect("commit");
 
     let ids = |page: &agentprocess_store::Page<agentprocess_store::StoredRun>| {
@@ -151,7 +181,7 @@ async fn work(db: &TestDb) {
         },
     ];
     let mut tx = store.begin().await.expect("begin");
-    tx.put_run("o", &run, true).await.expect("put");
+    tx.put_run("o", &run, true, None).await.expect("put");
     tx.commit().await.expect("commit");
 
     let agent = |now| WorkQuery {
@@ -198,7 +228,7 @@ async fn work(db: &TestDb) {
     run.gone = vec!["c_group".to_owned(), "d_person".to_owned()];
     let mut tx = store.begin().await.expect("begin");
     assert!(tx.lock_run("o", "r_1", None).await.expect("lock").is_some());
-    tx.put_run("o", &run, false).await.expect("put");
+    tx.put_run("o", &run, false, None).await.expect("put");
     tx.commit().await.expect("commit");
     assert!(store.work("o", &person).await.expect("work").items.is_empty());
     let listed = store.work("o", &agent(999)).await.expect("work").items;
