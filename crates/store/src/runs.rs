@@ -366,10 +366,10 @@ pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQ
     query.push(&format!(" WHERE org_id = {org_bind}"));
     match work.kind {
         WorkKind::Agent => {
-            let kind = query.text("agent");
+            // The literal lets the planner use the partial index `work_agent`.
             let now = query.int(work.now);
             query.push(&format!(
-                " AND kind = {kind} AND (lease_until IS NULL OR lease_until <= {now})"
+                " AND kind = 'agent' AND (lease_until IS NULL OR lease_until <= {now})"
             ));
         }
         WorkKind::Item => {
