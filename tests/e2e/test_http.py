@@ -61,6 +61,13 @@ def test_a_foreign_host_header_is_refused(server):
     assert status == 403
 
 
+def test_a_browser_origin_not_allowed_is_refused(server):
+    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"], Origin="https://evil.example")
+    assert status == 403
+    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"])
+    assert status == 200
+
+
 def test_a_body_beyond_a_maximal_upload_is_413(server):
     limit = 10 << 20
     body = call_body("upload", {"fileName": "big.bin", "contentType": "application/octet-stream",

@@ -89,6 +89,9 @@ pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSe
         .with_sse_keep_alive(None)
         .with_allowed_hosts(settings.allowed_hosts.clone())
         .with_allowed_origins(settings.allowed_origins.clone())
+        // Checked even when no origin is allowed: then every request that carries an
+        // Origin (a browser's) is refused, and clients that send none pass.
+        .enforce_origin_validation()
         .with_max_request_body_bytes(max_body_bytes(service.settings().max_upload_bytes));
     let server = McpServer::new(Arc::clone(&service));
     let mcp = StreamableHttpService::new(
