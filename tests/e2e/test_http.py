@@ -137,3 +137,28 @@ def test_json_nested_beyond_the_parser_bound_is_refused_and_the_server_lives_on(
     assert status != 200 or "result" not in json.loads(answer)
     status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"])
     assert status == 200
+
+
+# Digits come back as sent. The exponent is spelled the way serde_json writes it
+# (`1e400` as `1e+400`): the same number, never rounded and never infinity.
+@pytest.mark.parametrize(("number", "echoed"), [
+    ("1080.50", "1080.50"), ("0.1000000000000000000001", "0.1000000000000000000001"), ("1e400", "1e+400"),
+])
+async def test_a_number_comes_back_as_it_was_sent(clients, server, number, echoed):
+    from walk import fill
+
+    listed = await clients["alice"].call("list_processes")
+    inputs = next(i["inputs"] for i in listed["items"] if i["name"] == "invoice-approval")
+    view = await clients["alice"].call("start_run", process="invoice-approval",
+                                       inputs=fill(inputs, server.persons), requestId=request_id())
+    run_id = view["run"]["id"]
+    claim = await clients["agent-1"].call("claim", runId=run_id, stepId="validate", requestId=request_id())
+    # Sent as raw JSON text: a JSON library on this side would already rewrite it.
+    body = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"submit","arguments":{'
+            f'"token":"{claim["token"]}","requestId":"{request_id()}","summary":"Matched.",'
+            f'"output":{{"totalUsd":{number},"supplier":"Acme","matchSummary":"ok"}},'
+            '"evidence":[{"kind":"link","ref":"erp-1"}],"next":"manager_review","reason":"Small."}}}').encode()
+    status, _, answer = post(server, body, server.tokens["agent-1"])
+    assert status == 200 and b'"ok":true' in answer, answer
+    status, _, answer = post(server, call_body("get_run", {"runId": run_id}), server.tokens["alice"])
+    assert f'"totalUsd":{echoed},'.encode() in answer, answer[:400]
