@@ -89,8 +89,9 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .ok_or_else(|| ErrorData::internal_error("the request carries no authenticated caller", None))?;
         let arguments = request.arguments.unwrap_or_default();
         let result = call(&self.service, &caller, spec, arguments).await;
+        // Refusals are the protocol working (a claim lost to another agent, say): debug.
         if let Err(error) = &result {
-            tracing::info!(
+            tracing::debug!(
                 tool = spec.name,
                 org = caller.org(),
                 code = error.code.as_str(),
