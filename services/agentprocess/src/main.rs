@@ -13,8 +13,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// administer a server's database.
 ///
 /// A process is one PROCESS.md: YAML frontmatter between two `---` lines naming the
-/// process, its inputs and its steps, then a plain-language body. These commands
-/// check a file the way a process server does before it publishes it.
+/// process, its inputs and its steps, then a plain-language body. `validate` and `hash`
+/// check a file the way a process server does before it publishes it; `dev` runs the
+/// whole server on this machine; `admin` sets up organizations, identities and
+/// processes in a server's database.
 #[derive(Debug, Parser)]
 #[command(
     name = "agentprocess",
