@@ -89,17 +89,21 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_come_back_as_written_and_missing_keys_are_none() {
-        let blobs = LocalBlobs::new(scratch()).expect("dir");
+        let root = scratch();
+        let blobs = LocalBlobs::new(&root).expect("dir");
         blobs.put("o_1/f_1", b"hello").await.expect("put");
         assert_eq!(blobs.get("o_1/f_1").await.expect("get"), Some(b"hello".to_vec()));
         assert_eq!(blobs.get("o_1/f_2").await.expect("get"), None);
+        std::fs::remove_dir_all(root).expect("cleanup");
     }
 
     #[tokio::test]
     async fn keys_that_could_leave_the_directory_are_refused() {
-        let blobs = LocalBlobs::new(scratch()).expect("dir");
+        let root = scratch();
+        let blobs = LocalBlobs::new(&root).expect("dir");
         for key in ["../x", "o/../../x", "/etc/passwd", "", "o//f", "o/f\\g"] {
             assert!(matches!(blobs.put(key, b"x").await, Err(Error::Key(_))), "{key}");
         }
+        std::fs::remove_dir_all(root).expect("cleanup");
     }
 }

@@ -138,14 +138,23 @@ fn unreadable_paths_exit_2_and_help_explains() {
     assert!(help.contains("parallel-1") && help.contains("send_event"), "{help}");
 }
 
-/// `agentprocess admin --database-url <a fresh SQLite file> ARGS…`.
-struct AdminDb(String);
+/// `agentprocess admin --database-url <a fresh SQLite file> ARGS…`; the file goes
+/// when the test ends.
+struct AdminDb(String, PathBuf);
+
+impl Drop for AdminDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.1.display()));
+        }
+    }
+}
 
 impl AdminDb {
     fn new(name: &str) -> Self {
         let path = std::env::temp_dir().join(format!("agentprocess-cli-{}-{name}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let db = Self(format!("sqlite://{}?mode=rwc", path.display()));
+        let db = Self(format!("sqlite://{}?mode=rwc", path.display()), path);
         assert!(db.run(&["migrate"]).status.success());
         assert!(db.run(&["create-org", "acme"]).status.success());
         db
