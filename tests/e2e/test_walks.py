@@ -87,3 +87,32 @@ async def test_a_test_mode_run_marks_its_work_as_test(clients, server):
     work = await clients["agent-1"].call("get_work", process="incident-postmortem", limit=100)
     item = next(item for item in work["items"] if item["runId"] == view["run"]["id"])
     assert item["mode"] == "test"
+
+
+async def test_get_work_pages_oldest_first_with_its_cursor(clients, server):
+    listed = await clients["alice"].call("list_processes")
+    inputs = next(i["inputs"] for i in listed["items"] if i["name"] == "support-escalation")
+    started = []
+    for _ in range(3):
+        view = await clients["alice"].call("start_run", process="support-escalation",
+                                           inputs=fill(inputs, server.persons), requestId=request_id())
+        started.append(view["run"]["id"])
+    seen, cursor = [], None
+    while True:
+        page = await clients["agent-2"].call("get_work", process="support-escalation", limit=1, cursor=cursor)
+        assert len(page["items"]) <= 1
+        seen += page["items"]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    ours = [item["runId"] for item in seen if item["runId"] in started]
+    assert ours == started
+    since = [instant(item["readySince"]) for item in seen]
+    assert since == sorted(since)
+    assert len({(item["runId"], item["stepId"]) for item in seen}) == len(seen)
+
+
+def instant(text: str) -> tuple[str, str]:
+    """An RFC 3339 UTC time as a sortable key, whatever its number of fraction digits."""
+    whole, _, fraction = text.removesuffix("Z").partition(".")
+    return whole, fraction.ljust(9, "0")

@@ -60,8 +60,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 continue;
             }
             if !runs.contains_key(&row.run_id) {
-                // A run that vanished or cannot be read is skipped, not fatal to the page.
-                let loaded = self.read_run(caller.org(), &row.run_id).await.ok();
+                // Rows and runs are written together, so a missing run is only one
+                // that went between the two reads; a failing store is `retry`.
+                let loaded = match self.read_run(caller.org(), &row.run_id).await {
+                    Ok(found) => Some(found),
+                    Err(error) if error.code == agentprocess_engine::Code::NotFound => None,
+                    Err(error) => return Err(error),
+                };
                 runs.insert(row.run_id.clone(), loaded);
             }
             let Some(Some((run, version))) = runs.get(&row.run_id) else {
