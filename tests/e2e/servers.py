@@ -46,6 +46,7 @@ class Server:
     persons: dict[str, str]
     database: str
     database_url: str
+    org: str
     workdir: Path
     processes: list[subprocess.Popen] = field(default_factory=list)
     restart: object = None
@@ -135,7 +136,8 @@ def start_sqlite() -> Server:
     tokens = {name: entry["token"] for name, entry in info["identities"].items()}
     persons = {name: entry["person"] for name, entry in info["identities"].items() if "person" in entry}
     database_url = f"sqlite://{workdir / 'data' / 'agentprocess.db'}?mode=rwc"
-    server = Server("sqlite", [f"http://127.0.0.1:{port}"], tokens, persons, "", database_url, workdir, [process])
+    server = Server("sqlite", [f"http://127.0.0.1:{port}"], tokens, persons, "", database_url, info["organization"],
+                    workdir, [process])
 
     def restart() -> None:
         server.processes = [launch()]
@@ -186,7 +188,7 @@ def start_postgres(processes: int = 2) -> Server:
         for role in roles_in(report):
             admin(url, "bind", "--org", "acme", folder.name, role, "people")
         admin(url, "publish", "--org", "acme", folder.name)
-    server = Server("postgres", [], tokens, persons, database, url, workdir)
+    server = Server("postgres", [], tokens, persons, database, url, "acme", workdir)
     secret = secrets.token_bytes(32)
 
     ports = [free_port() for _ in range(processes)]

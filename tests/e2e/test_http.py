@@ -56,6 +56,19 @@ def test_no_token_or_an_unknown_token_is_401_with_a_bearer_challenge(server):
         assert headers["www-authenticate"].startswith("Bearer")
 
 
+def test_a_revoked_token_stops_working_once_the_identity_cache_lets_go(server):
+    import servers
+
+    name = f"short-lived-{request_id()[:8]}"
+    servers.admin(server.database_url, "create-identity", "--org", server.org, "--kind", "agent", name)
+    token = servers.admin(server.database_url, "issue-token", "--org", server.org, name).strip()
+    assert post(server, call_body("describe", {}), token)[0] == 200
+    servers.admin(server.database_url, "revoke-tokens", "--org", server.org, name)
+    server.advance(11)  # identities are remembered for 10 s
+    status, headers, _ = post(server, call_body("describe", {}), token)
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+
+
 def test_a_foreign_host_header_is_refused(server):
     status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"], Host="evil.example")
     assert status == 403

@@ -147,6 +147,19 @@ impl<S: Store> Admin<S> {
         Ok(token)
     }
 
+    /// Revokes every bearer token of an identity; returns how many. API processes
+    /// that remember the identity stop accepting its tokens within
+    /// `identity_cache_seconds`.
+    pub async fn revoke_tokens(&self, org: &str, identity: &str) -> Result<u64, Error> {
+        if self.store.identity(org, identity).await?.is_none() {
+            return Err(Error::NotFound(format!("identity {identity:?}")));
+        }
+        let mut tx = self.store.begin().await?;
+        let revoked = tx.revoke_tokens(org, identity, millis(self.now())).await?;
+        tx.commit().await?;
+        Ok(revoked)
+    }
+
     /// Imports a PROCESS.md as the draft of its process, keeping bindings of roles it
     /// still names. Refused, with every issue, when it would not publish here.
     pub async fn import_draft(&self, org: &str, source: &[u8], folder: Option<&str>) -> Result<Draft, Error> {

@@ -69,6 +69,18 @@ pub(crate) async fn add_token(
     Ok(())
 }
 
+pub(crate) async fn revoke_tokens(connection: &mut AnyConnection, org: &str, identity: &str, now: i64) -> Result<u64> {
+    let revoked = sqlx::query(
+        "UPDATE access_tokens SET revoked_at = $3 WHERE org_id = $1 AND identity_id = $2 AND revoked_at IS NULL",
+    )
+    .bind(org)
+    .bind(identity)
+    .bind(now)
+    .execute(connection)
+    .await?;
+    Ok(revoked.rows_affected())
+}
+
 pub(crate) async fn identity_by_token(connection: &mut AnyConnection, token_hash: &str) -> Result<Option<Identity>> {
     let row = sqlx::query("SELECT org_id, identity_id FROM access_tokens WHERE token_hash = $1 AND revoked_at IS NULL")
         .bind(token_hash)

@@ -169,6 +169,9 @@ pub trait StoreTx: Send {
         now: i64,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// Revokes every live bearer token of an identity; returns how many.
+    fn revoke_tokens(&mut self, org: &str, identity: &str, now: i64) -> impl Future<Output = Result<u64>> + Send;
+
     /// Writes a draft (PROCESS.md and role bindings as JSON).
     fn put_draft(
         &mut self,

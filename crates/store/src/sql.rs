@@ -264,6 +264,10 @@ impl StoreTx for SqlTx {
         admin::add_token(&mut self.tx, org, identity, token_hash, now).await
     }
 
+    async fn revoke_tokens(&mut self, org: &str, identity: &str, now: i64) -> Result<u64> {
+        admin::revoke_tokens(&mut self.tx, org, identity, now).await
+    }
+
     async fn put_draft(&mut self, org: &str, process: &str, source: &str, roles: &str, now: i64) -> Result<()> {
         admin::put_draft(&mut self.tx, org, process, source, roles, now).await
     }

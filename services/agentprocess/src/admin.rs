@@ -68,6 +68,15 @@ enum Action {
         /// The identity.
         identity: String,
     },
+    /// Revoke every bearer token of an identity (API processes stop accepting them
+    /// within 10 seconds).
+    RevokeTokens {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The identity.
+        identity: String,
+    },
     /// List an organization's identities and their groups.
     Identities {
         /// The organization.
@@ -166,6 +175,10 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             println!("{kind} {id} created");
         }
         Action::IssueToken { org, identity } => println!("{}", admin.issue_token(&org, &identity).await?),
+        Action::RevokeTokens { org, identity } => {
+            let revoked = admin.revoke_tokens(&org, &identity).await?;
+            println!("{revoked} token(s) of {identity} revoked");
+        }
         Action::Identities { org } => {
             for identity in admin.identities(&org).await? {
                 let person = identity.person.as_deref().unwrap_or("-");

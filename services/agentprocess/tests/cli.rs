@@ -18,13 +18,33 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A folder `name` holding a PROCESS.md with `content`, under a fresh temp dir.
-fn folder(name: &str, content: &str) -> PathBuf {
+/// A folder `name` holding a PROCESS.md with `content`, under a fresh temp dir that
+/// goes when the value does.
+struct Folder {
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+impl std::ops::Deref for Folder {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn folder(name: &str, content: &str) -> Folder {
     let root = std::env::temp_dir().join(format!("agentprocess-cli-{}-{name}", std::process::id()));
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).expect("temp dir");
     std::fs::write(dir.join("PROCESS.md"), content).expect("write");
-    dir
+    Folder { root, dir }
 }
 
 fn show(path: &Path) -> String {
@@ -237,4 +257,8 @@ fn admin_identities_get_tokens_shown_once() {
     assert!(text(&token.stdout).starts_with("apt_"));
     let listed = text(&db.run(&["identities", "--org", "acme"]).stdout);
     assert_eq!(listed.trim(), "mira\tperson\tmira@acme.com\tfinance");
+    let revoked = db.run(&["revoke-tokens", "--org", "acme", "mira"]);
+    assert_eq!(text(&revoked.stdout).trim(), "1 token(s) of mira revoked");
+    let again = db.run(&["revoke-tokens", "--org", "acme", "mira"]);
+    assert_eq!(text(&again.stdout).trim(), "0 token(s) of mira revoked");
 }

@@ -266,8 +266,15 @@ async fn identities_and_versions(db: &TestDb) {
     }
     tx.commit().await.expect("commit");
 
-    assert_eq!(store.identity_by_token("hash-1").await.expect("read"), Some(ann));
+    assert_eq!(
+        store.identity_by_token("hash-1").await.expect("read"),
+        Some(ann.clone())
+    );
     assert_eq!(store.identity_by_token("hash-2").await.expect("read"), None);
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(tx.revoke_tokens("o", "ann", 3).await.expect("revoke"), 1);
+    tx.commit().await.expect("commit");
+    assert_eq!(store.identity_by_token("hash-1").await.expect("read"), None);
     let latest = store.latest_versions("o", None, 10).await.expect("latest");
     let names: Vec<(String, u32)> = latest.iter().map(|v| (v.process.clone(), v.number)).collect();
     assert_eq!(names, [("a".to_owned(), 1), ("b".to_owned(), 2)]);
