@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, ProcessVersion, Run, ToolError, work_items};
-use agentprocess_store::{Store, WorkKind, WorkQuery};
+use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
 use serde_json::{Value, json};
 
 use crate::{Caller, Service, cursor, millis};
@@ -46,35 +46,44 @@ impl<S: Store, B: Blobs> Service<S, B> {
             limit,
         };
         let page = self.store.work(caller.org(), &query).await.map_err(crate::retry)?;
-        let mut runs: HashMap<String, Option<(Run, Arc<ProcessVersion>)>> = HashMap::new();
-        let mut items = Vec::with_capacity(page.items.len());
-        for row in page.items {
-            // A ready agent step's row carries its item; only a step whose lease ended
-            // needs its run (the item then hands on the claim's progress).
-            if let Some(item) = row
-                .item
+        // A ready agent step's row carries its item; a person's item (its snapshot is
+        // of now) and a step whose lease ended (its item hands on the claim's
+        // progress) are built from their runs, read in one query.
+        let stored_item = |row: &WorkRow| {
+            row.item
                 .as_deref()
                 .and_then(|text| serde_json::from_str::<Value>(text).ok())
-            {
+        };
+        let mut wanted: Vec<String> = page
+            .items
+            .iter()
+            .filter(|row| stored_item(row).is_none())
+            .map(|row| row.run_id.clone())
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let mut runs: HashMap<String, (Run, Arc<ProcessVersion>)> = HashMap::new();
+        for stored in self.store.runs(caller.org(), &wanted).await.map_err(crate::retry)? {
+            let run: Run = serde_json::from_str(&stored.doc).map_err(crate::retry)?;
+            let version = self
+                .process_version(caller.org(), &run.process, Some(run.version))
+                .await?;
+            runs.insert(stored.id, (run, version));
+        }
+        let step_of = |item: &Value| match kind {
+            WorkKind::Agent => item["stepId"].as_str().map(str::to_owned),
+            WorkKind::Item => item["workItem"]["stepId"].as_str().map(str::to_owned),
+        };
+        let mut items = Vec::with_capacity(page.items.len());
+        for row in &page.items {
+            if let Some(item) = stored_item(row) {
                 items.push(item);
                 continue;
             }
-            if !runs.contains_key(&row.run_id) {
-                // Rows and runs are written together, so a missing run is only one
-                // that went between the two reads; a failing store is `retry`.
-                let loaded = match self.read_run(caller.org(), &row.run_id).await {
-                    Ok(found) => Some(found),
-                    Err(error) if error.code == agentprocess_engine::Code::NotFound => None,
-                    Err(error) => return Err(error),
-                };
-                runs.insert(row.run_id.clone(), loaded);
-            }
-            let Some(Some((run, version))) = runs.get(&row.run_id) else {
+            // Rows and runs are written together: a run missing here went between the
+            // two reads, and its rows with it.
+            let Some((run, version)) = runs.get(&row.run_id) else {
                 continue;
-            };
-            let step_of = |item: &Value| match kind {
-                WorkKind::Agent => item["stepId"].as_str().map(str::to_owned),
-                WorkKind::Item => item["workItem"]["stepId"].as_str().map(str::to_owned),
             };
             let found = work_items(run, version, &actor, &self.settings.engine, now)
                 .into_iter()

@@ -80,6 +80,9 @@ pub trait Store: Send + Sync + 'static {
     /// A run as last committed, without locking it.
     fn run(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;
 
+    /// Several runs as last committed, in one query; missing ones are left out.
+    fn runs(&self, org: &str, ids: &[String]) -> impl Future<Output = Result<Vec<StoredRun>>> + Send;
+
     /// Runs matching `filter`, oldest first.
     fn list_runs(&self, org: &str, filter: &RunFilter) -> impl Future<Output = Result<Page<StoredRun>>> + Send;
 

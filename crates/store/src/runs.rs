@@ -18,6 +18,20 @@ pub(crate) async fn run(connection: &mut AnyConnection, org: &str, id: &str) -> 
     row.map(|row| stored_run(&row)).transpose()
 }
 
+pub(crate) async fn runs(connection: &mut AnyConnection, org: &str, ids: &[String]) -> Result<Vec<StoredRun>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = Query::new("");
+    let org_bind = query.text(org);
+    let binds: Vec<String> = ids.iter().map(|id| query.text(id)).collect();
+    query.push(&format!(
+        "SELECT id, doc FROM runs WHERE org_id = {org_bind} AND id IN ({})",
+        binds.join(", ")
+    ));
+    query.fetch(connection).await?.iter().map(stored_run).collect()
+}
+
 /// The run, locked (`FOR UPDATE` on PostgreSQL; SQLite's one connection needs no
 /// lock), with what is recorded under `request_id`, in one round trip.
 pub(crate) async fn lock_run(

@@ -162,6 +162,11 @@ impl Store for SqlStore {
         runs::run(&mut connection, org, id).await
     }
 
+    async fn runs(&self, org: &str, ids: &[String]) -> Result<Vec<StoredRun>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::runs(&mut connection, org, ids).await
+    }
+
     async fn list_runs(&self, org: &str, filter: &RunFilter) -> Result<Page<StoredRun>> {
         let mut connection = self.pool.acquire().await?;
         runs::list_runs(&mut connection, org, filter).await

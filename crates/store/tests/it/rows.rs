@@ -142,6 +142,23 @@ async fn listing(db: &TestDb) {
         ["r_0", "r_4"]
     );
 
+    let wanted = [
+        "r_3".to_owned(),
+        "r_0".to_owned(),
+        "r_9".to_owned(),
+        "missing".to_owned(),
+    ];
+    let mut found: Vec<String> = store
+        .runs("o", &wanted)
+        .await
+        .expect("runs")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    found.sort();
+    assert_eq!(found, ["r_0", "r_3"]); // r_9 is another organization's
+    assert!(store.runs("o", &[]).await.expect("runs").is_empty());
+
     // Paging: two at a time, the cursor is the last row of the page.
     let mut filter = RunFilter { limit: 2, ..all };
     let first = store.list_runs("o", &filter).await.expect("list");
