@@ -89,17 +89,22 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
         .bind(&run.doc)
         .execute(&mut *connection)
         .await?;
-        for (field, value_hash) in &run.inputs {
-            sqlx::query(
-                "INSERT INTO run_inputs (org_id, run_id, field, value_hash, started_at) VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(org)
-            .bind(&run.id)
-            .bind(field)
-            .bind(value_hash)
-            .bind(run.started_at)
-            .execute(&mut *connection)
-            .await?;
+        if !run.inputs.is_empty() {
+            let mut query = Query::new("");
+            let (org_bind, run_bind, started) = (query.text(org), query.text(&run.id), query.int(run.started_at));
+            let tuples: Vec<String> = run
+                .inputs
+                .iter()
+                .map(|(field, value_hash)| {
+                    let (field, value_hash) = (query.text(field), query.text(value_hash));
+                    format!("({org_bind}, {run_bind}, {field}, {value_hash}, {started})")
+                })
+                .collect();
+            query.push(&format!(
+                "INSERT INTO run_inputs (org_id, run_id, field, value_hash, started_at) VALUES {}",
+                tuples.join(", ")
+            ));
+            query.fetch(&mut *connection).await?;
         }
     } else {
         let updated =
@@ -146,46 +151,14 @@ pub(crate) async fn replace_run_in_one_statement(
         ));
     }
     if !run.work.is_empty() {
-        let tuples: Vec<String> = run
-            .work
-            .iter()
-            .map(|work| {
-                let values = [
-                    org_bind.clone(),
-                    query.text(&work.run_id),
-                    query.text(&work.step_id),
-                    query.text(&work.kind.to_string()),
-                    query.text(&work.process),
-                    query.int(work.since),
-                    query.optional_int(work.lease_until),
-                    query.optional_text(work.group.as_deref()),
-                    query.optional_text(work.person.as_deref()),
-                    query.optional_text(work.item.as_deref()),
-                ];
-                format!("({})", values.join(", "))
-            })
-            .collect();
-        parts.push(format!(
-            "work AS ({WORK_INSERT} {} {WORK_UPSERT} RETURNING 1)",
-            tuples.join(", ")
-        ));
+        let values = work_values(&mut query, &org_bind, &run.work);
+        parts.push(format!("work AS ({WORK_INSERT} {values} {WORK_UPSERT} RETURNING 1)"));
     }
     let last = match request {
-        Some(request) => {
-            let values = [
-                org_bind.clone(),
-                query.text(request.request_id),
-                query.text(request.tool),
-                query.text(request.args_hash),
-                query.text(request.result),
-                query.int(request.at),
-            ];
-            format!(
-                "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES ({}) \
-                 ON CONFLICT (org_id, request_id) DO NOTHING RETURNING 1 AS recorded",
-                values.join(", ")
-            )
-        }
+        Some(request) => format!(
+            "{} RETURNING 1 AS recorded",
+            request_insert(&mut query, &org_bind, request)
+        ),
         None => "SELECT 1 AS recorded".to_owned(),
     };
     query.push(&format!("WITH {} {last}", parts.join(", ")));
@@ -213,32 +186,52 @@ async fn put_work(connection: &mut AnyConnection, org: &str, run: &RunRow) -> Re
     if run.work.is_empty() {
         return Ok(());
     }
-    const COLUMNS: usize = 10;
-    let tuples: Vec<String> = (0..run.work.len())
-        .map(|row| {
-            let binds: Vec<String> = (1..=COLUMNS)
-                .map(|column| format!("${}", row * COLUMNS + column))
-                .collect();
-            format!("({})", binds.join(", "))
+    let mut query = Query::new("");
+    let org_bind = query.text(org);
+    let values = work_values(&mut query, &org_bind, &run.work);
+    query.push(&format!("{WORK_INSERT} {values} {WORK_UPSERT}"));
+    query.fetch(connection).await?;
+    Ok(())
+}
+
+/// The `VALUES` tuples of work rows, in `WORK_INSERT`'s column order.
+fn work_values(query: &mut Query, org_bind: &str, rows: &[WorkRow]) -> String {
+    let tuples: Vec<String> = rows
+        .iter()
+        .map(|work| {
+            let values = [
+                org_bind.to_owned(),
+                query.text(&work.run_id),
+                query.text(&work.step_id),
+                query.text(&work.kind.to_string()),
+                query.text(&work.process),
+                query.int(work.since),
+                query.optional_int(work.lease_until),
+                query.optional_text(work.group.as_deref()),
+                query.optional_text(work.person.as_deref()),
+                query.optional_text(work.item.as_deref()),
+            ];
+            format!("({})", values.join(", "))
         })
         .collect();
-    let sql = format!("{WORK_INSERT} {} {WORK_UPSERT}", tuples.join(", "));
-    let mut query = sqlx::query(&sql);
-    for work in &run.work {
-        query = query
-            .bind(org)
-            .bind(&work.run_id)
-            .bind(&work.step_id)
-            .bind(work.kind.to_string())
-            .bind(&work.process)
-            .bind(work.since)
-            .bind(work.lease_until)
-            .bind(work.group.as_deref())
-            .bind(work.person.as_deref())
-            .bind(work.item.as_deref());
-    }
-    query.execute(connection).await?;
-    Ok(())
+    tuples.join(", ")
+}
+
+/// The insert that records a request's result, doing nothing if its id is recorded.
+fn request_insert(query: &mut Query, org_bind: &str, request: &NewRequest<'_>) -> String {
+    let values = [
+        org_bind.to_owned(),
+        query.text(request.request_id),
+        query.text(request.tool),
+        query.text(request.args_hash),
+        query.text(request.result),
+        query.int(request.at),
+    ];
+    format!(
+        "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES ({}) \
+         ON CONFLICT (org_id, request_id) DO NOTHING",
+        values.join(", ")
+    )
 }
 
 /// SQL built piece by piece, with its binds numbered in order.
@@ -449,19 +442,11 @@ pub(crate) async fn record_request(
 ) -> Result<bool> {
     // A concurrent transaction inserting the same key makes this insert wait until it
     // commits (then nothing is inserted) or rolls back (then this one is recorded).
-    let inserted = sqlx::query(
-        "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (org_id, request_id) DO NOTHING",
-    )
-    .bind(org)
-    .bind(request.request_id)
-    .bind(request.tool)
-    .bind(request.args_hash)
-    .bind(request.result)
-    .bind(request.at)
-    .execute(connection)
-    .await?;
-    Ok(inserted.rows_affected() == 1)
+    let mut query = Query::new("");
+    let org_bind = query.text(org);
+    let insert = request_insert(&mut query, &org_bind, request);
+    query.push(&format!("{insert} RETURNING 1"));
+    Ok(!query.fetch(connection).await?.is_empty())
 }
 
 pub(crate) async fn request(
