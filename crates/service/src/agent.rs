@@ -83,7 +83,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     run: with_issues,
                     effects: Vec::new(),
                 };
-                self.save(&mut tx, caller.org(), Some(&run), &kept, &version).await?;
+                let change = Change {
+                    before: Some(&run),
+                    transition: &kept,
+                    version: &version,
+                };
+                self.save(&mut tx, caller.org(), change).await?;
                 tx.commit().await.map_err(retry)?;
                 Err(error)
             }

@@ -8,7 +8,7 @@ use agentprocess_store::{NewUpload, Store, StoreTx, Upload};
 use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
 
-use crate::ids::{random_id, sha256_hex};
+use crate::ids::{hex, random_id, sha256_hex};
 use crate::write::{Write, fresh};
 use crate::{Caller, Service, forbidden, invalid, millis, retry};
 
@@ -152,11 +152,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return String::new();
         };
         mac.update(format!("{org}/{id}/{expires}").as_bytes());
-        mac.finalize()
-            .into_bytes()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        hex(&mac.finalize().into_bytes())
     }
 
     /// The file behind a signed URL, if the signature holds and has not expired.

@@ -9,12 +9,12 @@ use sha2::{Digest, Sha256};
 pub fn random_id(prefix: &str, bytes: usize) -> String {
     let mut buffer = vec![0u8; bytes];
     fill(&mut buffer);
-    let mut id = String::with_capacity(prefix.len() + 2 * bytes);
-    id.push_str(prefix);
-    for byte in buffer {
-        id.push_str(&format!("{byte:02x}"));
-    }
-    id
+    format!("{prefix}{}", hex(&buffer))
+}
+
+/// Bytes as lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A secret: 32 random bytes, base64url.
@@ -31,7 +31,7 @@ fn fill(buffer: &mut [u8]) {
 
 /// SHA-256, lowercase hex.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+    hex(&Sha256::digest(bytes))
 }
 
 /// Ids for one run: work items, and claim tokens that start with the run id, so a

@@ -1,14 +1,16 @@
 //! `start_run`, `get_run`, `list_runs`, `cancel` and `send_event`.
 
+use std::sync::Arc;
+
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Mode, Run, StartRun, ToolError, run_state, run_view};
-use agentprocess_store::{RunFilter, Store};
+use agentprocess_engine::{Mode, ProcessVersion, Run, StartRun, ToolError, run_state, run_view};
+use agentprocess_store::{RunFilter, Store, StoredRun};
 use serde_json::{Map, Value, json};
 
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
-use crate::write::{Change, Locked, Target, Write, fresh};
-use crate::{Caller, Service, cursor, not_found, retry};
+use crate::write::{Change, Locked, Target, Write, fresh, no_run};
+use crate::{Caller, Service, cursor, retry};
 
 /// The arguments of `start_run` after decoding.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,18 +67,19 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `get_run`.
     pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<Value, ToolError> {
-        let (run, version) = self.read_run(caller.org(), run_id).await?;
+        let stored = self.store.run(caller.org(), run_id).await.map_err(retry)?;
+        let (run, version) = self
+            .with_version(caller.org(), &stored.ok_or_else(|| no_run(run_id))?)
+            .await?;
         Ok(self.present(caller.org(), run_view(&run, &version, self.now())))
     }
 
-    /// A run as last committed, and its version.
-    pub(crate) async fn read_run(
+    /// A stored run, parsed, with the version it runs on.
+    pub(crate) async fn with_version(
         &self,
         org: &str,
-        run_id: &str,
-    ) -> Result<(Run, std::sync::Arc<agentprocess_engine::ProcessVersion>), ToolError> {
-        let stored = self.store.run(org, run_id).await.map_err(retry)?;
-        let stored = stored.ok_or_else(|| not_found(format!("no run {run_id:?} in this organization")))?;
+        stored: &StoredRun,
+    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
         let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
         let version = self.process_version(org, &run.process, Some(run.version)).await?;
         Ok((run, version))

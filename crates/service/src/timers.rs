@@ -11,6 +11,7 @@ use agentprocess_engine::{ToolError, timer_fired};
 use agentprocess_store::{Store, StoreTx, TimerRow};
 
 use crate::ids::RunIds;
+use crate::write::Change;
 use crate::{Service, millis, retry};
 
 /// Timers applied per pass.
@@ -81,8 +82,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
         };
         let mut ids = RunIds { run: run.id.clone() };
         let transition = timer_fired(&run, &version, &timer.timer_id, self.now(), &mut ids);
-        self.save(&mut tx, &timer.org, Some(&run), &transition, &version)
-            .await?;
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
+        self.save(&mut tx, &timer.org, change).await?;
         tx.commit().await.map_err(retry)?;
         tracing::debug!(org = %timer.org, run = %timer.run_id, timer = %timer.timer_id, "timer fired");
         Ok(())

@@ -64,11 +64,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         wanted.dedup();
         let mut runs: HashMap<String, (Run, Arc<ProcessVersion>)> = HashMap::new();
         for stored in self.store.runs(caller.org(), &wanted).await.map_err(crate::retry)? {
-            let run: Run = serde_json::from_str(&stored.doc).map_err(crate::retry)?;
-            let version = self
-                .process_version(caller.org(), &run.process, Some(run.version))
-                .await?;
-            runs.insert(stored.id, (run, version));
+            let loaded = self.with_version(caller.org(), &stored).await?;
+            runs.insert(stored.id, loaded);
         }
         let step_of = |item: &Value| match kind {
             WorkKind::Agent => item["stepId"].as_str().map(str::to_owned),

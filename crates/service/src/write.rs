@@ -168,20 +168,32 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(self.present(caller.org(), result))
     }
 
-    /// Writes the run (new when `before` is `None`), its index rows and its timers,
-    /// for a write that records no result (a refused submission, a timer).
-    pub(crate) async fn save(
+    /// Writes a change for a write that records no result (a refused submission, a
+    /// timer).
+    pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<(), ToolError> {
+        self.write_change(tx, org, change, None).await.map(drop)
+    }
+
+    /// Writes the run (new when `before` is `None`), its index rows and its timers, and
+    /// records `request` with them; `false` when the request was recorded before.
+    async fn write_change(
         &self,
         tx: &mut S::Tx,
         org: &str,
-        before: Option<&Run>,
-        transition: &Transition,
-        version: &ProcessVersion,
-    ) -> Result<(), ToolError> {
-        self.apply_effects(tx, org, transition).await?;
-        let row = run_row(before, &transition.run, version, &self.settings.engine).map_err(retry)?;
-        tx.put_run(org, &row, before.is_none(), None).await.map_err(retry)?;
-        Ok(())
+        change: Change<'_>,
+        request: Option<&NewRequest<'_>>,
+    ) -> Result<bool, ToolError> {
+        self.apply_effects(tx, org, change.transition).await?;
+        let row = run_row(
+            change.before,
+            &change.transition.run,
+            change.version,
+            &self.settings.engine,
+        )
+        .map_err(retry)?;
+        tx.put_run(org, &row, change.before.is_none(), request)
+            .await
+            .map_err(retry)
     }
 
     async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<(), ToolError> {
@@ -231,19 +243,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             at: millis(self.now()),
         };
         let recorded = match change {
-            Some(change) => {
-                self.apply_effects(&mut tx, caller.org(), change.transition).await?;
-                let row = run_row(
-                    change.before,
-                    &change.transition.run,
-                    change.version,
-                    &self.settings.engine,
-                )
-                .map_err(retry)?;
-                tx.put_run(caller.org(), &row, change.before.is_none(), Some(&request))
-                    .await
-                    .map_err(retry)?
-            }
+            Some(change) => self.write_change(&mut tx, caller.org(), change, Some(&request)).await?,
             None => tx.record_request(caller.org(), &request).await.map_err(retry)?,
         };
         if !recorded {
@@ -257,7 +257,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return self.answer(caller, write, tool, recorded);
         }
         tx.commit().await.map_err(retry)?;
-        self.wake.notify_one();
+        // Only a new timer can make the timer loop's next wake-up earlier.
+        if change.is_some_and(|change| change.schedules_timer()) {
+            self.wake.notify_one();
+        }
         Ok(self.present(caller.org(), result))
     }
 }
@@ -271,6 +274,15 @@ pub(crate) struct Change<'a> {
     pub(crate) version: &'a ProcessVersion,
 }
 
-fn no_run(run_id: &str) -> ToolError {
+impl Change<'_> {
+    fn schedules_timer(&self) -> bool {
+        self.transition
+            .effects
+            .iter()
+            .any(|effect| matches!(effect, Effect::ScheduleTimer(_)))
+    }
+}
+
+pub(crate) fn no_run(run_id: &str) -> ToolError {
     not_found(format!("no run {run_id:?} in this organization"))
 }
