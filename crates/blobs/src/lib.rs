@@ -24,6 +24,21 @@ pub trait Blobs: Send + Sync + 'static {
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, Error>> + Send;
 }
 
+/// No storage, for a process that never reads or writes evidence (the scheduler):
+/// every call fails.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoBlobs;
+
+impl Blobs for NoBlobs {
+    async fn put(&self, _key: &str, _bytes: &[u8]) -> Result<(), Error> {
+        Err(Error::Io(io::Error::other("this process stores no files")))
+    }
+
+    async fn get(&self, _key: &str) -> Result<Option<Vec<u8>>, Error> {
+        Err(Error::Io(io::Error::other("this process reads no files")))
+    }
+}
+
 /// Bytes as files under one directory.
 #[derive(Debug, Clone)]
 pub struct LocalBlobs {

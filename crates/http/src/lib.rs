@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+pub mod config;
+
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
@@ -190,37 +192,57 @@ async fn ready<S: Store, B: Blobs>(State(service): State<Arc<Service<S, B>>>) ->
     }
 }
 
-/// Serves `router` on `listener` and runs the timer loop beside it (unless
-/// `timers` is off) until SIGTERM or ctrl-c; in-flight calls finish first.
+/// The background work of a process: firing timers and delivering webhooks.
+#[derive(Debug, Clone, Default)]
+pub struct Background {
+    /// How timers are fired.
+    pub scheduler: agentprocess_service::SchedulerSettings,
+    /// How webhooks are delivered.
+    pub webhooks: agentprocess_service::WebhookSettings,
+}
+
+/// Starts the timer loop, the reconciler (with a timer queue) and the webhook loop;
+/// each stops when `stop` is cancelled, after finishing what it has under way.
+pub fn spawn_background<S: Store, B: Blobs>(
+    service: &Arc<Service<S, B>>,
+    background: &Background,
+    stop: &tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(Arc::clone(service).run_scheduler(background.scheduler.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_reconciler(background.scheduler.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_webhooks(background.webhooks.clone(), stop.clone()));
+    tasks
+}
+
+/// Serves `router` on `listener`, with the background work beside it when given,
+/// until SIGTERM or ctrl-c; calls and passes in flight finish first.
 pub async fn serve<S: Store, B: Blobs>(
     service: Arc<Service<S, B>>,
     listener: tokio::net::TcpListener,
     router: Router,
-    timers: bool,
+    background: Option<Background>,
 ) -> std::io::Result<()> {
     let stop = tokio_util::sync::CancellationToken::new();
-    let timer_loop = timers.then(|| {
-        let service = Arc::clone(&service);
-        let stop = stop.clone();
-        tokio::spawn(async move { service.run_timers(stop.cancelled_owned()).await })
-    });
+    let mut tasks = background
+        .map(|background| spawn_background(&service, &background, &stop))
+        .unwrap_or_default();
     let signalled = stop.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
-        tracing::info!("shutting down: finishing calls in flight");
+        tracing::info!("shutting down: finishing work in flight");
         signalled.cancel();
     });
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(stop.clone().cancelled_owned())
         .await;
     stop.cancel();
-    if let Some(handle) = timer_loop {
-        let _ = handle.await;
-    }
+    while tasks.join_next().await.is_some() {}
     served
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGTERM or ctrl-c.
+pub async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -253,13 +275,18 @@ pub async fn assemble(
     blob_dir: &std::path::Path,
     settings: agentprocess_service::Settings,
     clock: Arc<dyn agentprocess_service::Clock>,
+    queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
 ) -> Result<Arc<SqlService>, AssembleError> {
     let store = agentprocess_store::SqlStore::connect(database_url, max_connections).await?;
     if migrate {
         store.migrate().await?;
     }
     let blobs = agentprocess_blobs::LocalBlobs::new(blob_dir)?;
-    Ok(Arc::new(Service::new(store, blobs, clock, settings)))
+    let service = Service::new(store, blobs, clock, settings);
+    Ok(Arc::new(match queue {
+        Some(queue) => service.with_timer_queue(queue),
+        None => service,
+    }))
 }
 
 /// Why the service could not be assembled.

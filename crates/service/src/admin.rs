@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Options, ValidatedProcess};
-use agentprocess_store::{Identity, IdentityKind, NewVersion, Store, StoreTx, StoredVersion};
+use agentprocess_store::{DeliveryRecord, Identity, IdentityKind, NewVersion, Store, StoreTx, StoredVersion, Webhook};
+use base64::Engine as _;
 
-use crate::ids::{secret, sha256_hex};
+use crate::ids::{random_id, secret, sha256_hex};
 use crate::{CAPABILITIES, Clock, millis};
 
 /// Why an admin action did nothing.
@@ -270,6 +271,57 @@ impl<S: Store> Admin<S> {
     /// Every identity of an organization.
     pub async fn identities(&self, org: &str) -> Result<Vec<Identity>, Error> {
         Ok(self.store.identities(org).await?)
+    }
+
+    /// Adds a webhook endpoint that receives every notification of the organization
+    /// from now on, signed with a new `whsec_…` secret (returned, with the id).
+    pub async fn add_webhook(&self, org: &str, url: &str) -> Result<Webhook, Error> {
+        let mut issues = Vec::new();
+        match reqwest::Url::parse(url) {
+            Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
+                issues.push(format!("url: {url:?} is not an http or https URL"));
+            }
+            Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => {
+                issues.push(format!("url: {url:?} names no host"));
+            }
+            Ok(parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+                issues.push("url: must not carry credentials".to_owned());
+            }
+            Ok(_) => {}
+            Err(error) => issues.push(format!("url: {url:?} is not a URL ({error})")),
+        }
+        refuse(issues)?;
+        let mut key = [0_u8; 24];
+        getrandom::fill(&mut key).map_err(|error| Error::Refused(vec![format!("no randomness: {error}")]))?;
+        let webhook = Webhook {
+            id: random_id("wh_", 8),
+            url: url.to_owned(),
+            secret: format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key)),
+            created_at: millis(self.now()),
+        };
+        let mut tx = self.store.begin().await?;
+        tx.add_webhook(org, &webhook).await?;
+        tx.commit().await?;
+        Ok(webhook)
+    }
+
+    /// Removes a webhook endpoint; its pending deliveries are given up.
+    pub async fn remove_webhook(&self, org: &str, id: &str) -> Result<(), Error> {
+        let mut tx = self.store.begin().await?;
+        if !tx.remove_webhook(org, id, millis(self.now())).await? {
+            return Err(Error::NotFound(format!("webhook {id:?}")));
+        }
+        Ok(tx.commit().await?)
+    }
+
+    /// The organization's webhook endpoints.
+    pub async fn webhooks(&self, org: &str) -> Result<Vec<Webhook>, Error> {
+        Ok(self.store.webhooks(org).await?)
+    }
+
+    /// The organization's latest webhook deliveries, newest first.
+    pub async fn deliveries(&self, org: &str, limit: u32) -> Result<Vec<DeliveryRecord>, Error> {
+        Ok(self.store.deliveries(org, limit).await?)
     }
 }
 

@@ -7,11 +7,13 @@ mod cursor;
 mod files;
 mod ids;
 mod index;
+mod notify;
 mod people;
 mod processes;
 mod runs;
-mod timers;
+mod scheduler;
 mod versions;
+mod webhooks;
 mod work;
 mod write;
 
@@ -21,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, Code, Context, ToolError};
 use agentprocess_store::{Identity, IdentityKind, Store};
+use agentprocess_timers::TimerQueue;
 use tokio::sync::Notify;
 
 pub use admin::Admin;
@@ -28,6 +31,8 @@ pub use clock::{Clock, SystemClock, TestClock};
 pub use files::FileDownload;
 pub use ids::random_id;
 pub use runs::{ListRuns, StartRunArgs};
+pub use scheduler::SchedulerSettings;
+pub use webhooks::{WebhookSettings, sign_webhook};
 pub use write::Write;
 
 /// Every tool the server offers, in the order `describe` lists them.
@@ -146,7 +151,13 @@ pub struct Service<S, B> {
     settings: Settings,
     versions: versions::Cache,
     callers: Mutex<HashMap<String, (jiff::Timestamp, Caller)>>,
+    /// Where timers are mirrored for a separate scheduler; `None` when timers are
+    /// fired in process, straight from the rows.
+    queue: Option<Arc<dyn TimerQueue>>,
+    /// Wakes the in-process timer loop.
     wake: Notify,
+    /// Wakes the webhook loop.
+    deliveries_wake: Notify,
 }
 
 /// The most identities remembered at once; past it the memory starts afresh.
@@ -162,8 +173,23 @@ impl<S: Store, B: Blobs> Service<S, B> {
             settings,
             versions: versions::Cache::default(),
             callers: Mutex::new(HashMap::new()),
+            queue: None,
             wake: Notify::new(),
+            deliveries_wake: Notify::new(),
         }
+    }
+
+    /// Mirrors every timer in `queue` after commit, for a scheduler that takes them
+    /// from there.
+    #[must_use]
+    pub fn with_timer_queue(mut self, queue: Arc<dyn TimerQueue>) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+
+    /// The timer queue, if timers are mirrored in one.
+    pub fn timer_queue(&self) -> Option<&Arc<dyn TimerQueue>> {
+        self.queue.as_ref()
     }
 
     /// The store.
@@ -204,9 +230,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
         self.clock.now()
     }
 
-    /// Wakes the timer loop to look for due timers now (after the clock moved).
+    /// Wakes the timer and webhook loops to look for due work now (after the clock
+    /// moved).
     pub fn wake_timers(&self) {
         self.wake.notify_one();
+        self.deliveries_wake.notify_one();
     }
 
     /// The engine's context for one command.

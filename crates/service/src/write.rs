@@ -14,10 +14,12 @@ use std::sync::Arc;
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transition};
 use agentprocess_store::{NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
+use agentprocess_timers::Entry;
 use serde_json::Value;
 
 use crate::ids::token_run;
 use crate::index::run_row;
+use crate::notify::Outgoing;
 use crate::{Caller, Service, invalid, millis, not_found, retry};
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
@@ -212,14 +214,59 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Effect::CancelTimer { id } => {
                     tx.remove_timer(org, &run.id, id).await.map_err(retry)?;
                 }
-                // Delivery of notifications (webhooks) is the scheduler's; until it
-                // exists they are logged.
                 Effect::Notify(notification) => {
-                    tracing::info!(org, run = %run.id, ?notification, "notification");
+                    let outgoing = Outgoing::new(org, run, notification);
+                    tx.add_notification(org, &outgoing.row(run, millis(self.now())))
+                        .await
+                        .map_err(retry)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// After a change committed: mirrors its timers in the queue (a lost add is
+    /// repaired by the reconciler, so this never holds up the caller) or wakes the
+    /// in-process timer loop, and wakes the webhook loop for new notifications.
+    pub(crate) fn committed(&self, org: &str, transition: &Transition) {
+        let run = &transition.run.id;
+        let entry = |timer_id: &str, fire_at: i64| Entry {
+            org: org.to_owned(),
+            run_id: run.clone(),
+            timer_id: timer_id.to_owned(),
+            fire_at,
+        };
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        let mut notified = false;
+        for effect in &transition.effects {
+            match effect {
+                Effect::ScheduleTimer(timer) => added.push(entry(&timer.id, millis(timer.at))),
+                Effect::CancelTimer { id } => removed.push(entry(id, 0)),
+                Effect::Notify(_) => notified = true,
+            }
+        }
+        if notified {
+            self.deliveries_wake.notify_one();
+        }
+        match &self.queue {
+            Some(queue) if !added.is_empty() || !removed.is_empty() => {
+                let queue = Arc::clone(queue);
+                tokio::spawn(async move {
+                    let pushed = match queue.add(&added).await {
+                        Ok(()) => queue.remove(&removed).await,
+                        Err(error) => Err(error),
+                    };
+                    if let Err(error) = pushed {
+                        tracing::warn!(%error, "timer not mirrored in the queue; the reconciler will add it");
+                    }
+                });
+            }
+            Some(_) => {}
+            // Only a new timer can make the timer loop's next wake-up earlier.
+            None if !added.is_empty() => self.wake.notify_one(),
+            None => {}
+        }
     }
 
     /// Writes the change (if any), records the result under the `requestId`, commits,
@@ -257,9 +304,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return self.answer(caller, write, tool, recorded);
         }
         tx.commit().await.map_err(retry)?;
-        // Only a new timer can make the timer loop's next wake-up earlier.
-        if change.is_some_and(|change| change.schedules_timer()) {
-            self.wake.notify_one();
+        if let Some(change) = change {
+            self.committed(caller.org(), change.transition);
         }
         Ok(self.present(caller.org(), result))
     }
@@ -272,15 +318,6 @@ pub(crate) struct Change<'a> {
     pub(crate) before: Option<&'a Run>,
     pub(crate) transition: &'a Transition,
     pub(crate) version: &'a ProcessVersion,
-}
-
-impl Change<'_> {
-    fn schedules_timer(&self) -> bool {
-        self.transition
-            .effects
-            .iter()
-            .any(|effect| matches!(effect, Effect::ScheduleTimer(_)))
-    }
 }
 
 pub(crate) fn no_run(run_id: &str) -> ToolError {

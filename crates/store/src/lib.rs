@@ -2,14 +2,17 @@
 
 mod admin;
 mod model;
+mod outbox;
 mod runs;
 mod sql;
+mod timers;
 
 use std::future::Future;
 
 pub use model::{
-    Identity, IdentityKind, Keyset, NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest,
-    StoredRun, StoredVersion, TimerRow, Upload, WorkKind, WorkQuery, WorkRow,
+    AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
+    NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TimerRow,
+    Upload, Webhook, WorkKind, WorkQuery, WorkRow,
 };
 pub use sql::{Dialect, SqlStore, SqlTx};
 
@@ -93,11 +96,37 @@ pub trait Store: Send + Sync + 'static {
     /// An upload's record.
     fn upload(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;
 
-    /// Timers due at `now` (milliseconds), earliest first, across organizations.
-    fn due_timers(&self, now: i64, limit: u32) -> impl Future<Output = Result<Vec<TimerRow>>> + Send;
+    /// Timers due at or before `before` (milliseconds), across organizations, earliest
+    /// first, starting after `after` (for paging).
+    fn timers_before(
+        &self,
+        before: i64,
+        after: Option<&TimerRow>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<TimerRow>>> + Send;
 
     /// When the earliest timer is due, if any.
     fn next_timer_at(&self) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// An organization's webhook endpoints, oldest first.
+    fn webhooks(&self, org: &str) -> impl Future<Output = Result<Vec<Webhook>>> + Send;
+
+    /// Takes up to `limit` pending deliveries due at `now`, across organizations, for
+    /// an attempt: each counts one more attempt and is not taken again before
+    /// `hold_until` unless its attempt is recorded. Concurrent callers never take the
+    /// same delivery.
+    fn take_deliveries(
+        &self,
+        now: i64,
+        hold_until: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Delivery>>> + Send;
+
+    /// Records how an attempt ended.
+    fn record_attempt(&self, delivery: &Delivery, result: &AttemptResult) -> impl Future<Output = Result<()>> + Send;
+
+    /// An organization's latest deliveries, newest first.
+    fn deliveries(&self, org: &str, limit: u32) -> impl Future<Output = Result<Vec<DeliveryRecord>>> + Send;
 }
 
 /// One write transaction. Nothing is visible to others until [`StoreTx::commit`];
@@ -147,6 +176,32 @@ pub trait StoreTx: Send {
 
     /// Removes a timer; says whether it was there.
     fn remove_timer(&mut self, org: &str, run_id: &str, timer_id: &str) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Removes a timer if it is due at `now` and returns when it was due; `None` when
+    /// it is gone (fired or cancelled) or not due yet (moved later). Done under the
+    /// run's lock, this decides which of several schedulers applies it.
+    fn take_due_timer(
+        &mut self,
+        org: &str,
+        run_id: &str,
+        timer_id: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Puts a notification in the outbox, with a pending delivery for each of the
+    /// organization's webhook endpoints.
+    fn add_notification(
+        &mut self,
+        org: &str,
+        notification: &NewNotification<'_>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Adds a webhook endpoint.
+    fn add_webhook(&mut self, org: &str, webhook: &Webhook) -> impl Future<Output = Result<()>> + Send;
+
+    /// Removes a webhook endpoint and gives up its pending deliveries; says whether it
+    /// was there.
+    fn remove_webhook(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<bool>> + Send;
 
     /// Records an upload.
     fn put_upload(&mut self, org: &str, upload: &NewUpload) -> impl Future<Output = Result<()>> + Send;

@@ -301,3 +301,125 @@ pub struct TimerRow {
     /// When it fires.
     pub fire_at: i64,
 }
+
+/// A webhook endpoint of an organization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Webhook {
+    /// Its id.
+    pub id: String,
+    /// Where deliveries are posted.
+    pub url: String,
+    /// The key deliveries are signed with.
+    pub secret: String,
+    /// When it was added (milliseconds).
+    pub created_at: i64,
+}
+
+/// A notification to put in the outbox, with a delivery for each of the
+/// organization's webhooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewNotification<'a> {
+    /// Its id, unique in the organization.
+    pub id: &'a str,
+    /// The run it is about.
+    pub run_id: &'a str,
+    /// What happened (`work_item.created`, …).
+    pub event: &'a str,
+    /// The JSON posted to each endpoint.
+    pub body: &'a str,
+    /// When (milliseconds); the first attempt is due then.
+    pub created_at: i64,
+}
+
+/// A delivery taken for an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The organization.
+    pub org: String,
+    /// The notification.
+    pub notification_id: String,
+    /// The endpoint.
+    pub webhook_id: String,
+    /// The endpoint's URL.
+    pub url: String,
+    /// The endpoint's signing key.
+    pub secret: String,
+    /// The body to post.
+    pub body: String,
+    /// Attempts so far, this one included.
+    pub attempts: u32,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptResult {
+    /// `delivered`, `pending` (tried again at `next_at`) or `failed`.
+    pub status: DeliveryStatus,
+    /// When to try again, for `pending`.
+    pub next_at: i64,
+    /// The endpoint's HTTP status, if it answered.
+    pub status_code: Option<u16>,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
+    /// When the attempt ended.
+    pub at: i64,
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStatus {
+    /// Not delivered yet; will be tried (again).
+    Pending,
+    /// The endpoint answered 2xx.
+    Delivered,
+    /// Given up.
+    Failed,
+}
+
+impl DeliveryStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        [Self::Pending, Self::Delivered, Self::Failed]
+            .into_iter()
+            .find(|status| status.as_str() == text)
+    }
+}
+
+/// A delivery as recorded, for operators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryRecord {
+    /// The notification.
+    pub notification_id: String,
+    /// Its event.
+    pub event: String,
+    /// The run it is about.
+    pub run_id: String,
+    /// The endpoint.
+    pub webhook_id: String,
+    /// Where it stands.
+    pub status: DeliveryStatus,
+    /// Attempts so far.
+    pub attempts: u32,
+    /// The endpoint's last HTTP status.
+    pub last_status_code: Option<u16>,
+    /// The last error.
+    pub last_error: Option<String>,
+    /// When the notification was made.
+    pub created_at: i64,
+    /// When the delivery last changed.
+    pub updated_at: i64,
+}
+
+impl DeliveryRecord {
+    pub(crate) fn status_from(text: &str) -> crate::Result<DeliveryStatus> {
+        DeliveryStatus::parse(text).ok_or_else(|| crate::Error::Corrupt(format!("delivery status {text:?}")))
+    }
+}

@@ -1,11 +1,11 @@
-//! Runs, their index rows, idempotency records, uploads and timers.
+//! Runs, their index rows, idempotency records and uploads.
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::model::{
-    Keyset, NewRequest, NewUpload, Page, RunFilter, RunRow, StoredRequest, StoredRun, TimerRow, Upload, WorkKind,
-    WorkQuery, WorkRow,
+    Keyset, NewRequest, NewUpload, Page, RunFilter, RunRow, StoredRequest, StoredRun, Upload, WorkKind, WorkQuery,
+    WorkRow,
 };
 use crate::{Error, Result};
 
@@ -235,7 +235,7 @@ fn request_insert(query: &mut Query, org_bind: &str, request: &NewRequest<'_>) -
 }
 
 /// SQL built piece by piece, with its binds numbered in order.
-struct Query {
+pub(crate) struct Query {
     sql: String,
     binds: Vec<Bind>,
 }
@@ -248,38 +248,38 @@ enum Bind {
 }
 
 impl Query {
-    fn new(sql: &str) -> Self {
+    pub(crate) fn new(sql: &str) -> Self {
         Self {
             sql: sql.to_owned(),
             binds: Vec::new(),
         }
     }
 
-    fn text(&mut self, value: &str) -> String {
+    pub(crate) fn text(&mut self, value: &str) -> String {
         self.binds.push(Bind::Text(value.to_owned()));
         format!("${}", self.binds.len())
     }
 
-    fn int(&mut self, value: i64) -> String {
+    pub(crate) fn int(&mut self, value: i64) -> String {
         self.binds.push(Bind::Int(value));
         format!("${}", self.binds.len())
     }
 
-    fn optional_text(&mut self, value: Option<&str>) -> String {
+    pub(crate) fn optional_text(&mut self, value: Option<&str>) -> String {
         self.binds.push(Bind::NullText(value.map(str::to_owned)));
         format!("${}", self.binds.len())
     }
 
-    fn optional_int(&mut self, value: Option<i64>) -> String {
+    pub(crate) fn optional_int(&mut self, value: Option<i64>) -> String {
         self.binds.push(Bind::NullInt(value));
         format!("${}", self.binds.len())
     }
 
-    fn push(&mut self, fragment: &str) {
+    pub(crate) fn push(&mut self, fragment: &str) {
         self.sql.push_str(fragment);
     }
 
-    async fn fetch(self, connection: &mut AnyConnection) -> Result<Vec<AnyRow>> {
+    pub(crate) async fn fetch(self, connection: &mut AnyConnection) -> Result<Vec<AnyRow>> {
         let mut query = sqlx::query(&self.sql);
         for bind in self.binds {
             query = match bind {
@@ -511,61 +511,4 @@ pub(crate) async fn upload(connection: &mut AnyConnection, org: &str, id: &str) 
         file_name: row.try_get("file_name")?,
         storage_key: row.try_get("storage_key")?,
     }))
-}
-
-pub(crate) async fn schedule_timer(connection: &mut AnyConnection, timer: &TimerRow) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO timers (org_id, run_id, timer_id, fire_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at",
-    )
-    .bind(&timer.org)
-    .bind(&timer.run_id)
-    .bind(&timer.timer_id)
-    .bind(timer.fire_at)
-    .execute(connection)
-    .await?;
-    Ok(())
-}
-
-pub(crate) async fn remove_timer(
-    connection: &mut AnyConnection,
-    org: &str,
-    run_id: &str,
-    timer_id: &str,
-) -> Result<bool> {
-    let removed = sqlx::query("DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3")
-        .bind(org)
-        .bind(run_id)
-        .bind(timer_id)
-        .execute(connection)
-        .await?;
-    Ok(removed.rows_affected() == 1)
-}
-
-pub(crate) async fn due_timers(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<Vec<TimerRow>> {
-    let rows = sqlx::query(
-        "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 \
-         ORDER BY fire_at, org_id, run_id, timer_id LIMIT $2",
-    )
-    .bind(now)
-    .bind(i64::from(limit))
-    .fetch_all(connection)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(TimerRow {
-                org: row.try_get("org_id")?,
-                run_id: row.try_get("run_id")?,
-                timer_id: row.try_get("timer_id")?,
-                fire_at: row.try_get("fire_at")?,
-            })
-        })
-        .collect()
-}
-
-pub(crate) async fn next_timer_at(connection: &mut AnyConnection) -> Result<Option<i64>> {
-    let row = sqlx::query("SELECT MIN(fire_at) AS t FROM timers")
-        .fetch_one(connection)
-        .await?;
-    Ok(row.try_get::<Option<i64>, _>("t")?)
 }

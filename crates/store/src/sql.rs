@@ -7,10 +7,10 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 
 use crate::model::{
-    Identity, NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
-    TimerRow, Upload, WorkQuery, WorkRow,
+    AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
+    RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TimerRow, Upload, Webhook, WorkQuery, WorkRow,
 };
-use crate::{Result, Store, StoreTx, admin, runs};
+use crate::{Result, Store, StoreTx, admin, outbox, runs, timers};
 
 /// Connections idle longer than this are checked before use.
 const IDLE_CHECK: Duration = Duration::from_secs(5);
@@ -182,14 +182,38 @@ impl Store for SqlStore {
         runs::upload(&mut connection, org, id).await
     }
 
-    async fn due_timers(&self, now: i64, limit: u32) -> Result<Vec<TimerRow>> {
+    async fn timers_before(&self, before: i64, after: Option<&TimerRow>, limit: u32) -> Result<Vec<TimerRow>> {
         let mut connection = self.pool.acquire().await?;
-        runs::due_timers(&mut connection, now, limit).await
+        timers::timers_before(&mut connection, before, after, limit).await
     }
 
     async fn next_timer_at(&self) -> Result<Option<i64>> {
         let mut connection = self.pool.acquire().await?;
-        runs::next_timer_at(&mut connection).await
+        timers::next_timer_at(&mut connection).await
+    }
+
+    async fn webhooks(&self, org: &str) -> Result<Vec<Webhook>> {
+        let mut connection = self.pool.acquire().await?;
+        outbox::webhooks(&mut connection, org).await
+    }
+
+    async fn take_deliveries(&self, now: i64, hold_until: i64, limit: u32) -> Result<Vec<Delivery>> {
+        let skip_locked = match self.dialect {
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
+        let mut connection = self.pool.acquire().await?;
+        outbox::take_deliveries(&mut connection, now, hold_until, limit, skip_locked).await
+    }
+
+    async fn record_attempt(&self, delivery: &Delivery, result: &AttemptResult) -> Result<()> {
+        let mut connection = self.pool.acquire().await?;
+        outbox::record_attempt(&mut connection, delivery, result).await
+    }
+
+    async fn deliveries(&self, org: &str, limit: u32) -> Result<Vec<DeliveryRecord>> {
+        let mut connection = self.pool.acquire().await?;
+        outbox::deliveries(&mut connection, org, limit).await
     }
 }
 
@@ -238,11 +262,27 @@ impl StoreTx for SqlTx {
     }
 
     async fn schedule_timer(&mut self, timer: &TimerRow) -> Result<()> {
-        runs::schedule_timer(&mut self.tx, timer).await
+        timers::schedule_timer(&mut self.tx, timer).await
     }
 
     async fn remove_timer(&mut self, org: &str, run_id: &str, timer_id: &str) -> Result<bool> {
-        runs::remove_timer(&mut self.tx, org, run_id, timer_id).await
+        timers::remove_timer(&mut self.tx, org, run_id, timer_id).await
+    }
+
+    async fn take_due_timer(&mut self, org: &str, run_id: &str, timer_id: &str, now: i64) -> Result<Option<i64>> {
+        timers::take_due_timer(&mut self.tx, org, run_id, timer_id, now).await
+    }
+
+    async fn add_notification(&mut self, org: &str, notification: &NewNotification<'_>) -> Result<()> {
+        outbox::add_notification(&mut self.tx, org, notification).await
+    }
+
+    async fn add_webhook(&mut self, org: &str, webhook: &Webhook) -> Result<()> {
+        outbox::add_webhook(&mut self.tx, org, webhook).await
+    }
+
+    async fn remove_webhook(&mut self, org: &str, id: &str, now: i64) -> Result<bool> {
+        outbox::remove_webhook(&mut self.tx, org, id, now).await
     }
 
     async fn put_upload(&mut self, org: &str, upload: &NewUpload) -> Result<()> {

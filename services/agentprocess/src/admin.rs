@@ -119,6 +119,39 @@ enum Action {
         /// The process.
         process: String,
     },
+    /// Add a webhook endpoint: it receives every notification of the organization
+    /// (work item created, escalation waiting, step overdue, run ended), signed.
+    /// Prints the id and the signing secret (shown only now) as JSON.
+    AddWebhook {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The endpoint (http:// or https://).
+        url: String,
+    },
+    /// Remove a webhook endpoint; its pending deliveries are given up.
+    RemoveWebhook {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The endpoint's id.
+        id: String,
+    },
+    /// List the webhook endpoints (id, URL, added).
+    Webhooks {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+    },
+    /// List the latest webhook deliveries and where each stands.
+    Deliveries {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// How many.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
 }
 
 /// Identity kinds.
@@ -229,12 +262,50 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
         }
         Action::Versions { org, process } => {
             for version in admin.versions(&org, &process).await? {
-                let at = jiff::Timestamp::from_millisecond(version.published_at)
-                    .map(|at| at.to_string())
-                    .unwrap_or_default();
-                println!("{}\t{}\t{at}", version.number, version.content_hash);
+                println!(
+                    "{}\t{}\t{}",
+                    version.number,
+                    version.content_hash,
+                    time(version.published_at)
+                );
+            }
+        }
+        Action::AddWebhook { org, url } => {
+            let webhook = admin.add_webhook(&org, &url).await?;
+            let added = serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret });
+            println!("{added}");
+        }
+        Action::RemoveWebhook { org, id } => {
+            admin.remove_webhook(&org, &id).await?;
+            println!("webhook {id} removed");
+        }
+        Action::Webhooks { org } => {
+            for webhook in admin.webhooks(&org).await? {
+                println!("{}\t{}\t{}", webhook.id, webhook.url, time(webhook.created_at));
+            }
+        }
+        Action::Deliveries { org, limit } => {
+            for delivery in admin.deliveries(&org, limit).await? {
+                let code = delivery.last_status_code.map(|code| code.to_string());
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{} attempt(s)\t{}\t{}",
+                    delivery.notification_id,
+                    delivery.event,
+                    delivery.run_id,
+                    delivery.webhook_id,
+                    delivery.status.as_str(),
+                    delivery.attempts,
+                    code.as_deref().unwrap_or("-"),
+                    delivery.last_error.as_deref().unwrap_or("-"),
+                );
             }
         }
     }
     Ok(())
+}
+
+fn time(millis: i64) -> String {
+    jiff::Timestamp::from_millisecond(millis)
+        .map(|at| at.to_string())
+        .unwrap_or_default()
 }

@@ -68,7 +68,8 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     settings.engine.lease_seconds = dev.lease_seconds;
     let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
     let (clock, test_clock) = agentprocess_http::clock(dev.test_clock);
-    let service = agentprocess_http::assemble(&database, 1, true, &dev.data_dir.join("files"), settings, clock).await?;
+    let service =
+        agentprocess_http::assemble(&database, 1, true, &dev.data_dir.join("files"), settings, clock, None).await?;
     let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email);
     let identities = identities(&admin).await?;
     let published = publish_folder(&admin, &dev.processes).await?;
@@ -89,7 +90,13 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         &service,
         test_clock,
     );
-    agentprocess_http::serve(service, listener, router, true).await?;
+    agentprocess_http::serve(
+        service,
+        listener,
+        router,
+        Some(agentprocess_http::Background::default()),
+    )
+    .await?;
     Ok(())
 }
 

@@ -70,9 +70,15 @@ struct Serve {
     /// Largest run data of one run, in bytes.
     #[arg(long, env = "AGENTPROCESS_RUN_DATA_BYTES", default_value_t = 1 << 20)]
     run_data_bytes: usize,
-    /// Do not fire timers in this process (a separate scheduler does).
+    /// Do not fire timers or deliver webhooks in this process (a separate scheduler
+    /// does). Implied by --redis-url: then timers go to the queue and
+    /// agentprocess-scheduler fires them.
     #[arg(long, env = "AGENTPROCESS_NO_TIMERS")]
     no_timers: bool,
+    #[command(flatten)]
+    queue: agentprocess_http::config::QueueArgs,
+    #[command(flatten)]
+    background: agentprocess_http::config::BackgroundArgs,
     /// Let `POST /test/clock` move this server's clock forward, for end-to-end tests of
     /// waits and timeouts. Never in production.
     #[arg(long, hide = true)]
@@ -124,6 +130,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         &serve.blob_dir,
         settings,
         clock,
+        serve.queue.queue()?,
     )
     .await?;
     let listener = tokio::net::TcpListener::bind(serve.listen)
@@ -135,6 +142,10 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         &service,
         test_clock,
     );
-    agentprocess_http::serve(service, listener, router, !serve.no_timers).await?;
+    let background = (!serve.no_timers && serve.queue.redis_url.is_none()).then(|| serve.background.background());
+    if background.is_none() {
+        tracing::info!("timers and webhooks are left to agentprocess-scheduler");
+    }
+    agentprocess_http::serve(service, listener, router, background).await?;
     Ok(())
 }

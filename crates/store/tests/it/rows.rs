@@ -1,9 +1,9 @@
 //! What goes in comes back: runs and their indexes, idempotency records, identities,
-//! versions, uploads and timers.
+//! versions, uploads, timers, and the notification outbox.
 
 use agentprocess_store::{
-    Identity, IdentityKind, Keyset, NewRequest, NewUpload, NewVersion, RunFilter, Store, StoreTx, TimerRow, Upload,
-    WorkKind, WorkQuery,
+    AttemptResult, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification, NewRequest, NewUpload, NewVersion,
+    RunFilter, Store, StoreTx, TimerRow, Upload, Webhook, WorkKind, WorkQuery,
 };
 
 use crate::support::{TestDb, on_both, run_row, work_row};
@@ -326,19 +326,118 @@ async fn timers(db: &TestDb) {
     tx.schedule_timer(&timer("moved", 200)).await.expect("reschedule");
     tx.commit().await.expect("commit");
     assert_eq!(store.next_timer_at().await.expect("next"), Some(100));
-    let due: Vec<String> = store
-        .due_timers(250, 10)
-        .await
-        .expect("due")
-        .into_iter()
-        .map(|t| t.timer_id)
-        .collect();
-    assert_eq!(due, ["early", "moved"]);
+    let ids = |rows: Vec<TimerRow>| rows.into_iter().map(|t| t.timer_id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.timers_before(250, None, 10).await.expect("due")),
+        ["early", "moved"]
+    );
+    // Paging: the page after `early` starts at `moved`.
+    let first = store.timers_before(1_000, None, 1).await.expect("page");
+    assert_eq!(ids(first.clone()), ["early"]);
+    let rest = store.timers_before(1_000, first.last(), 10).await.expect("page");
+    assert_eq!(ids(rest), ["moved", "late"]);
     let mut tx = store.begin().await.expect("begin");
     assert!(tx.remove_timer("o", "r_1", "early").await.expect("remove"));
     assert!(!tx.remove_timer("o", "r_1", "early").await.expect("remove"));
+    // A timer is taken only when due, once.
+    assert_eq!(tx.take_due_timer("o", "r_1", "late", 299).await.expect("take"), None);
+    assert_eq!(
+        tx.take_due_timer("o", "r_1", "late", 350).await.expect("take"),
+        Some(300)
+    );
+    assert_eq!(tx.take_due_timer("o", "r_1", "late", 350).await.expect("take"), None);
     tx.commit().await.expect("commit");
-    assert_eq!(store.due_timers(1_000, 1).await.expect("due").len(), 1);
+    assert_eq!(ids(store.timers_before(1_000, None, 10).await.expect("due")), ["moved"]);
+}
+
+on_both!(notifications_fan_out_to_webhooks_and_are_taken_once, outbox);
+async fn outbox(db: &TestDb) {
+    let store = &db.store;
+    let webhook = |id: &str| Webhook {
+        id: id.to_owned(),
+        url: format!("http://127.0.0.1:9/{id}"),
+        secret: "whsec_a2V5".to_owned(),
+        created_at: 1,
+    };
+    let notification = |id: &'static str, at| NewNotification {
+        id,
+        run_id: "r_1",
+        event: "run.ended",
+        body: "{}",
+        created_at: at,
+    };
+    let mut tx = store.begin().await.expect("begin");
+    tx.add_webhook("o", &webhook("wh_a")).await.expect("webhook");
+    tx.add_webhook("o", &webhook("wh_b")).await.expect("webhook");
+    tx.add_webhook("other", &webhook("wh_c")).await.expect("webhook");
+    tx.add_notification("o", &notification("n_1", 100))
+        .await
+        .expect("notify");
+    tx.add_notification("o", &notification("n_2", 500))
+        .await
+        .expect("notify");
+    tx.commit().await.expect("commit");
+    assert_eq!(store.webhooks("o").await.expect("list").len(), 2);
+    // Due at 100: n_1 to both endpoints; taken once, with one attempt counted.
+    let taken = store.take_deliveries(200, 10_000, 10).await.expect("take");
+    let mut keys: Vec<_> = taken
+        .iter()
+        .map(|d| (d.notification_id.as_str(), d.webhook_id.as_str(), d.attempts))
+        .collect();
+    keys.sort();
+    assert_eq!(keys, [("n_1", "wh_a", 1), ("n_1", "wh_b", 1)]);
+    assert_eq!(taken[0].url, format!("http://127.0.0.1:9/{}", taken[0].webhook_id));
+    assert!(store.take_deliveries(200, 10_000, 10).await.expect("take").is_empty());
+    let delivered = AttemptResult {
+        status: DeliveryStatus::Delivered,
+        next_at: 300,
+        status_code: Some(204),
+        error: None,
+        at: 300,
+    };
+    let retried = AttemptResult {
+        status: DeliveryStatus::Pending,
+        next_at: 400,
+        status_code: Some(500),
+        error: Some("the endpoint answered 500".to_owned()),
+        at: 300,
+    };
+    let (a, b) = if taken[0].webhook_id == "wh_a" {
+        (&taken[0], &taken[1])
+    } else {
+        (&taken[1], &taken[0])
+    };
+    store.record_attempt(a, &delivered).await.expect("record");
+    store.record_attempt(b, &retried).await.expect("record");
+    // At 600: the retry of n_1 to wh_b, and n_2 to both.
+    let again = store.take_deliveries(600, 10_000, 10).await.expect("take");
+    assert_eq!(again.len(), 3);
+    assert!(again.iter().any(|d| d.notification_id == "n_1" && d.attempts == 2));
+    // Removing an endpoint gives up its pending deliveries.
+    let mut tx = store.begin().await.expect("begin");
+    assert!(tx.remove_webhook("o", "wh_b", 700).await.expect("remove"));
+    assert!(!tx.remove_webhook("o", "wh_b", 700).await.expect("remove"));
+    tx.commit().await.expect("commit");
+    let records = store.deliveries("o", 10).await.expect("records");
+    assert_eq!(records.len(), 4);
+    let n1a = records
+        .iter()
+        .find(|r| r.notification_id == "n_1" && r.webhook_id == "wh_a")
+        .expect("n_1 a");
+    assert_eq!(
+        (n1a.status, n1a.last_status_code, n1a.attempts),
+        (DeliveryStatus::Delivered, Some(204), 1)
+    );
+    let n1b = records
+        .iter()
+        .find(|r| r.notification_id == "n_1" && r.webhook_id == "wh_b")
+        .expect("n_1 b");
+    assert_eq!(
+        (n1b.status, n1b.last_error.as_deref()),
+        (DeliveryStatus::Failed, Some("endpoint removed"))
+    );
+    assert_eq!(records[0].notification_id, "n_2", "newest first");
+    assert!(store.deliveries("other", 10).await.expect("records").is_empty());
 }
 
 on_both!(uploads_belong_to_their_organization, uploads);

@@ -1,0 +1,120 @@
+//! Settings shared by the API and the scheduler, as command-line flags with
+//! `AGENTPROCESS_*` environment variables, so both binaries read them alike.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentprocess_service::{SchedulerSettings, WebhookSettings};
+use agentprocess_timers::{RedisQueue, RedisSettings, TimerQueue};
+
+use crate::Background;
+
+/// Where timers are queued.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueueArgs {
+    /// Redis holding the timer queue (redis://host:port/db). Without it, timers are
+    /// fired from the database rows by a process that runs the scheduler.
+    #[arg(long, env = "AGENTPROCESS_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// Prefix of the timer queue's Redis keys (`<prefix>:<partition>`).
+    #[arg(long, env = "AGENTPROCESS_REDIS_PREFIX", default_value = "agentprocess:timers")]
+    pub redis_prefix: String,
+    /// Sorted sets the timers are spread over, by organization (for Redis Cluster).
+    /// Every process of a deployment needs the same value.
+    #[arg(long, env = "AGENTPROCESS_REDIS_PARTITIONS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub redis_partitions: u16,
+    /// The longest a Redis call may take, in seconds.
+    #[arg(long, env = "AGENTPROCESS_REDIS_TIMEOUT_SECONDS", default_value = "2", value_parser = seconds)]
+    pub redis_timeout_seconds: Duration,
+}
+
+impl QueueArgs {
+    /// The Redis queue, if a URL is given.
+    pub fn queue(&self) -> anyhow::Result<Option<Arc<dyn TimerQueue>>> {
+        let Some(url) = &self.redis_url else {
+            return Ok(None);
+        };
+        let settings = RedisSettings {
+            prefix: self.redis_prefix.clone(),
+            partitions: self.redis_partitions,
+            timeout: self.redis_timeout_seconds,
+            ..RedisSettings::new(url.clone())
+        };
+        Ok(Some(Arc::new(RedisQueue::new(&settings)?)))
+    }
+}
+
+/// How timers are fired and webhooks delivered.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BackgroundArgs {
+    /// Timers taken per scheduler pass.
+    #[arg(long, env = "AGENTPROCESS_TIMER_BATCH", default_value_t = 256)]
+    pub timer_batch: usize,
+    /// Timers applied at once.
+    #[arg(long, env = "AGENTPROCESS_TIMER_CONCURRENCY", default_value_t = 16)]
+    pub timer_concurrency: usize,
+    /// How long a taken timer is hidden from other schedulers, in seconds; if its
+    /// scheduler dies, the timer is due again after this.
+    #[arg(long, env = "AGENTPROCESS_TIMER_HOLD_SECONDS", default_value = "30", value_parser = seconds)]
+    pub timer_hold_seconds: Duration,
+    /// The longest pause between scheduler passes, in seconds.
+    #[arg(long, env = "AGENTPROCESS_TIMER_POLL_SECONDS", default_value = "0.1", value_parser = seconds)]
+    pub timer_poll_seconds: Duration,
+    /// How often unfired timer rows are re-added to the queue, in seconds: the most a
+    /// lost queue entry delays its timer.
+    #[arg(long, env = "AGENTPROCESS_RECONCILE_SECONDS", default_value = "10", value_parser = seconds)]
+    pub reconcile_seconds: Duration,
+    /// How long one webhook attempt may take, in seconds.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
+    pub webhook_timeout_seconds: Duration,
+    /// The wait before a webhook's second attempt, in seconds; it doubles after each.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_SECONDS", default_value = "10", value_parser = seconds)]
+    pub webhook_retry_seconds: Duration,
+    /// The longest wait between webhook attempts, in seconds.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_MAX_SECONDS", default_value = "3600", value_parser = seconds)]
+    pub webhook_retry_max_seconds: Duration,
+    /// Attempts before a webhook delivery is given up.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_MAX_ATTEMPTS", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_attempts: u32,
+    /// Webhook deliveries posted at once.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_CONCURRENCY", default_value_t = 8)]
+    pub webhook_concurrency: usize,
+    /// The longest pause between webhook passes, in seconds.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_POLL_SECONDS", default_value = "1", value_parser = seconds)]
+    pub webhook_poll_seconds: Duration,
+}
+
+impl BackgroundArgs {
+    /// The settings these flags give.
+    pub fn background(&self) -> Background {
+        Background {
+            scheduler: SchedulerSettings {
+                batch: self.timer_batch.max(1),
+                concurrency: self.timer_concurrency.max(1),
+                hold: self.timer_hold_seconds,
+                poll: self.timer_poll_seconds,
+                reconcile: self.reconcile_seconds,
+            },
+            webhooks: WebhookSettings {
+                batch: 64,
+                concurrency: self.webhook_concurrency.max(1),
+                timeout: self.webhook_timeout_seconds,
+                retry_base: self.webhook_retry_seconds,
+                retry_max: self.webhook_retry_max_seconds,
+                max_attempts: self.webhook_max_attempts,
+                poll: self.webhook_poll_seconds,
+            },
+        }
+    }
+}
+
+/// A positive number of seconds, fractions allowed.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(value > 0.0 && value <= 86_400.0 * 365.0) {
+        return Err(format!("{text:?}: must be above 0 and at most a year"));
+    }
+    Ok(Duration::from_secs_f64(value))
+}

@@ -1,0 +1,101 @@
+//! Notifications: what the engine asks to tell people, written to the outbox in the
+//! run's transaction, and the body every webhook endpoint receives.
+//!
+//! A body names what happened and where (organization, run, process, step, work item,
+//! assignee) and never carries run data: endpoints fetch what they need through the
+//! API with their own credentials.
+
+use agentprocess_engine::{Notification, Run};
+use agentprocess_store::NewNotification;
+use serde_json::{Value, json};
+
+use crate::ids::random_id;
+
+/// A notification ready for the outbox.
+pub(crate) struct Outgoing {
+    id: String,
+    event: &'static str,
+    body: String,
+}
+
+impl Outgoing {
+    /// The notification for `notification` about `run` (as the write leaves it).
+    pub(crate) fn new(org: &str, run: &Run, notification: &Notification) -> Self {
+        let id = random_id("ntf_", 12);
+        let (event, detail) = describe(run, notification);
+        let mut body = json!({
+            "id": id,
+            "type": event,
+            "createdAt": run.updated_at.to_string(),
+            "organization": org,
+            "run": {
+                "id": run.id,
+                "process": run.process,
+                "version": run.version,
+            },
+        });
+        if let (Value::Object(body), Value::Object(detail)) = (&mut body, detail) {
+            body.extend(detail);
+        }
+        Self {
+            id,
+            event,
+            body: body.to_string(),
+        }
+    }
+
+    /// The row to write.
+    pub(crate) fn row<'a>(&'a self, run: &'a Run, created_at: i64) -> NewNotification<'a> {
+        NewNotification {
+            id: &self.id,
+            run_id: &run.id,
+            event: self.event,
+            body: &self.body,
+            created_at,
+        }
+    }
+}
+
+/// The event type and its own fields.
+fn describe(run: &Run, notification: &Notification) -> (&'static str, Value) {
+    match notification {
+        Notification::WorkItem { step, work_item } => {
+            let item = run.step(step).and_then(|step| step.work_item.as_ref());
+            let escalated = item.is_some_and(|item| item.escalation.is_some());
+            let event = if escalated {
+                "escalation.waiting"
+            } else {
+                "work_item.created"
+            };
+            (
+                event,
+                json!({
+                    "step": step,
+                    "workItem": {
+                        "id": work_item,
+                        "assignedTo": item.map(|item| &item.assigned_to),
+                    },
+                }),
+            )
+        }
+        Notification::Overdue { step } => {
+            let step_run = run.step(step);
+            let item = step_run.and_then(|step| step.work_item.as_ref());
+            (
+                "step.overdue",
+                json!({
+                    "step": step,
+                    "dueAt": step_run.and_then(|step| step.due_at).map(|at| at.to_string()),
+                    "workItem": item.map(|item| json!({ "id": item.id, "assignedTo": item.assigned_to })),
+                }),
+            )
+        }
+        Notification::RunEnded { state, outcome } => (
+            "run.ended",
+            json!({
+                "state": state,
+                "outcome": outcome,
+            }),
+        ),
+    }
+}

@@ -1,0 +1,247 @@
+//! The scheduler: fires timers as they fall due, from a timer queue (Redis, for any
+//! number of scheduler processes) or straight from the timer rows (the embedded mode
+//! and an API process without a queue). The same firing serves both.
+//!
+//! A timer is applied by removing its row under the run's lock, in the transaction
+//! that applies it: whoever removes the row applies the timer, so a timer taken
+//! twice (two schedulers, a queue entry restored after it fired, a scheduler that
+//! died after committing but before removing the entry) has one effect. A queue
+//! entry whose row is gone, or not due yet because the timer moved, does nothing.
+//!
+//! The reconciler re-adds to the queue every row due before the next pass, so a
+//! flushed, restarted or unreachable queue delays a timer by at most the reconcile
+//! interval and never loses it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Code, ToolError, timer_fired};
+use agentprocess_store::{Store, StoreTx, TimerRow};
+use agentprocess_timers::{Entry, TimerQueue};
+use futures_util::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::ids::RunIds;
+use crate::write::Change;
+use crate::{Service, millis, retry};
+
+/// How the scheduler paces itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerSettings {
+    /// Timers taken per pass.
+    pub batch: usize,
+    /// Timers applied at once.
+    pub concurrency: usize,
+    /// How long a taken queue entry stays hidden from other schedulers; if this one
+    /// dies first, the entry is due again then.
+    pub hold: Duration,
+    /// The longest pause between passes when nothing is due.
+    pub poll: Duration,
+    /// How often the reconciler re-adds unfired rows to the queue; the most a lost
+    /// queue entry delays its timer.
+    pub reconcile: Duration,
+}
+
+impl Default for SchedulerSettings {
+    fn default() -> Self {
+        Self {
+            batch: 256,
+            concurrency: 16,
+            hold: Duration::from_secs(30),
+            poll: Duration::from_millis(100),
+            reconcile: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What became of one taken timer.
+enum Fired {
+    /// Applied, this many milliseconds after it was due.
+    Applied(i64),
+    /// Nothing to do: fired or cancelled already, or moved later.
+    Stale,
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// Fires timers until `stop` is cancelled; a pass under way finishes first. From
+    /// the timer queue when the service has one, else from the rows.
+    pub async fn run_scheduler(self: Arc<Self>, settings: SchedulerSettings, stop: CancellationToken) {
+        loop {
+            let pause = match self.scheduler_pass(&settings).await {
+                Ok(taken) if taken >= settings.batch => Duration::ZERO,
+                Ok(_) => self.until_next_timer(&settings).await,
+                Err(error) => {
+                    tracing::warn!(%error, "timer pass failed; trying again");
+                    settings.poll.max(Duration::from_secs(1))
+                }
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    /// Re-adds unfired timer rows to the queue every `settings.reconcile` until `stop`
+    /// is cancelled. Does nothing without a queue.
+    pub async fn run_reconciler(self: Arc<Self>, settings: SchedulerSettings, stop: CancellationToken) {
+        let Some(queue) = self.queue.clone() else {
+            return;
+        };
+        loop {
+            match self.reconcile(queue.as_ref(), &settings).await {
+                Ok(0) => {}
+                Ok(restored) => tracing::info!(restored, "reconciler re-added timers missing from the queue"),
+                Err(error) => tracing::warn!(%error, "reconciler pass failed; trying again"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(settings.reconcile) => {}
+            }
+        }
+    }
+
+    /// One reconciler pass: every row due before the next pass, re-added where the
+    /// queue lacks it. Returns how many were missing.
+    pub async fn reconcile(&self, queue: &dyn TimerQueue, settings: &SchedulerSettings) -> Result<u64, String> {
+        const PAGE: u32 = 1_000;
+        let horizon = millis(self.now()).saturating_add(duration_millis(settings.reconcile));
+        let mut after: Option<TimerRow> = None;
+        let mut restored = 0;
+        loop {
+            let rows = self
+                .store
+                .timers_before(horizon, after.as_ref(), PAGE)
+                .await
+                .map_err(|error| error.to_string())?;
+            let entries: Vec<Entry> = rows.iter().map(entry_of).collect();
+            restored += queue.restore(&entries).await.map_err(|error| error.to_string())?;
+            if rows.len() < PAGE as usize {
+                return Ok(restored);
+            }
+            after = rows.last().cloned();
+        }
+    }
+
+    /// Takes what is due and fires it; returns how many were taken.
+    async fn scheduler_pass(&self, settings: &SchedulerSettings) -> Result<usize, String> {
+        let now = millis(self.now());
+        let taken = match &self.queue {
+            Some(queue) => {
+                let hold_until = now.saturating_add(duration_millis(settings.hold));
+                queue
+                    .take_due(now, settings.batch, hold_until)
+                    .await
+                    .map_err(|error| error.to_string())?
+            }
+            None => {
+                let limit = u32::try_from(settings.batch).unwrap_or(u32::MAX);
+                let rows = self
+                    .store
+                    .timers_before(now, None, limit)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                rows.iter().map(entry_of).collect()
+            }
+        };
+        let results: Vec<(Entry, Result<Fired, ToolError>)> = futures_util::stream::iter(taken)
+            .map(|entry| async move {
+                let fired = self.fire_timer(&entry).await;
+                (entry, fired)
+            })
+            .buffer_unordered(settings.concurrency.max(1))
+            .collect()
+            .await;
+        let count = results.len();
+        let mut done = Vec::with_capacity(count);
+        for (entry, fired) in results {
+            match fired {
+                Ok(Fired::Applied(late)) => {
+                    tracing::debug!(org = %entry.org, run = %entry.run_id, timer = %entry.timer_id, late_ms = late, "timer fired");
+                    done.push(entry);
+                }
+                Ok(Fired::Stale) => done.push(entry),
+                // Left in the queue: it is due again when its hold ends.
+                Err(error) => {
+                    tracing::warn!(org = %entry.org, run = %entry.run_id, timer = %entry.timer_id, %error, "timer not applied");
+                }
+            }
+        }
+        if let Some(queue) = &self.queue
+            && let Err(error) = queue.remove(&done).await
+        {
+            // The entries come back when their hold ends, and then find no row.
+            tracing::warn!(%error, "fired timers not removed from the queue");
+        }
+        Ok(count)
+    }
+
+    async fn until_next_timer(&self, settings: &SchedulerSettings) -> Duration {
+        let next = match &self.queue {
+            Some(queue) => queue.next_due().await.ok().flatten(),
+            None => self.store.next_timer_at().await.ok().flatten(),
+        };
+        let longest = match self.queue {
+            Some(_) => settings.poll,
+            // Rows written by other processes are only seen by looking.
+            None => settings.poll.max(Duration::from_secs(1)),
+        };
+        match next {
+            Some(at) => {
+                let wait = at.saturating_sub(millis(self.now())).max(0);
+                Duration::from_millis(u64::try_from(wait).unwrap_or(0)).min(longest)
+            }
+            None => longest,
+        }
+    }
+
+    /// Applies one timer under its run's lock, if its row is still there and due.
+    async fn fire_timer(&self, entry: &Entry) -> Result<Fired, ToolError> {
+        let now = self.now();
+        let mut tx = self.store.begin().await.map_err(retry)?;
+        let locked = self.lock(&mut tx, &entry.org, &entry.run_id).await;
+        let taken = tx
+            .take_due_timer(&entry.org, &entry.run_id, &entry.timer_id, millis(now))
+            .await
+            .map_err(retry)?;
+        let Some(due_at) = taken else {
+            return Ok(Fired::Stale);
+        };
+        let late = millis(now).saturating_sub(due_at);
+        let (run, version) = match locked {
+            Ok(found) => found,
+            // A timer of a run that no longer exists: the row goes, nothing else.
+            Err(error) if error.code == Code::NotFound => {
+                tx.commit().await.map_err(retry)?;
+                return Ok(Fired::Applied(late));
+            }
+            Err(error) => return Err(error),
+        };
+        let mut ids = RunIds { run: run.id.clone() };
+        let transition = timer_fired(&run, &version, &entry.timer_id, now, &mut ids);
+        let change = Change {
+            before: Some(&run),
+            transition: &transition,
+            version: &version,
+        };
+        self.save(&mut tx, &entry.org, change).await?;
+        tx.commit().await.map_err(retry)?;
+        self.committed(&entry.org, &transition);
+        Ok(Fired::Applied(late))
+    }
+}
+
+fn entry_of(row: &TimerRow) -> Entry {
+    Entry {
+        org: row.org.clone(),
+        run_id: row.run_id.clone(),
+        timer_id: row.timer_id.clone(),
+        fire_at: row.fire_at,
+    }
+}
+
+pub(crate) fn duration_millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}

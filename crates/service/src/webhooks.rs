@@ -1,0 +1,234 @@
+//! Webhook delivery: posts each pending delivery of the outbox to its endpoint,
+//! signed, and retries with exponential backoff until the endpoint answers 2xx or
+//! the attempts run out. Every attempt's outcome is recorded on the delivery.
+//!
+//! Signatures follow the Standard Webhooks scheme: `webhook-id`,
+//! `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 of
+//! HMAC-SHA256 over "<id>.<timestamp>.<body>">`, keyed with the base64 part of the
+//! endpoint's `whsec_…` secret. Delivery is at least once: receivers deduplicate by
+//! `webhook-id`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_store::{AttemptResult, Delivery, DeliveryStatus, Store};
+use base64::Engine as _;
+use futures_util::StreamExt as _;
+use hmac::{KeyInit as _, Mac as _};
+use tokio_util::sync::CancellationToken;
+
+use crate::scheduler::duration_millis;
+use crate::{Service, millis};
+
+/// How webhooks are delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// Deliveries taken per pass.
+    pub batch: u32,
+    /// Deliveries posted at once.
+    pub concurrency: usize,
+    /// How long one attempt may take.
+    pub timeout: Duration,
+    /// The wait before the second attempt; it doubles with each further attempt.
+    pub retry_base: Duration,
+    /// The longest wait between attempts.
+    pub retry_max: Duration,
+    /// Attempts before a delivery is given up (`failed`).
+    pub max_attempts: u32,
+    /// The longest pause between passes when nothing is due.
+    pub poll: Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            batch: 64,
+            concurrency: 8,
+            timeout: Duration::from_secs(10),
+            retry_base: Duration::from_secs(10),
+            retry_max: Duration::from_secs(3600),
+            max_attempts: 12,
+            poll: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The `webhook-signature` header value for a delivery: `v1,<base64>`. `None` when
+/// the secret is not a `whsec_…` key.
+pub fn sign_webhook(secret: &str, id: &str, timestamp: i64, body: &str) -> Option<String> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_")?)
+        .ok()?;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).ok()?;
+    mac.update(format!("{id}.{timestamp}.{body}").as_bytes());
+    let signature = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    Some(format!("v1,{signature}"))
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// Delivers webhooks until `stop` is cancelled; attempts under way finish first.
+    pub async fn run_webhooks(self: Arc<Self>, settings: WebhookSettings, stop: CancellationToken) {
+        let client = match reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("agentprocess/", env!("CARGO_PKG_VERSION")))
+            .build()
+        {
+            Ok(client) => client,
+            Err(error) => {
+                tracing::error!(%error, "no HTTP client: webhooks are not delivered");
+                return;
+            }
+        };
+        loop {
+            let pause = match self.webhook_pass(&client, &settings).await {
+                Ok(taken) if taken >= settings.batch as usize => Duration::ZERO,
+                Ok(_) => settings.poll,
+                Err(error) => {
+                    tracing::warn!(%error, "webhook pass failed; trying again");
+                    settings.poll.max(Duration::from_secs(1))
+                }
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.deliveries_wake.notified() => {}
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    async fn webhook_pass(&self, client: &reqwest::Client, settings: &WebhookSettings) -> Result<usize, String> {
+        let now = millis(self.now());
+        // An attempt that outlives this hold (a process that died mid-attempt) is
+        // taken again afterwards.
+        let hold_until = now.saturating_add(duration_millis(settings.timeout).saturating_mul(3));
+        let taken = self
+            .store
+            .take_deliveries(now, hold_until, settings.batch)
+            .await
+            .map_err(|error| error.to_string())?;
+        let count = taken.len();
+        futures_util::stream::iter(taken)
+            .for_each_concurrent(settings.concurrency.max(1), |delivery| async move {
+                let result = self.attempt(client, settings, &delivery).await;
+                if let Err(error) = self.store.record_attempt(&delivery, &result).await {
+                    // The delivery is taken again when its hold ends.
+                    tracing::warn!(%error, notification = %delivery.notification_id, "delivery outcome not recorded");
+                }
+            })
+            .await;
+        Ok(count)
+    }
+
+    async fn attempt(
+        &self,
+        client: &reqwest::Client,
+        settings: &WebhookSettings,
+        delivery: &Delivery,
+    ) -> AttemptResult {
+        let timestamp = self.now().as_second();
+        let signature = sign_webhook(&delivery.secret, &delivery.notification_id, timestamp, &delivery.body);
+        let answer = match signature {
+            None => Err("the endpoint's secret is not a whsec_ key".to_owned()),
+            Some(signature) => client
+                .post(&delivery.url)
+                .header("content-type", "application/json")
+                .header("webhook-id", &delivery.notification_id)
+                .header("webhook-timestamp", timestamp.to_string())
+                .header("webhook-signature", signature)
+                .body(delivery.body.clone())
+                .send()
+                .await
+                .map(|response| response.status())
+                .map_err(|error| error.without_url().to_string()),
+        };
+        let at = millis(self.now());
+        let (status_code, error) = match answer {
+            Ok(status) if status.is_success() => {
+                return AttemptResult {
+                    status: DeliveryStatus::Delivered,
+                    next_at: at,
+                    status_code: Some(status.as_u16()),
+                    error: None,
+                    at,
+                };
+            }
+            Ok(status) => (Some(status.as_u16()), Some(format!("the endpoint answered {status}"))),
+            Err(error) => (None, Some(error)),
+        };
+        let (status, next_at) = if delivery.attempts >= settings.max_attempts {
+            (DeliveryStatus::Failed, at)
+        } else {
+            (
+                DeliveryStatus::Pending,
+                at.saturating_add(backoff(settings, delivery.attempts)),
+            )
+        };
+        tracing::info!(
+            notification = %delivery.notification_id,
+            webhook = %delivery.webhook_id,
+            attempt = delivery.attempts,
+            status = status.as_str(),
+            error = error.as_deref().unwrap_or(""),
+            "webhook not delivered"
+        );
+        AttemptResult {
+            status,
+            next_at,
+            status_code,
+            error,
+            at,
+        }
+    }
+}
+
+/// The wait after attempt `attempts`: `retry_base` doubled per attempt, capped at
+/// `retry_max`, less up to a fifth at random so endpoints that come back are not hit
+/// by every retry at once.
+fn backoff(settings: &WebhookSettings, attempts: u32) -> i64 {
+    let base = duration_millis(settings.retry_base).max(1);
+    let doubled = base.saturating_mul(1_i64 << attempts.saturating_sub(1).min(40));
+    let wait = doubled.min(duration_millis(settings.retry_max).max(base));
+    let mut byte = [0_u8; 1];
+    let fraction = if getrandom::fill(&mut byte).is_ok() {
+        i64::from(byte[0])
+    } else {
+        0
+    };
+    wait - wait / 5 * fraction / 255
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signs_like_the_standard_webhooks_example() {
+        // The example of the Standard Webhooks specification.
+        let signature = sign_webhook(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1614265330,
+            r#"{"test": 2432232314}"#,
+        );
+        assert_eq!(
+            signature.as_deref(),
+            Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        );
+        assert_eq!(sign_webhook("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "m", 1, "{}"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let settings = WebhookSettings {
+            retry_base: Duration::from_secs(10),
+            retry_max: Duration::from_secs(60),
+            ..WebhookSettings::default()
+        };
+        for (attempts, full) in [(1, 10_000), (2, 20_000), (3, 40_000), (4, 60_000), (30, 60_000)] {
+            let wait = backoff(&settings, attempts);
+            assert!(wait <= full && wait >= full - full / 5, "attempt {attempts}: {wait}");
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Webhook endpoints, the notification outbox and its deliveries.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use crate::model::{AttemptResult, Delivery, DeliveryRecord, NewNotification, Webhook};
+use crate::runs::Query;
+use crate::{Error, Result};
+
+pub(crate) async fn add_webhook(connection: &mut AnyConnection, org: &str, webhook: &Webhook) -> Result<()> {
+    sqlx::query("INSERT INTO webhooks (org_id, id, url, secret, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(org)
+        .bind(&webhook.id)
+        .bind(&webhook.url)
+        .bind(&webhook.secret)
+        .bind(webhook.created_at)
+        .execute(connection)
+        .await?;
+    Ok(())
+}
+
+/// Removes an endpoint; its pending deliveries are given up.
+pub(crate) async fn remove_webhook(connection: &mut AnyConnection, org: &str, id: &str, now: i64) -> Result<bool> {
+    let removed = sqlx::query("DELETE FROM webhooks WHERE org_id = $1 AND id = $2")
+        .bind(org)
+        .bind(id)
+        .execute(&mut *connection)
+        .await?;
+    sqlx::query(
+        "UPDATE deliveries SET status = 'failed', last_error = 'endpoint removed', updated_at = $3 \
+         WHERE org_id = $1 AND webhook_id = $2 AND status = 'pending'",
+    )
+    .bind(org)
+    .bind(id)
+    .bind(now)
+    .execute(connection)
+    .await?;
+    Ok(removed.rows_affected() == 1)
+}
+
+pub(crate) async fn webhooks(connection: &mut AnyConnection, org: &str) -> Result<Vec<Webhook>> {
+    let rows =
+        sqlx::query("SELECT id, url, secret, created_at FROM webhooks WHERE org_id = $1 ORDER BY created_at, id")
+            .bind(org)
+            .fetch_all(connection)
+            .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Webhook {
+                id: row.try_get("id")?,
+                url: row.try_get("url")?,
+                secret: row.try_get("secret")?,
+                created_at: row.try_get("created_at")?,
+            })
+        })
+        .collect()
+}
+
+/// Puts a notification in the outbox with a pending delivery for each endpoint.
+pub(crate) async fn add_notification(
+    connection: &mut AnyConnection,
+    org: &str,
+    notification: &NewNotification<'_>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO notifications (org_id, id, run_id, event, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(org)
+    .bind(notification.id)
+    .bind(notification.run_id)
+    .bind(notification.event)
+    .bind(notification.body)
+    .bind(notification.created_at)
+    .execute(&mut *connection)
+    .await?;
+    sqlx::query(
+        "INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
+         SELECT org_id, $2, id, 'pending', 0, $3, $3 FROM webhooks WHERE org_id = $1",
+    )
+    .bind(org)
+    .bind(notification.id)
+    .bind(notification.created_at)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
+/// Takes up to `limit` pending deliveries due at `now` for an attempt: each counts
+/// one more attempt and is hidden from other loops until `hold_until`, so a loop
+/// that dies mid-attempt delays a delivery and never loses it.
+pub(crate) async fn take_deliveries(
+    connection: &mut AnyConnection,
+    now: i64,
+    hold_until: i64,
+    limit: u32,
+    skip_locked: &str,
+) -> Result<Vec<Delivery>> {
+    // The outer conditions repeat the inner ones: PostgreSQL re-checks them on a row
+    // another loop updated first, so no delivery is taken twice.
+    let taken = sqlx::query(&format!(
+        "UPDATE deliveries SET next_at = $2, attempts = attempts + 1, updated_at = $1 \
+         WHERE status = 'pending' AND next_at <= $1 \
+         AND (org_id, notification_id, webhook_id) IN ( \
+             SELECT org_id, notification_id, webhook_id FROM deliveries \
+             WHERE status = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $3{skip_locked}) \
+         RETURNING org_id, notification_id, webhook_id, attempts"
+    ))
+    .bind(now)
+    .bind(hold_until)
+    .bind(i64::from(limit))
+    .fetch_all(&mut *connection)
+    .await?;
+    if taken.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = Query::new("");
+    let keys = taken
+        .iter()
+        .map(|row| {
+            let org: String = row.try_get("org_id")?;
+            let notification: String = row.try_get("notification_id")?;
+            let webhook: String = row.try_get("webhook_id")?;
+            Ok(format!(
+                "({}, {}, {})",
+                query.text(&org),
+                query.text(&notification),
+                query.text(&webhook)
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    query.push(&format!(
+        "SELECT d.org_id, d.notification_id, d.webhook_id, d.attempts, w.url, w.secret, n.body \
+         FROM deliveries d \
+         JOIN notifications n ON n.org_id = d.org_id AND n.id = d.notification_id \
+         JOIN webhooks w ON w.org_id = d.org_id AND w.id = d.webhook_id \
+         WHERE (d.org_id, d.notification_id, d.webhook_id) IN ({})",
+        keys.join(", ")
+    ));
+    query.fetch(connection).await?.iter().map(delivery).collect()
+}
+
+fn delivery(row: &AnyRow) -> Result<Delivery> {
+    Ok(Delivery {
+        org: row.try_get("org_id")?,
+        notification_id: row.try_get("notification_id")?,
+        webhook_id: row.try_get("webhook_id")?,
+        url: row.try_get("url")?,
+        secret: row.try_get("secret")?,
+        body: row.try_get("body")?,
+        attempts: count(row.try_get("attempts")?)?,
+    })
+}
+
+fn count(value: i64) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::Corrupt(format!("attempt count {value}")))
+}
+
+/// Records how an attempt ended.
+pub(crate) async fn record_attempt(
+    connection: &mut AnyConnection,
+    delivery: &Delivery,
+    result: &AttemptResult,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE deliveries SET status = $4, next_at = $5, last_status_code = $6, last_error = $7, updated_at = $8 \
+         WHERE org_id = $1 AND notification_id = $2 AND webhook_id = $3",
+    )
+    .bind(&delivery.org)
+    .bind(&delivery.notification_id)
+    .bind(&delivery.webhook_id)
+    .bind(result.status.as_str())
+    .bind(result.next_at)
+    .bind(result.status_code.map(i64::from))
+    .bind(result.error.as_deref())
+    .bind(result.at)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
+/// The organization's latest deliveries, newest first.
+pub(crate) async fn deliveries(connection: &mut AnyConnection, org: &str, limit: u32) -> Result<Vec<DeliveryRecord>> {
+    let rows = sqlx::query(
+        "SELECT d.notification_id, n.event, n.run_id, d.webhook_id, d.status, d.attempts, \
+         d.last_status_code, d.last_error, n.created_at, d.updated_at \
+         FROM deliveries d JOIN notifications n ON n.org_id = d.org_id AND n.id = d.notification_id \
+         WHERE d.org_id = $1 ORDER BY n.created_at DESC, d.notification_id DESC, d.webhook_id LIMIT $2",
+    )
+    .bind(org)
+    .bind(i64::from(limit))
+    .fetch_all(connection)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let code: Option<i64> = row.try_get("last_status_code")?;
+            let status: String = row.try_get("status")?;
+            Ok(DeliveryRecord {
+                notification_id: row.try_get("notification_id")?,
+                event: row.try_get("event")?,
+                run_id: row.try_get("run_id")?,
+                webhook_id: row.try_get("webhook_id")?,
+                status: DeliveryRecord::status_from(&status)?,
+                attempts: count(row.try_get("attempts")?)?,
+                last_status_code: code.and_then(|code| u16::try_from(code).ok()),
+                last_error: row.try_get("last_error")?,
+                created_at: row.try_get("created_at")?,
+                updated_at: row.try_get("updated_at")?,
+            })
+        })
+        .collect()
+}

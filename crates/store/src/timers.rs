@@ -1,0 +1,107 @@
+//! Timer rows: the source of truth for every timer queue.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use crate::Result;
+use crate::model::TimerRow;
+
+pub(crate) async fn schedule_timer(connection: &mut AnyConnection, timer: &TimerRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO timers (org_id, run_id, timer_id, fire_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at",
+    )
+    .bind(&timer.org)
+    .bind(&timer.run_id)
+    .bind(&timer.timer_id)
+    .bind(timer.fire_at)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn remove_timer(
+    connection: &mut AnyConnection,
+    org: &str,
+    run_id: &str,
+    timer_id: &str,
+) -> Result<bool> {
+    let removed = sqlx::query("DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3")
+        .bind(org)
+        .bind(run_id)
+        .bind(timer_id)
+        .execute(connection)
+        .await?;
+    Ok(removed.rows_affected() == 1)
+}
+
+pub(crate) async fn take_due_timer(
+    connection: &mut AnyConnection,
+    org: &str,
+    run_id: &str,
+    timer_id: &str,
+    now: i64,
+) -> Result<Option<i64>> {
+    let row = sqlx::query(
+        "DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
+         RETURNING fire_at",
+    )
+    .bind(org)
+    .bind(run_id)
+    .bind(timer_id)
+    .bind(now)
+    .fetch_optional(connection)
+    .await?;
+    Ok(row.map(|row| row.try_get("fire_at")).transpose()?)
+}
+
+pub(crate) async fn timers_before(
+    connection: &mut AnyConnection,
+    before: i64,
+    after: Option<&TimerRow>,
+    limit: u32,
+) -> Result<Vec<TimerRow>> {
+    let order = "ORDER BY fire_at, org_id, run_id, timer_id LIMIT";
+    let rows = match after {
+        None => {
+            sqlx::query(&format!(
+                "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 {order} $2"
+            ))
+            .bind(before)
+            .bind(i64::from(limit))
+            .fetch_all(connection)
+            .await?
+        }
+        Some(after) => {
+            sqlx::query(&format!(
+                "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 \
+                 AND (fire_at, org_id, run_id, timer_id) > ($2, $3, $4, $5) {order} $6"
+            ))
+            .bind(before)
+            .bind(after.fire_at)
+            .bind(&after.org)
+            .bind(&after.run_id)
+            .bind(&after.timer_id)
+            .bind(i64::from(limit))
+            .fetch_all(connection)
+            .await?
+        }
+    };
+    rows.iter().map(timer_row).collect()
+}
+
+fn timer_row(row: &AnyRow) -> Result<TimerRow> {
+    Ok(TimerRow {
+        org: row.try_get("org_id")?,
+        run_id: row.try_get("run_id")?,
+        timer_id: row.try_get("timer_id")?,
+        fire_at: row.try_get("fire_at")?,
+    })
+}
+
+pub(crate) async fn next_timer_at(connection: &mut AnyConnection) -> Result<Option<i64>> {
+    let row = sqlx::query("SELECT MIN(fire_at) AS t FROM timers")
+        .fetch_one(connection)
+        .await?;
+    Ok(row.try_get::<Option<i64>, _>("t")?)
+}

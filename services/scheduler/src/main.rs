@@ -1,0 +1,115 @@
+//! `agentprocess-scheduler`: fires timers and delivers webhooks. Run any number of
+//! replicas against one database and one Redis: they take timers atomically, and a
+//! timer is applied only by removing its row under the run's lock.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agentprocess_blobs::NoBlobs;
+use agentprocess_service::{Service, Settings};
+use agentprocess_store::{SqlStore, Store as _};
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use clap::{Parser, Subcommand};
+
+/// The agentprocess scheduler: fires due timers (due, wait, wait_until, wait_for
+/// timeouts) from the Redis timer queue, re-adds timers missing from the queue, and
+/// delivers webhook notifications. Serves /healthz and /readyz.
+///
+/// Every setting can also come from its AGENTPROCESS_* environment variable; a flag
+/// wins over the variable.
+#[derive(Debug, Parser)]
+#[command(name = "agentprocess-scheduler", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Fire timers and deliver webhooks until SIGTERM.
+    Serve(Box<Serve>),
+}
+
+#[derive(Debug, clap::Args)]
+struct Serve {
+    /// postgres://user:password@host/database (or sqlite://path).
+    #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
+    database_url: String,
+    /// Address of /healthz and /readyz.
+    #[arg(long, env = "AGENTPROCESS_SCHEDULER_LISTEN", default_value = "0.0.0.0:8081")]
+    listen: SocketAddr,
+    /// Database connections.
+    #[arg(long, env = "AGENTPROCESS_MAX_CONNECTIONS", default_value_t = 20)]
+    max_connections: u32,
+    #[command(flatten)]
+    queue: agentprocess_http::config::QueueArgs,
+    #[command(flatten)]
+    background: agentprocess_http::config::BackgroundArgs,
+    /// Let `POST /test/clock` move this process's clock forward, for end-to-end tests
+    /// of waits and timeouts. Never in production.
+    #[arg(long, hide = true)]
+    test_clock: bool,
+    /// Log lines as JSON.
+    #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
+    log_json: bool,
+}
+
+// glibc's allocator spends a large share of a busy server's time; mimalloc does not.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+type SchedulerService = Service<SqlStore, NoBlobs>;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Serve(serve) => run(*serve).await,
+    }
+}
+
+async fn run(serve: Serve) -> anyhow::Result<()> {
+    agentprocess_http::init_logging(serve.log_json);
+    let store = SqlStore::connect(&serve.database_url, serve.max_connections)
+        .await
+        .context("cannot reach the database")?;
+    let (clock, test_clock) = agentprocess_http::clock(serve.test_clock);
+    // The scheduler presents no files, so it needs no public URL or URL key.
+    let mut service = Service::new(store, NoBlobs, clock, Settings::new("", Vec::new()));
+    match serve.queue.queue()? {
+        Some(queue) => service = service.with_timer_queue(queue),
+        None => tracing::warn!("no --redis-url: firing timers from the database rows"),
+    }
+    let service = Arc::new(service);
+    let listener = tokio::net::TcpListener::bind(serve.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", serve.listen))?;
+    tracing::info!(address = %listener.local_addr()?, "scheduler running; /healthz and /readyz served");
+    let router = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .with_state(Arc::clone(&service));
+    let router = agentprocess_http::with_test_clock(router, &service, test_clock);
+    agentprocess_http::serve(service, listener, router, Some(serve.background.background())).await?;
+    tracing::info!("scheduler stopped");
+    Ok(())
+}
+
+/// Ready when the database and the timer queue both answer.
+async fn ready(State(service): State<Arc<SchedulerService>>) -> Response {
+    if let Err(error) = service.store().ping().await {
+        tracing::warn!(%error, "not ready");
+        return (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response();
+    }
+    if let Some(queue) = service.timer_queue()
+        && let Err(error) = queue.ping().await
+    {
+        tracing::warn!(%error, "not ready");
+        return (StatusCode::SERVICE_UNAVAILABLE, "timer queue unreachable").into_response();
+    }
+    (StatusCode::OK, "ready").into_response()
+}
