@@ -163,11 +163,12 @@ def admin(database_url: str, *args: str) -> str:
     return completed.stdout
 
 
-def start_postgres(processes: int = 2) -> Server:
+def seed_postgres(folders: list[Path]) -> tuple[str, str, dict[str, str], dict[str, str]]:
+    """A fresh migrated database with organization `acme`, the usual identities and
+    `folders` published (roles bound to `people`): (database, url, tokens, persons)."""
     database = f"e2e_{secrets.token_hex(6)}"
     psql(f"CREATE DATABASE {database}")
     url = f"{PG}/{database}"
-    workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
     admin(url, "migrate")
     admin(url, "create-org", "acme", "--name", "Acme")
     tokens, persons = {}, {}
@@ -180,7 +181,7 @@ def start_postgres(processes: int = 2) -> Server:
             args += ["--group", group]
         admin(url, *args)
         tokens[name] = admin(url, "issue-token", "--org", "acme", name).strip()
-    for folder in sorted(EXAMPLES.iterdir()):
+    for folder in folders:
         try:
             report = admin(url, "import", "--org", "acme", str(folder))
         except RuntimeError:
@@ -188,6 +189,21 @@ def start_postgres(processes: int = 2) -> Server:
         for role in roles_in(report):
             admin(url, "bind", "--org", "acme", folder.name, role, "people")
         admin(url, "publish", "--org", "acme", folder.name)
+    return database, url, tokens, persons
+
+
+def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) -> list[str]:
+    return [
+        str(BIN / "agentprocess-api"), "serve", "--database-url", url,
+        "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port}",
+        "--url-secret", base64.b64encode(secret).decode(), "--blob-dir", str(workdir / "files"),
+        "--max-connections", "8", "--test-clock", *extra,
+    ]
+
+
+def start_postgres(processes: int = 2) -> Server:
+    database, url, tokens, persons = seed_postgres(sorted(EXAMPLES.iterdir()))
+    workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
     server = Server("postgres", [], tokens, persons, database, url, "acme", workdir)
     secret = secrets.token_bytes(32)
 
@@ -198,15 +214,7 @@ def start_postgres(processes: int = 2) -> Server:
         server.processes = []
         for port in ports:
             log = open(workdir / f"server-{port}.log", "ab")
-            process = subprocess.Popen(
-                [
-                    str(BIN / "agentprocess-api"), "serve", "--database-url", url,
-                    "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port}",
-                    "--url-secret", base64.b64encode(secret).decode(), "--blob-dir", str(workdir / "files"),
-                    "--max-connections", "8", "--test-clock",
-                ],
-                stdout=log, stderr=subprocess.STDOUT,
-            )
+            process = subprocess.Popen(api_command(url, port, secret, workdir), stdout=log, stderr=subprocess.STDOUT)
             server.processes.append(process)
         for base, process in zip(server.bases, server.processes):
             wait_ready(base, process)

@@ -91,7 +91,7 @@ pub trait TimerQueue: Send + Sync + 'static {
     fn next_due(&self) -> QueueFuture<'_, Option<i64>>;
 
     /// How many entries the queue holds.
-    fn len(&self) -> QueueFuture<'_, u64>;
+    fn count(&self) -> QueueFuture<'_, u64>;
 
     /// Whether the queue's server answers.
     fn ping(&self) -> QueueFuture<'_, ()>;

@@ -190,7 +190,7 @@ impl RedisQueue {
         Ok(earliest)
     }
 
-    async fn count(&self) -> Result<u64, QueueError> {
+    async fn total(&self) -> Result<u64, QueueError> {
         let mut connection = self.connection().await?;
         let mut total = 0;
         for key in &self.keys {
@@ -235,8 +235,8 @@ impl TimerQueue for RedisQueue {
         Box::pin(self.timed(self.earliest()))
     }
 
-    fn len(&self) -> QueueFuture<'_, u64> {
-        Box::pin(self.timed(self.count()))
+    fn count(&self) -> QueueFuture<'_, u64> {
+        Box::pin(self.timed(self.total()))
     }
 
     fn ping(&self) -> QueueFuture<'_, ()> {

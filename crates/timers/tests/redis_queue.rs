@@ -54,7 +54,10 @@ fn entry(org: &str, timer: &str, fire_at: i64) -> Entry {
 }
 
 fn names(entries: &[Entry]) -> BTreeSet<String> {
-    entries.iter().map(|entry| format!("{}/{}", entry.org, entry.timer_id)).collect()
+    entries
+        .iter()
+        .map(|entry| format!("{}/{}", entry.org, entry.timer_id))
+        .collect()
 }
 
 #[test]
@@ -78,11 +81,14 @@ async fn due_entries_are_taken_once_and_come_back_after_their_hold() {
         .add(&[entry("o", "a", 100), entry("o", "b", 200), entry("o", "c", 90_000)])
         .await
         .expect("add");
-    assert_eq!(queue.len().await.expect("len"), 3);
+    assert_eq!(queue.count().await.expect("len"), 3);
     assert_eq!(queue.next_due().await.expect("next"), Some(100));
     let taken = queue.take_due(250, 10, 5_000).await.expect("take");
     assert_eq!(names(&taken), names(&[entry("o", "a", 0), entry("o", "b", 0)]));
-    assert_eq!(taken.iter().map(|e| e.fire_at).collect::<BTreeSet<_>>(), BTreeSet::from([100, 200]));
+    assert_eq!(
+        taken.iter().map(|e| e.fire_at).collect::<BTreeSet<_>>(),
+        BTreeSet::from([100, 200])
+    );
     // Held: not due again before the hold ends, whoever asks.
     assert!(queue.take_due(4_999, 10, 9_000).await.expect("take").is_empty());
     // The reconciler leaves held entries alone.
@@ -92,7 +98,7 @@ async fn due_entries_are_taken_once_and_come_back_after_their_hold() {
     let back = queue.take_due(5_000, 10, 9_000).await.expect("take");
     assert_eq!(back.len(), 2);
     queue.remove(&back).await.expect("remove");
-    assert_eq!(queue.len().await.expect("len"), 1);
+    assert_eq!(queue.count().await.expect("len"), 1);
     test.delete().await;
 }
 
@@ -122,7 +128,7 @@ async fn partitions_spread_organizations_and_are_all_taken_from() {
     let queue = &test.queue;
     let entries: Vec<Entry> = (0..40).map(|i| entry(&format!("org{i}"), "t", i)).collect();
     queue.add(&entries).await.expect("add");
-    assert_eq!(queue.len().await.expect("len"), 40);
+    assert_eq!(queue.count().await.expect("len"), 40);
     let mut taken = Vec::new();
     while taken.len() < 40 {
         let batch = queue.take_due(100, 7, 10_000).await.expect("take");
@@ -136,7 +142,9 @@ async fn partitions_spread_organizations_and_are_all_taken_from() {
 #[tokio::test]
 async fn concurrent_takers_never_share_an_entry() {
     let test = TestQueue::new(2);
-    let entries: Vec<Entry> = (0..2_000).map(|i| entry(&format!("org{}", i % 13), &format!("t{i}"), i)).collect();
+    let entries: Vec<Entry> = (0..2_000)
+        .map(|i| entry(&format!("org{}", i % 13), &format!("t{i}"), i))
+        .collect();
     test.queue.add(&entries).await.expect("add");
     let queue = std::sync::Arc::new(test.queue);
     let mut takers = Vec::new();
@@ -160,7 +168,12 @@ async fn concurrent_takers_never_share_an_entry() {
     assert_eq!(all.len(), 2_000, "each entry taken exactly once");
     assert_eq!(names(&all).len(), 2_000);
     let queue = std::sync::Arc::into_inner(queue).expect("sole owner");
-    TestQueue { queue, settings: test.settings }.delete().await;
+    TestQueue {
+        queue,
+        settings: test.settings,
+    }
+    .delete()
+    .await;
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the API.
-    Serve(Serve),
+    Serve(Box<Serve>),
     /// Apply database migrations, then exit.
     Migrate {
         /// postgres://user:password@host/database (or sqlite://path?mode=rwc).
@@ -102,7 +102,7 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!("migrations applied");
             Ok(())
         }
-        Command::Serve(serve) => run(serve).await,
+        Command::Serve(serve) => run(*serve).await,
     }
 }
 

@@ -1,0 +1,177 @@
+"""The production layout for the scheduler tests: one `agentprocess-api` with its
+timers mirrored in Redis, any number of `agentprocess-scheduler` processes, one
+PostgreSQL database; and private Redis servers for tests that stop or flush one.
+
+The machine's shared Redis is only used under a fresh key prefix and never flushed or
+stopped; a test that does either starts its own `redis-server` on another port.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import servers
+
+PROCESSES = Path(__file__).resolve().parent / "processes"
+SHARED_REDIS = "redis://127.0.0.1:6379"
+
+# Short intervals, so faults are repaired within a test's patience.
+RECONCILE_SECONDS = 1.0
+HOLD_SECONDS = 1.0
+SCHEDULER_FLAGS = [
+    "--reconcile-seconds", str(RECONCILE_SECONDS), "--timer-hold-seconds", str(HOLD_SECONDS),
+    "--timer-poll-seconds", "0.05", "--webhook-retry-seconds", "0.3", "--webhook-poll-seconds", "0.1",
+    "--webhook-timeout-seconds", "2", "--max-connections", "8", "--test-clock",
+]
+
+
+class PrivateRedis:
+    """A redis-server of the test's own on a free port, keeping nothing on disk."""
+
+    def __init__(self) -> None:
+        self.port = servers.free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-redis-"))
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.start()
+
+    def cli(self, *args: str) -> str:
+        completed = subprocess.run(
+            ["redis-cli", "-p", str(self.port), *args], capture_output=True, text=True, timeout=10
+        )
+        return completed.stdout.strip()
+
+    def start(self) -> None:
+        subprocess.run(
+            [
+                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--daemonize", "yes", "--dir", str(self.workdir),
+                "--pidfile", str(self.workdir / "redis.pid"), "--logfile", str(self.workdir / "redis.log"),
+            ],
+            check=True,
+        )
+        deadline = time.monotonic() + 10
+        while self.cli("PING") != "PONG":
+            if time.monotonic() > deadline:
+                raise RuntimeError("private redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.cli("SHUTDOWN", "NOSAVE")
+        deadline = time.monotonic() + 10
+        while self.cli("PING") == "PONG":
+            if time.monotonic() > deadline:
+                raise RuntimeError("private redis-server did not stop")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class Deployment:
+    """An API process, schedulers and a database, all on one test clock offset."""
+
+    def __init__(self, redis_url: str, schedulers: int = 1, flags: tuple[str, ...] = ()) -> None:
+        folders = sorted(PROCESSES.iterdir())
+        self.flags = [*SCHEDULER_FLAGS, *flags]
+        database, url, tokens, persons = servers.seed_postgres(folders)
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sched-"))
+        self.redis_url = redis_url
+        self.prefix = f"agentprocess-e2e:{secrets.token_hex(6)}"
+        self.advanced = 0
+        port = servers.free_port()
+        self.server = servers.Server("postgres", [f"http://127.0.0.1:{port}"], tokens, persons, database, url,
+                                     "acme", self.workdir)
+        log = open(self.workdir / "api.log", "ab")
+        api = subprocess.Popen(
+            servers.api_command(url, port, secrets.token_bytes(32), self.workdir, *self.queue_flags()),
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        self.server.processes = [api]
+        servers.wait_ready(self.server.base, api)
+        self.scheduler_ports = [servers.free_port() for _ in range(schedulers)]
+        self.schedulers: dict[int, subprocess.Popen] = {}
+        for index in range(schedulers):
+            self.start_scheduler(index)
+
+    def queue_flags(self) -> list[str]:
+        return ["--redis-url", self.redis_url, "--redis-prefix", self.prefix]
+
+    def scheduler_base(self, index: int) -> str:
+        return f"http://127.0.0.1:{self.scheduler_ports[index]}"
+
+    def start_scheduler(self, index: int) -> None:
+        log = open(self.workdir / f"scheduler-{index}.log", "ab")
+        process = subprocess.Popen(
+            [
+                str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", self.server.database_url,
+                "--listen", f"127.0.0.1:{self.scheduler_ports[index]}", *self.queue_flags(), *self.flags,
+            ],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        self.schedulers[index] = process
+        wait_up(self.scheduler_base(index), process)
+        # A new process's clock starts at the real time: bring it to the others'.
+        if self.advanced:
+            post_advance(self.scheduler_base(index), self.advanced)
+
+    def kill_scheduler(self, index: int, sig: int = signal.SIGKILL) -> int:
+        process = self.schedulers.pop(index)
+        process.send_signal(sig)
+        return process.wait(timeout=30)
+
+    def advance(self, seconds: int) -> str:
+        """Moves every process's clock forward; returns the API's new time."""
+        self.advanced += seconds
+        now = post_advance(self.server.base, seconds)
+        for index in self.schedulers:
+            post_advance(self.scheduler_base(index), seconds)
+        return now
+
+    def sql(self, query: str) -> str:
+        return servers.psql(query, self.server.database)
+
+    def close(self) -> None:
+        for index in list(self.schedulers):
+            self.kill_scheduler(index, signal.SIGTERM)
+        servers.drop(self.server)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def post_advance(base: str, seconds: int) -> str:
+    body = json.dumps({"advanceSeconds": seconds}).encode()
+    request = urllib.request.Request(f"{base}/test/clock", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())["now"]
+
+
+def wait_up(base: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    """Waits for /healthz (not /readyz: a scheduler whose Redis is down is up but not ready)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"scheduler exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{base} did not come up")
+
+
+def ready(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False

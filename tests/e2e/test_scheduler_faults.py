@@ -1,0 +1,117 @@
+"""Faults of the timer path: a scheduler killed mid-batch, Redis flushed, Redis stopped
+for a while. Each test runs its own redis-server on another port (never the machine's
+shared one). In every case every timer fires, late by at most the reconcile interval
+(or, for a killed scheduler, the hold of the entries it had taken) past the repair,
+with exactly one effect on each run."""
+
+from __future__ import annotations
+
+import time
+from contextlib import AsyncExitStack
+
+import anyio
+import pytest
+
+import scheduling
+from test_scheduler import clients_of, counts, start
+
+pytestmark = pytest.mark.anyio
+
+# What the bound allows beyond the reconcile interval or hold: a pass of the debug
+# build firing the batch on a loaded two-core machine.
+SLACK_SECONDS = 5.0
+
+
+@pytest.fixture
+def redis():
+    server = scheduling.PrivateRedis()
+    yield server
+    server.close()
+
+
+def deploy(redis, *flags: str):
+    return scheduling.Deployment(redis.url, schedulers=1, flags=flags)
+
+
+def remaining(deployment) -> int:
+    return int(deployment.sql("SELECT count(*) FROM timers").strip())
+
+
+async def wait_all_fired(deployment, bound: float) -> float:
+    """Waits until no timer row is left; returns how long it took. Fails past `bound`."""
+    started = time.monotonic()
+    while remaining(deployment):
+        if time.monotonic() - started > bound:
+            raise AssertionError(f"{remaining(deployment)} timer(s) still unfired after {bound} s")
+        await anyio.sleep(0.05)
+    return time.monotonic() - started
+
+
+def assert_one_effect_each(deployment, runs: list[str]) -> None:
+    ended = counts(deployment, "run.ended")
+    assert sorted(ended) == sorted(runs), "every run ended"
+    assert set(ended.values()) == {1}, "no run ended twice"
+    assert deployment.sql("SELECT DISTINCT state FROM runs").split() == ["ended"]
+
+
+async def start_runs(deployment, count: int) -> list[str]:
+    async with AsyncExitStack() as stack:
+        alice = (await clients_of(stack, deployment))["alice"]
+        return [await start(alice, "pause") for _ in range(count)]
+
+
+async def test_kill_9_mid_batch_then_restart(redis):
+    # One timer at a time, so the batch is still under way when the kill comes.
+    deployment = deploy(redis, "--timer-concurrency", "1")
+    try:
+        runs = await start_runs(deployment, 120)
+        deployment.advance(61)
+        while remaining(deployment) == len(runs):
+            await anyio.sleep(0.005)
+        deployment.kill_scheduler(0)
+        left = remaining(deployment)
+        assert 0 < left < len(runs), f"the kill came mid-batch ({left} of {len(runs)} left)"
+        # Nothing fires while no scheduler runs.
+        await anyio.sleep(0.5)
+        assert remaining(deployment) == left
+        deployment.start_scheduler(0)
+        took = await wait_all_fired(deployment, scheduling.HOLD_SECONDS + scheduling.RECONCILE_SECONDS + SLACK_SECONDS)
+        print(f"kill -9 with {left} timers left: all fired {took:.2f} s after the restart")
+        assert_one_effect_each(deployment, runs)
+    finally:
+        deployment.close()
+
+
+async def test_flushall_loses_no_timer(redis):
+    deployment = deploy(redis)
+    try:
+        runs = await start_runs(deployment, 40)
+        key = f"{deployment.prefix}:0"
+        assert int(redis.cli("ZCARD", key)) == len(runs), "the API mirrored every timer"
+        assert redis.cli("FLUSHALL") == "OK"
+        assert int(redis.cli("ZCARD", key)) == 0
+        deployment.advance(61)
+        took = await wait_all_fired(deployment, scheduling.RECONCILE_SECONDS + SLACK_SECONDS)
+        print(f"after FLUSHALL: all fired {took:.2f} s after they fell due")
+        assert_one_effect_each(deployment, runs)
+    finally:
+        deployment.close()
+
+
+async def test_redis_stopped_for_a_while_then_started(redis):
+    deployment = deploy(redis)
+    try:
+        redis.stop()
+        # The API keeps working without Redis: the rows are the truth.
+        runs = await start_runs(deployment, 30)
+        deployment.advance(61)
+        await anyio.sleep(2)
+        assert remaining(deployment) == len(runs), "nothing fires without the queue"
+        assert not scheduling.ready(deployment.scheduler_base(0)), "a scheduler without Redis is not ready"
+        redis.start()
+        took = await wait_all_fired(deployment, scheduling.RECONCILE_SECONDS + SLACK_SECONDS)
+        print(f"Redis back: all fired {took:.2f} s later")
+        assert_one_effect_each(deployment, runs)
+        assert scheduling.ready(deployment.scheduler_base(0))
+    finally:
+        deployment.close()

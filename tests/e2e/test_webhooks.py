@@ -1,0 +1,177 @@
+"""Webhooks: the scheduler posts each notification to the organization's endpoints,
+signed (Standard Webhooks: HMAC-SHA256 over id, timestamp and body), retries after a
+failure, records where each delivery stands, and sends nothing for test-mode runs.
+
+The receiver is a local HTTP server of the test's own that answers 500 to the first
+attempt of every notification."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import threading
+import time
+from contextlib import AsyncExitStack
+
+import anyio
+import pytest
+
+import scheduling
+import servers
+from client import request_id
+from test_scheduler import clients_of, eventually, start
+
+pytestmark = pytest.mark.anyio
+
+
+class Receiver:
+    """Collects posts; fails the first attempt of each `webhook-id` with a 500."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (the standard library's name)
+                body = self.rfile.read(int(self.headers["content-length"])).decode()
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                with receiver.lock:
+                    first = not any(p["headers"]["webhook-id"] == headers.get("webhook-id") for p in receiver.posts)
+                    receiver.posts.append({"headers": headers, "body": body, "answered": 500 if first else 204})
+                self.send_response(500 if first else 204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def delivered(self) -> list[dict]:
+        with self.lock:
+            return [p for p in self.posts if p["answered"] == 204]
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def verify(secret: str, post: dict) -> dict:
+    """The Standard Webhooks check a receiver makes; returns the parsed body."""
+    headers = post["headers"]
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{post['body']}".encode()
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    versions = dict(part.split(",", 1) for part in headers["webhook-signature"].split())
+    assert hmac.compare_digest(versions["v1"], expected), "signature verifies"
+    assert headers["content-type"] == "application/json"
+    return json.loads(post["body"])
+
+
+@pytest.fixture
+def setup():
+    # Three attempts, so giving up is seen within a test.
+    deployment = scheduling.Deployment(scheduling.SHARED_REDIS, schedulers=1, flags=("--webhook-max-attempts", "3"))
+    receiver = Receiver()
+    added = json.loads(servers.admin(deployment.server.database_url, "add-webhook", "--org", "acme", receiver.url))
+    yield deployment, receiver, added
+    receiver.close()
+    deployment.close()
+
+
+async def test_notifications_are_signed_retried_and_recorded(setup):
+    deployment, receiver, webhook = setup
+    assert webhook["secret"].startswith("whsec_")
+    async with AsyncExitStack() as stack:
+        clients = await clients_of(stack, deployment)
+        alice = clients["alice"]
+        live = await start(alice, "signoff")
+        rehearsal = await start(alice, "signoff")
+        test_view = await alice.call("start_run", process="signoff", inputs={}, mode="test", requestId=request_id())
+        test_run = test_view["run"]["id"]
+        del rehearsal
+
+        async def created():
+            return [verify(webhook["secret"], p) for p in receiver.delivered()
+                    if json.loads(p["body"])["type"] == "work_item.created"]
+
+        bodies = await eventually(lambda: _at_least(created, 2), what="work items delivered")
+        body = next(b for b in bodies if b["run"]["id"] == live)
+        assert body["organization"] == "acme"
+        assert body["run"]["process"] == "signoff"
+        assert body["step"] == "review"
+        assert body["workItem"]["assignedTo"] == {"group": "people"}
+        assert "inputs" not in json.dumps(body), "no run data in a notification"
+
+        # Every delivered notification was refused once first, then retried.
+        with receiver.lock:
+            attempts = [p["headers"]["webhook-id"] for p in receiver.posts if p["headers"]["webhook-id"] == body["id"]]
+        assert len(attempts) == 2
+
+        # Overdue, then ended: one notification each.
+        deployment.advance(2 * 3600 + 60)
+
+        async def overdue():
+            return [b for b in map(lambda p: verify(webhook["secret"], p), receiver.delivered())
+                    if b["type"] == "step.overdue" and b["run"]["id"] == live]
+
+        assert len(await eventually(overdue, what="overdue delivered")) == 1
+        work = await alice.call("get_run", runId=live)
+        item = next(i for i in work["workItems"])
+        await alice.call("decide", **dict(item["decide"]["arguments"], decision="approved", requestId=request_id()))
+
+        async def ended():
+            return [b for b in map(lambda p: verify(webhook["secret"], p), receiver.delivered())
+                    if b["type"] == "run.ended" and b["run"]["id"] == live]
+
+        ended_bodies = await eventually(ended, what="run end delivered")
+        assert ended_bodies[0]["state"] == "ended" and ended_bodies[0]["outcome"] == "signed"
+
+        # The test-mode run made no notification at all, and nothing was posted for it.
+        await anyio.sleep(0.5)
+        assert deployment.sql(f"SELECT count(*) FROM notifications WHERE run_id = '{test_run}'").strip() == "0"
+        with receiver.lock:
+            assert not any(json.loads(p["body"])["run"]["id"] == test_run for p in receiver.posts)
+
+    # The record: every delivery delivered on its second attempt, after a 500.
+    await anyio.sleep(0.2)
+    listing = servers.admin(deployment.server.database_url, "deliveries", "--org", "acme")
+    rows = [line.split("\t") for line in listing.splitlines()]
+    assert rows and all(row[4] == "delivered" for row in rows), listing
+    assert all(row[5] == "2 attempt(s)" for row in rows), listing
+    assert all(row[3] == webhook["id"] for row in rows)
+
+
+async def _at_least(check, count: int):
+    found = await check()
+    return found if len(found) >= count else None
+
+
+async def test_a_failing_endpoint_is_given_up_after_the_last_attempt(setup):
+    deployment, receiver, webhook = setup
+    database = deployment.server.database_url
+    servers.admin(database, "remove-webhook", "--org", "acme", webhook["id"])
+    dead = json.loads(servers.admin(database, "add-webhook", "--org", "acme", "http://127.0.0.1:9/nothing-listens"))
+    # Refused: not a URL a delivery could go to.
+    for bad in ["ftp://example.com/x", "not a url", "http://user:pw@example.com/"]:
+        with pytest.raises(RuntimeError, match="url:"):
+            servers.admin(database, "add-webhook", "--org", "acme", bad)
+    async with AsyncExitStack() as stack:
+        alice = (await clients_of(stack, deployment))["alice"]
+        await start(alice, "signoff")
+    listing = ""
+    started = time.monotonic()
+    # Three attempts, 0.3 s then 0.6 s apart: given up within a few seconds.
+    while time.monotonic() - started < 10:
+        listing = servers.admin(database, "deliveries", "--org", "acme")
+        if "failed" in listing:
+            break
+        await anyio.sleep(0.1)
+    row = listing.splitlines()[0].split("\t")
+    assert row[3] == dead["id"] and row[4] == "failed", listing
+    assert row[5] == "3 attempt(s)" and row[6] == "-" and row[7] != "-", listing
+    assert receiver.delivered() == []
