@@ -22,7 +22,9 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 use crate::client::{Answer, Mcp};
-use crate::stats::{Stats, Summary, micros_since, summarize};
+use agentprocess_loadtests::{Summary, summarize};
+
+use crate::stats::{Stats, micros_since};
 
 /// Measures agent cycles per second (get_work → claim → submit) against an
 /// agentprocess API server.

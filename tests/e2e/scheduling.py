@@ -118,7 +118,8 @@ class Deployment:
             stdout=log, stderr=subprocess.STDOUT,
         )
         self.schedulers[index] = process
-        wait_up(self.scheduler_base(index), process)
+        # /healthz, not /readyz: a scheduler whose Redis is down is up but not ready.
+        servers.wait_ready(self.scheduler_base(index), process, path="/healthz")
         # A new process's clock starts at the real time: bring it to the others'.
         if self.advanced:
             post_advance(self.scheduler_base(index), self.advanced)
@@ -151,22 +152,6 @@ def post_advance(base: str, seconds: int) -> str:
     request = urllib.request.Request(f"{base}/test/clock", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())["now"]
-
-
-def wait_up(base: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    """Waits for /healthz (not /readyz: a scheduler whose Redis is down is up but not ready)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"scheduler exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{base} did not come up")
 
 
 def ready(base: str) -> bool:

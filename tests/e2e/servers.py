@@ -93,13 +93,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60) -> None:
+def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60, path: str = "/readyz") -> None:
+    """Waits until `path` answers 200 (pass /healthz for a process that may be up but
+    not ready)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            with urllib.request.urlopen(f"{base}{path}", timeout=2) as response:
                 if response.status == 200:
                     return
         except OSError:

@@ -55,7 +55,7 @@ pub struct BackgroundArgs {
     pub timer_concurrency: usize,
     /// How long a taken timer is hidden from other schedulers, in seconds; if its
     /// scheduler dies, the timer is due again after this.
-    #[arg(long, env = "AGENTPROCESS_TIMER_HOLD_SECONDS", default_value = "30", value_parser = seconds)]
+    #[arg(long, env = "AGENTPROCESS_TIMER_HOLD_SECONDS", default_value = "10", value_parser = seconds)]
     pub timer_hold_seconds: Duration,
     /// The longest pause between scheduler passes, in seconds.
     #[arg(long, env = "AGENTPROCESS_TIMER_POLL_SECONDS", default_value = "0.1", value_parser = seconds)]
@@ -106,6 +106,18 @@ impl BackgroundArgs {
             },
         }
     }
+}
+
+/// Flags every server process takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProcessArgs {
+    /// Let `POST /test/clock` move this process's clock forward, for end-to-end tests
+    /// of waits and timeouts. Never in production.
+    #[arg(long, hide = true)]
+    pub test_clock: bool,
+    /// Log lines as JSON.
+    #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
+    pub log_json: bool,
 }
 
 /// A positive number of seconds, fractions allowed.

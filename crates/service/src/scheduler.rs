@@ -48,7 +48,7 @@ impl Default for SchedulerSettings {
         Self {
             batch: 256,
             concurrency: 16,
-            hold: Duration::from_secs(30),
+            hold: Duration::from_secs(10),
             poll: Duration::from_millis(100),
             reconcile: Duration::from_secs(10),
         }
@@ -71,15 +71,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             let pause = match self.scheduler_pass(&settings).await {
                 Ok(taken) if taken >= settings.batch => Duration::ZERO,
                 Ok(_) => self.until_next_timer(&settings).await,
-                Err(error) => {
-                    tracing::warn!(%error, "timer pass failed; trying again");
-                    settings.poll.max(Duration::from_secs(1))
-                }
+                Err(error) => after_failure("timer pass", &error, settings.poll),
             };
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = self.wake.notified() => {}
-                () = tokio::time::sleep(pause) => {}
+            if !rest(&stop, &self.wake, pause).await {
+                return;
             }
         }
     }
@@ -240,6 +235,21 @@ fn entry_of(row: &TimerRow) -> Entry {
         timer_id: row.timer_id.clone(),
         fire_at: row.fire_at,
     }
+}
+
+/// Waits `pause`, or less if `wake` is notified; `false` once `stop` is cancelled.
+pub(crate) async fn rest(stop: &CancellationToken, wake: &tokio::sync::Notify, pause: Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = wake.notified() => true,
+        () = tokio::time::sleep(pause) => true,
+    }
+}
+
+/// Logs a failed pass and says how long to wait before the next: at least a second.
+pub(crate) fn after_failure(what: &str, error: &str, poll: Duration) -> Duration {
+    tracing::warn!(%error, "{what} failed; trying again");
+    poll.max(Duration::from_secs(1))
 }
 
 pub(crate) fn duration_millis(duration: Duration) -> i64 {

@@ -18,7 +18,7 @@ use futures_util::StreamExt as _;
 use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
 
-use crate::scheduler::duration_millis;
+use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
 
 /// How webhooks are delivered.
@@ -85,15 +85,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             let pause = match self.webhook_pass(&client, &settings).await {
                 Ok(taken) if taken >= settings.batch as usize => Duration::ZERO,
                 Ok(_) => settings.poll,
-                Err(error) => {
-                    tracing::warn!(%error, "webhook pass failed; trying again");
-                    settings.poll.max(Duration::from_secs(1))
-                }
+                Err(error) => after_failure("webhook pass", &error, settings.poll),
             };
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = self.deliveries_wake.notified() => {}
-                () = tokio::time::sleep(pause) => {}
+            if !rest(&stop, &self.deliveries_wake, pause).await {
+                return;
             }
         }
     }

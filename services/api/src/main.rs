@@ -79,13 +79,8 @@ struct Serve {
     queue: agentprocess_http::config::QueueArgs,
     #[command(flatten)]
     background: agentprocess_http::config::BackgroundArgs,
-    /// Let `POST /test/clock` move this server's clock forward, for end-to-end tests of
-    /// waits and timeouts. Never in production.
-    #[arg(long, hide = true)]
-    test_clock: bool,
-    /// Log lines as JSON.
-    #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
-    log_json: bool,
+    #[command(flatten)]
+    process: agentprocess_http::config::ProcessArgs,
 }
 
 // glibc's allocator spends a large share of a busy server's time; mimalloc does not.
@@ -107,7 +102,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(serve: Serve) -> anyhow::Result<()> {
-    agentprocess_http::init_logging(serve.log_json);
+    agentprocess_http::init_logging(serve.process.log_json);
     let secret = base64::engine::general_purpose::STANDARD
         .decode(serve.url_secret.trim())
         .context("--url-secret must be base64")?;
@@ -122,7 +117,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         allowed_hosts: hosts,
         allowed_origins: serve.allowed_origin.clone(),
     };
-    let (clock, test_clock) = agentprocess_http::clock(serve.test_clock);
+    let (clock, test_clock) = agentprocess_http::clock(serve.process.test_clock);
     let service = agentprocess_http::assemble(
         &serve.database_url,
         serve.max_connections,

@@ -50,13 +50,8 @@ struct Serve {
     queue: agentprocess_http::config::QueueArgs,
     #[command(flatten)]
     background: agentprocess_http::config::BackgroundArgs,
-    /// Let `POST /test/clock` move this process's clock forward, for end-to-end tests
-    /// of waits and timeouts. Never in production.
-    #[arg(long, hide = true)]
-    test_clock: bool,
-    /// Log lines as JSON.
-    #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
-    log_json: bool,
+    #[command(flatten)]
+    process: agentprocess_http::config::ProcessArgs,
 }
 
 // glibc's allocator spends a large share of a busy server's time; mimalloc does not.
@@ -73,11 +68,11 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(serve: Serve) -> anyhow::Result<()> {
-    agentprocess_http::init_logging(serve.log_json);
+    agentprocess_http::init_logging(serve.process.log_json);
     let store = SqlStore::connect(&serve.database_url, serve.max_connections)
         .await
         .context("cannot reach the database")?;
-    let (clock, test_clock) = agentprocess_http::clock(serve.test_clock);
+    let (clock, test_clock) = agentprocess_http::clock(serve.process.test_clock);
     // The scheduler presents no files, so it needs no public URL or URL key.
     let mut service = Service::new(store, NoBlobs, clock, Settings::new("", Vec::new()));
     match serve.queue.queue()? {
