@@ -1,7 +1,7 @@
 //! PostgreSQL under concurrent writers: a second write recording the same requestId
 //! waits for the first and then records nothing (or records, if the first rolled
 //! back), and a second lock of a run waits for the first transaction and sees what it
-//! wrote.
+//! wrote; concurrent delivery loops never take one webhook delivery twice.
 //! (SQLite has one connection, so its transactions never overlap.)
 
 use std::time::Duration;
@@ -103,5 +103,55 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
     first.put_run("o", &changed, false, None).await.expect("put");
     first.commit().await.expect("commit");
     assert_eq!(second.await.expect("joined"), "{\"changed\":true}");
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut tx = db.store.begin().await.expect("begin");
+    for id in ["wh_a", "wh_b"] {
+        let webhook = agentprocess_store::Webhook {
+            id: id.to_owned(),
+            url: "http://127.0.0.1:9/".to_owned(),
+            secret: "whsec_a2V5".to_owned(),
+            created_at: 1,
+        };
+        tx.add_webhook("o", &webhook).await.expect("webhook");
+    }
+    let ids: Vec<String> = (0..150).map(|i| format!("n_{i}")).collect();
+    for id in &ids {
+        let notification = agentprocess_store::NewNotification {
+            id,
+            run_id: "r_1",
+            event: "run.ended",
+            body: "{}",
+            created_at: 1,
+        };
+        tx.add_notification("o", &notification).await.expect("notify");
+    }
+    tx.commit().await.expect("commit");
+    let mut loops = Vec::new();
+    for _ in 0..4 {
+        let store = db.store.clone();
+        loops.push(tokio::spawn(async move {
+            let mut taken = Vec::new();
+            loop {
+                let batch = store.take_deliveries(10, 1_000, 7).await.expect("take");
+                if batch.is_empty() {
+                    return taken;
+                }
+                taken.extend(batch.into_iter().map(|d| (d.notification_id, d.webhook_id)));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for handle in loops {
+        all.extend(handle.await.expect("loop"));
+    }
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!((total, all.len()), (300, 300), "each of 150 × 2 deliveries taken exactly once");
     db.drop_database().await;
 }
