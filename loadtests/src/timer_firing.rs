@@ -54,9 +54,12 @@ struct Args {
     /// Runs started at once while scheduling.
     #[arg(long, default_value_t = 16)]
     start_concurrency: usize,
-    /// Timers the scheduler applies at once.
-    #[arg(long, default_value_t = 16)]
+    /// Transactions the scheduler applies timers in at once.
+    #[arg(long, default_value_t = 8)]
     fire_concurrency: usize,
+    /// Timers per transaction.
+    #[arg(long, default_value_t = 8)]
+    per_transaction: usize,
     /// Timers the scheduler takes per pass.
     #[arg(long, default_value_t = 256)]
     batch: usize,
@@ -64,6 +67,10 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     connections: u32,
 }
+
+// As in agentprocess-scheduler, whose loop this runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -122,6 +129,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     let scheduler = SchedulerSettings {
         batch: args.batch,
         concurrency: args.fire_concurrency,
+        per_transaction: args.per_transaction,
         ..SchedulerSettings::default()
     };
     let tasks = [

@@ -50,9 +50,12 @@ pub struct BackgroundArgs {
     /// Timers taken per scheduler pass.
     #[arg(long, env = "AGENTPROCESS_TIMER_BATCH", default_value_t = 256)]
     pub timer_batch: usize,
-    /// Timers applied at once.
-    #[arg(long, env = "AGENTPROCESS_TIMER_CONCURRENCY", default_value_t = 16)]
+    /// Transactions applying timers at once.
+    #[arg(long, env = "AGENTPROCESS_TIMER_CONCURRENCY", default_value_t = 8)]
     pub timer_concurrency: usize,
+    /// Timers applied in one transaction (each under its run's lock).
+    #[arg(long, env = "AGENTPROCESS_TIMERS_PER_TRANSACTION", default_value_t = 8)]
+    pub timers_per_transaction: usize,
     /// How long a taken timer is hidden from other schedulers, in seconds; if its
     /// scheduler dies, the timer is due again after this.
     #[arg(long, env = "AGENTPROCESS_TIMER_HOLD_SECONDS", default_value = "10", value_parser = seconds)]
@@ -91,6 +94,7 @@ impl BackgroundArgs {
             scheduler: SchedulerSettings {
                 batch: self.timer_batch.max(1),
                 concurrency: self.timer_concurrency.max(1),
+                per_transaction: self.timers_per_transaction.max(1),
                 hold: self.timer_hold_seconds,
                 poll: self.timer_poll_seconds,
                 reconcile: self.reconcile_seconds,

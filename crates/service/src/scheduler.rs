@@ -8,7 +8,7 @@
 //! died after committing but before removing the entry) has one effect. A queue
 //! entry whose row is gone, or not due yet because the timer moved, does nothing.
 //!
-//! The reconciler re-adds to the queue every row due before the next pass, so a
+//! The reconciler re-adds to the queue every row that is due and unfired, so a
 //! flushed, restarted or unreachable queue delays a timer by at most the reconcile
 //! interval and never loses it.
 
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Code, ToolError, timer_fired};
+use agentprocess_engine::{ToolError, timer_fired};
 use agentprocess_store::{Store, StoreTx, TimerRow};
 use agentprocess_timers::{Entry, TimerQueue};
 use futures_util::StreamExt as _;
@@ -31,8 +31,11 @@ use crate::{Service, millis, retry};
 pub struct SchedulerSettings {
     /// Timers taken per pass.
     pub batch: usize,
-    /// Timers applied at once.
+    /// Transactions applying timers at once.
     pub concurrency: usize,
+    /// Timers applied in one transaction (each under its run's lock), to spare a
+    /// commit per timer.
+    pub per_transaction: usize,
     /// How long a taken queue entry stays hidden from other schedulers; if this one
     /// dies first, the entry is due again then.
     pub hold: Duration,
@@ -47,7 +50,8 @@ impl Default for SchedulerSettings {
     fn default() -> Self {
         Self {
             batch: 256,
-            concurrency: 16,
+            concurrency: 8,
+            per_transaction: 8,
             hold: Duration::from_secs(10),
             poll: Duration::from_millis(100),
             reconcile: Duration::from_secs(10),
@@ -86,7 +90,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return;
         };
         loop {
-            match self.reconcile(queue.as_ref(), &settings).await {
+            match self.reconcile(queue.as_ref()).await {
                 Ok(0) => {}
                 Ok(restored) => tracing::info!(restored, "reconciler re-added timers missing from the queue"),
                 Err(error) => tracing::warn!(%error, "reconciler pass failed; trying again"),
@@ -98,11 +102,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
         }
     }
 
-    /// One reconciler pass: every row due before the next pass, re-added where the
-    /// queue lacks it. Returns how many were missing.
-    pub async fn reconcile(&self, queue: &dyn TimerQueue, settings: &SchedulerSettings) -> Result<u64, String> {
+    /// One reconciler pass: every row due by now, re-added where the queue lacks it
+    /// (rows due later are re-added by a later pass, at most one interval late).
+    /// Returns how many were missing.
+    pub async fn reconcile(&self, queue: &dyn TimerQueue) -> Result<u64, String> {
         const PAGE: u32 = 1_000;
-        let horizon = millis(self.now()).saturating_add(duration_millis(settings.reconcile));
+        let horizon = millis(self.now());
         let mut after: Option<TimerRow> = None;
         let mut restored = 0;
         loop {
@@ -141,12 +146,17 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 rows.iter().map(entry_of).collect()
             }
         };
-        let results: Vec<(Entry, Result<Fired, ToolError>)> = futures_util::stream::iter(taken)
-            .map(|entry| async move {
-                let fired = self.fire_timer(&entry).await;
-                (entry, fired)
-            })
+        let mut taken = taken;
+        // One lock order for every transaction that holds several runs.
+        taken.sort_by(|a, b| (&a.org, &a.run_id, &a.timer_id).cmp(&(&b.org, &b.run_id, &b.timer_id)));
+        let chunks: Vec<Vec<Entry>> = taken
+            .chunks(settings.per_transaction.max(1))
+            .map(<[Entry]>::to_vec)
+            .collect();
+        let results: Vec<(Entry, Result<Fired, ToolError>)> = futures_util::stream::iter(chunks)
+            .map(|chunk| self.fire_chunk(chunk))
             .buffer_unordered(settings.concurrency.max(1))
+            .flat_map(futures_util::stream::iter)
             .collect()
             .await;
         let count = results.len();
@@ -192,39 +202,64 @@ impl<S: Store, B: Blobs> Service<S, B> {
         }
     }
 
-    /// Applies one timer under its run's lock, if its row is still there and due.
-    async fn fire_timer(&self, entry: &Entry) -> Result<Fired, ToolError> {
+    /// Applies a chunk of timers in one transaction; if any fails, the transaction is
+    /// rolled back and each is tried in a transaction of its own, so one timer that
+    /// cannot be applied holds up no other.
+    async fn fire_chunk(&self, chunk: Vec<Entry>) -> Vec<(Entry, Result<Fired, ToolError>)> {
+        if chunk.len() > 1 {
+            match self.fire_together(&chunk).await {
+                Ok(fired) => return chunk.into_iter().zip(fired.into_iter().map(Ok)).collect(),
+                Err(error) => tracing::debug!(%error, "a chunk of timers failed; firing them one by one"),
+            }
+        }
+        let mut results = Vec::with_capacity(chunk.len());
+        for entry in chunk {
+            let fired = self
+                .fire_together(std::slice::from_ref(&entry))
+                .await
+                .map(|mut fired| fired.remove(0));
+            results.push((entry, fired));
+        }
+        results
+    }
+
+    /// Applies each timer whose row is still there and due, under its run's lock, all
+    /// in one transaction. `entries` are in lock order (organization, run).
+    async fn fire_together(&self, entries: &[Entry]) -> Result<Vec<Fired>, ToolError> {
         let now = self.now();
         let mut tx = self.store.begin().await.map_err(retry)?;
-        let locked = self.lock(&mut tx, &entry.org, &entry.run_id).await;
-        let taken = tx
-            .take_due_timer(&entry.org, &entry.run_id, &entry.timer_id, millis(now))
-            .await
-            .map_err(retry)?;
-        let Some(due_at) = taken else {
-            return Ok(Fired::Stale);
-        };
-        let late = millis(now).saturating_sub(due_at);
-        let (run, version) = match locked {
-            Ok(found) => found,
+        let mut fired = Vec::with_capacity(entries.len());
+        let mut changed = Vec::new();
+        for entry in entries {
+            let (stored, taken) = tx
+                .lock_run_for_timer(&entry.org, &entry.run_id, &entry.timer_id, millis(now))
+                .await
+                .map_err(retry)?;
+            let Some(due_at) = taken else {
+                fired.push(Fired::Stale);
+                continue;
+            };
+            fired.push(Fired::Applied(millis(now).saturating_sub(due_at)));
             // A timer of a run that no longer exists: the row goes, nothing else.
-            Err(error) if error.code == Code::NotFound => {
-                tx.commit().await.map_err(retry)?;
-                return Ok(Fired::Applied(late));
-            }
-            Err(error) => return Err(error),
-        };
-        let mut ids = RunIds { run: run.id.clone() };
-        let transition = timer_fired(&run, &version, &entry.timer_id, now, &mut ids);
-        let change = Change {
-            before: Some(&run),
-            transition: &transition,
-            version: &version,
-        };
-        self.save(&mut tx, &entry.org, change).await?;
+            let Some(stored) = stored else {
+                continue;
+            };
+            let (run, version) = self.parse_run(&mut tx, &entry.org, &stored).await?;
+            let mut ids = RunIds { run: run.id.clone() };
+            let transition = timer_fired(&run, &version, &entry.timer_id, now, &mut ids);
+            let change = Change {
+                before: Some(&run),
+                transition: &transition,
+                version: &version,
+            };
+            let written = self.save(&mut tx, &entry.org, change).await?;
+            changed.push((&entry.org, transition, written));
+        }
         tx.commit().await.map_err(retry)?;
-        self.committed(&entry.org, &transition);
-        Ok(Fired::Applied(late))
+        for (org, transition, written) in &changed {
+            self.committed(org, transition, *written);
+        }
+        Ok(fired)
     }
 }
 

@@ -131,19 +131,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(Opened::Fresh(Locked { tx, run, version }))
     }
 
-    /// Locks a run for a write that has no `requestId` (a timer firing).
-    pub(crate) async fn lock(
-        &self,
-        tx: &mut S::Tx,
-        org: &str,
-        run_id: &str,
-    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
-        let locked = tx.lock_run(org, run_id, None).await.map_err(retry)?;
-        let (stored, _) = locked.ok_or_else(|| no_run(run_id))?;
-        self.parse_run(tx, org, &stored).await
-    }
-
-    async fn parse_run(
+    /// The run a locked row holds, and its process version.
+    pub(crate) async fn parse_run(
         &self,
         tx: &mut S::Tx,
         org: &str,
@@ -171,21 +160,21 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// Writes a change for a write that records no result (a refused submission, a
-    /// timer).
-    pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<(), ToolError> {
-        self.write_change(tx, org, change, None).await.map(drop)
+    /// timer); returns what [`Service::committed`] needs to know after commit.
+    pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<Written, ToolError> {
+        self.write_change(tx, org, change, None).await
     }
 
-    /// Writes the run (new when `before` is `None`), its index rows and its timers, and
-    /// records `request` with them; `false` when the request was recorded before.
+    /// Writes the run (new when `before` is `None`), its index rows, its timers and its
+    /// notifications, and records `request` with them.
     async fn write_change(
         &self,
         tx: &mut S::Tx,
         org: &str,
         change: Change<'_>,
         request: Option<&NewRequest<'_>>,
-    ) -> Result<bool, ToolError> {
-        self.apply_effects(tx, org, change.transition).await?;
+    ) -> Result<Written, ToolError> {
+        let deliveries = self.apply_effects(tx, org, change.transition).await?;
         let row = run_row(
             change.before,
             &change.transition.run,
@@ -193,13 +182,18 @@ impl<S: Store, B: Blobs> Service<S, B> {
             &self.settings.engine,
         )
         .map_err(retry)?;
-        tx.put_run(org, &row, change.before.is_none(), request)
+        let recorded = tx
+            .put_run(org, &row, change.before.is_none(), request)
             .await
-            .map_err(retry)
+            .map_err(retry)?;
+        Ok(Written { recorded, deliveries })
     }
 
-    async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<(), ToolError> {
+    /// Writes timer rows and notifications; returns how many webhook deliveries the
+    /// notifications made.
+    async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<u64, ToolError> {
         let run = &transition.run;
+        let mut deliveries = 0;
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => {
@@ -216,19 +210,20 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 }
                 Effect::Notify(notification) => {
                     let outgoing = Outgoing::new(org, run, notification);
-                    tx.add_notification(org, &outgoing.row(run, millis(self.now())))
+                    deliveries += tx
+                        .add_notification(org, &outgoing.row(run, millis(self.now())))
                         .await
                         .map_err(retry)?;
                 }
             }
         }
-        Ok(())
+        Ok(deliveries)
     }
 
     /// After a change committed: mirrors its timers in the queue (a lost add is
     /// repaired by the reconciler, so this never holds up the caller) or wakes the
-    /// in-process timer loop, and wakes the webhook loop for new notifications.
-    pub(crate) fn committed(&self, org: &str, transition: &Transition) {
+    /// in-process timer loop, and wakes the webhook loop if there is something to post.
+    pub(crate) fn committed(&self, org: &str, transition: &Transition, written: Written) {
         let run = &transition.run.id;
         let entry = |timer_id: &str, fire_at: i64| Entry {
             org: org.to_owned(),
@@ -238,15 +233,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
         };
         let mut added = Vec::new();
         let mut removed = Vec::new();
-        let mut notified = false;
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => added.push(entry(&timer.id, millis(timer.at))),
                 Effect::CancelTimer { id } => removed.push(entry(id, 0)),
-                Effect::Notify(_) => notified = true,
+                Effect::Notify(_) => {}
             }
         }
-        if notified {
+        if written.deliveries > 0 {
             self.deliveries_wake.notify_one();
         }
         match &self.queue {
@@ -289,11 +283,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
             result: &text,
             at: millis(self.now()),
         };
-        let recorded = match change {
+        let written = match change {
             Some(change) => self.write_change(&mut tx, caller.org(), change, Some(&request)).await?,
-            None => tx.record_request(caller.org(), &request).await.map_err(retry)?,
+            None => Written {
+                recorded: tx.record_request(caller.org(), &request).await.map_err(retry)?,
+                deliveries: 0,
+            },
         };
-        if !recorded {
+        if !written.recorded {
             drop(tx);
             let recorded = self
                 .store
@@ -305,10 +302,20 @@ impl<S: Store, B: Blobs> Service<S, B> {
         }
         tx.commit().await.map_err(retry)?;
         if let Some(change) = change {
-            self.committed(caller.org(), change.transition);
+            self.committed(caller.org(), change.transition, written);
         }
         Ok(self.present(caller.org(), result))
     }
+}
+
+/// What writing a change did.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Written {
+    /// Whether the request was recorded (`false`: another write with the same
+    /// `requestId` committed first).
+    pub(crate) recorded: bool,
+    /// Webhook deliveries its notifications made.
+    pub(crate) deliveries: u64,
 }
 
 /// What a write changed: the run before (`None` for a new run), the engine's

@@ -177,24 +177,28 @@ pub trait StoreTx: Send {
     /// Removes a timer; says whether it was there.
     fn remove_timer(&mut self, org: &str, run_id: &str, timer_id: &str) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Removes a timer if it is due at `now` and returns when it was due; `None` when
-    /// it is gone (fired or cancelled) or not due yet (moved later). Done under the
-    /// run's lock, this decides which of several schedulers applies it.
-    fn take_due_timer(
+    /// For firing a timer: locks the run (as [`StoreTx::lock_run`]) and removes the
+    /// timer's row if it is due at `now`, returning the run (`None` if there is no such
+    /// run) and when the timer was due (`None` when its row is gone, fired or
+    /// cancelled, or not due yet because it moved). Removing the row under the run's
+    /// lock decides which of several schedulers applies a timer. On PostgreSQL, one
+    /// statement.
+    fn lock_run_for_timer(
         &mut self,
         org: &str,
         run_id: &str,
         timer_id: &str,
         now: i64,
-    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+    ) -> impl Future<Output = Result<(Option<StoredRun>, Option<i64>)>> + Send;
 
     /// Puts a notification in the outbox, with a pending delivery for each of the
-    /// organization's webhook endpoints.
+    /// organization's webhook endpoints; returns how many deliveries that made. On
+    /// PostgreSQL, one statement.
     fn add_notification(
         &mut self,
         org: &str,
         notification: &NewNotification<'_>,
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<u64>> + Send;
 
     /// Adds a webhook endpoint.
     fn add_webhook(&mut self, org: &str, webhook: &Webhook) -> impl Future<Output = Result<()>> + Send;

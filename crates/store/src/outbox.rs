@@ -56,12 +56,13 @@ pub(crate) async fn webhooks(connection: &mut AnyConnection, org: &str) -> Resul
         .collect()
 }
 
-/// Puts a notification in the outbox with a pending delivery for each endpoint.
+/// Puts a notification in the outbox with a pending delivery for each endpoint;
+/// returns how many deliveries.
 pub(crate) async fn add_notification(
     connection: &mut AnyConnection,
     org: &str,
     notification: &NewNotification<'_>,
-) -> Result<()> {
+) -> Result<u64> {
     sqlx::query(
         "INSERT INTO notifications (org_id, id, run_id, event, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -73,7 +74,7 @@ pub(crate) async fn add_notification(
     .bind(notification.created_at)
     .execute(&mut *connection)
     .await?;
-    sqlx::query(
+    let deliveries = sqlx::query(
         "INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
          SELECT org_id, $2, id, 'pending', 0, $3, $3 FROM webhooks WHERE org_id = $1",
     )
@@ -82,7 +83,31 @@ pub(crate) async fn add_notification(
     .bind(notification.created_at)
     .execute(connection)
     .await?;
-    Ok(())
+    Ok(deliveries.rows_affected())
+}
+
+/// [`add_notification`] as one statement (PostgreSQL): one round trip.
+pub(crate) async fn add_notification_in_one_statement(
+    connection: &mut AnyConnection,
+    org: &str,
+    notification: &NewNotification<'_>,
+) -> Result<u64> {
+    let deliveries = sqlx::query(
+        "WITH n AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING org_id, id, created_at) \
+         INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
+         SELECT n.org_id, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
+         FROM n JOIN webhooks w ON w.org_id = n.org_id",
+    )
+    .bind(org)
+    .bind(notification.id)
+    .bind(notification.run_id)
+    .bind(notification.event)
+    .bind(notification.body)
+    .bind(notification.created_at)
+    .execute(connection)
+    .await?;
+    Ok(deliveries.rows_affected())
 }
 
 /// Takes up to `limit` pending deliveries due at `now` for an attempt: each counts

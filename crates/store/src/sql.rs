@@ -269,12 +269,29 @@ impl StoreTx for SqlTx {
         timers::remove_timer(&mut self.tx, org, run_id, timer_id).await
     }
 
-    async fn take_due_timer(&mut self, org: &str, run_id: &str, timer_id: &str, now: i64) -> Result<Option<i64>> {
-        timers::take_due_timer(&mut self.tx, org, run_id, timer_id, now).await
+    async fn lock_run_for_timer(
+        &mut self,
+        org: &str,
+        run_id: &str,
+        timer_id: &str,
+        now: i64,
+    ) -> Result<(Option<StoredRun>, Option<i64>)> {
+        if self.dialect == Dialect::Postgres
+            && let Some(found) = timers::lock_run_taking_timer(&mut self.tx, org, run_id, timer_id, now).await?
+        {
+            return Ok(found);
+        }
+        // SQLite, or no such run: two statements.
+        let run = self.lock_run(org, run_id, None).await?.map(|(run, _)| run);
+        let taken = timers::take_due_timer(&mut self.tx, org, run_id, timer_id, now).await?;
+        Ok((run, taken))
     }
 
-    async fn add_notification(&mut self, org: &str, notification: &NewNotification<'_>) -> Result<()> {
-        outbox::add_notification(&mut self.tx, org, notification).await
+    async fn add_notification(&mut self, org: &str, notification: &NewNotification<'_>) -> Result<u64> {
+        match self.dialect {
+            Dialect::Postgres => outbox::add_notification_in_one_statement(&mut self.tx, org, notification).await,
+            Dialect::Sqlite => outbox::add_notification(&mut self.tx, org, notification).await,
+        }
     }
 
     async fn add_webhook(&mut self, org: &str, webhook: &Webhook) -> Result<()> {

@@ -4,7 +4,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::Result;
-use crate::model::TimerRow;
+use crate::model::{StoredRun, TimerRow};
 
 pub(crate) async fn schedule_timer(connection: &mut AnyConnection, timer: &TimerRow) -> Result<()> {
     sqlx::query(
@@ -53,6 +53,38 @@ pub(crate) async fn take_due_timer(
     .fetch_optional(connection)
     .await?;
     Ok(row.map(|row| row.try_get("fire_at")).transpose()?)
+}
+
+/// PostgreSQL: locks the run and, in the same statement, removes the timer row if it is
+/// due. The uncorrelated `EXISTS` runs first, so the run is locked before the timer
+/// row, the order every write uses. `None` when there is no such run.
+pub(crate) async fn lock_run_taking_timer(
+    connection: &mut AnyConnection,
+    org: &str,
+    run_id: &str,
+    timer_id: &str,
+    now: i64,
+) -> Result<Option<(Option<StoredRun>, Option<i64>)>> {
+    let row = sqlx::query(
+        "WITH r AS (SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
+         t AS (DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
+               AND EXISTS (SELECT 1 FROM r) RETURNING fire_at) \
+         SELECT r.id, r.doc, (SELECT fire_at FROM t) AS fire_at FROM r",
+    )
+    .bind(org)
+    .bind(run_id)
+    .bind(timer_id)
+    .bind(now)
+    .fetch_optional(connection)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let run = StoredRun {
+        id: row.try_get("id")?,
+        doc: row.try_get("doc")?,
+    };
+    Ok(Some((Some(run), row.try_get("fire_at")?)))
 }
 
 pub(crate) async fn timers_before(

@@ -152,6 +152,10 @@ async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
     let total = all.len();
     all.sort();
     all.dedup();
-    assert_eq!((total, all.len()), (300, 300), "each of 150 × 2 deliveries taken exactly once");
+    assert_eq!(
+        (total, all.len()),
+        (300, 300),
+        "each of 150 × 2 deliveries taken exactly once"
+    );
     db.drop_database().await;
 }

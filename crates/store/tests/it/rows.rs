@@ -339,13 +339,26 @@ async fn timers(db: &TestDb) {
     let mut tx = store.begin().await.expect("begin");
     assert!(tx.remove_timer("o", "r_1", "early").await.expect("remove"));
     assert!(!tx.remove_timer("o", "r_1", "early").await.expect("remove"));
-    // A timer is taken only when due, once.
-    assert_eq!(tx.take_due_timer("o", "r_1", "late", 299).await.expect("take"), None);
-    assert_eq!(
-        tx.take_due_timer("o", "r_1", "late", 350).await.expect("take"),
-        Some(300)
-    );
-    assert_eq!(tx.take_due_timer("o", "r_1", "late", 350).await.expect("take"), None);
+    tx.put_run("o", &run_row("r_1", "p", "active", 1, &[]), true, None)
+        .await
+        .expect("run");
+    // A timer is taken only when due, once, with its run.
+    let taken = |found: (Option<agentprocess_store::StoredRun>, Option<i64>)| (found.0.map(|run| run.id), found.1);
+    let take = tx.lock_run_for_timer("o", "r_1", "late", 299).await.expect("take");
+    assert_eq!(taken(take), (Some("r_1".to_owned()), None));
+    let take = tx.lock_run_for_timer("o", "r_1", "late", 350).await.expect("take");
+    assert_eq!(taken(take), (Some("r_1".to_owned()), Some(300)));
+    let take = tx.lock_run_for_timer("o", "r_1", "late", 350).await.expect("take");
+    assert_eq!(taken(take), (Some("r_1".to_owned()), None));
+    // A timer of a run that is gone is still taken (and nothing else happens).
+    tx.schedule_timer(&TimerRow {
+        run_id: "r_gone".to_owned(),
+        ..timer("t", 10)
+    })
+    .await
+    .expect("schedule");
+    let take = tx.lock_run_for_timer("o", "r_gone", "t", 350).await.expect("take");
+    assert_eq!(taken(take), (None, Some(10)));
     tx.commit().await.expect("commit");
     assert_eq!(ids(store.timers_before(1_000, None, 10).await.expect("due")), ["moved"]);
 }
@@ -370,9 +383,13 @@ async fn outbox(db: &TestDb) {
     tx.add_webhook("o", &webhook("wh_a")).await.expect("webhook");
     tx.add_webhook("o", &webhook("wh_b")).await.expect("webhook");
     tx.add_webhook("other", &webhook("wh_c")).await.expect("webhook");
-    tx.add_notification("o", &notification("n_1", 100))
-        .await
-        .expect("notify");
+    assert_eq!(
+        tx.add_notification("o", &notification("n_1", 100))
+            .await
+            .expect("notify"),
+        2,
+        "one delivery per endpoint of the organization"
+    );
     tx.add_notification("o", &notification("n_2", 500))
         .await
         .expect("notify");
