@@ -139,3 +139,22 @@ async def test_two_schedulers_fire_every_timer_exactly_once(two_schedulers):
         assert states == ["ended"]
         for index in range(2):
             assert scheduling.ready(deployment.scheduler_base(index))
+
+
+async def test_a_timer_that_cannot_be_applied_holds_up_no_other(deployment):
+    async with AsyncExitStack() as stack:
+        alice = (await clients_of(stack, deployment))["alice"]
+        runs = [await start(alice, "pause") for _ in range(12)]
+        # A run whose stored record no longer reads: its timer fails, in whatever
+        # transaction it shares with others.
+        broken = runs[5]
+        deployment.sql(f"UPDATE runs SET doc = 'not a run' WHERE id = '{broken}'")
+        deployment.advance(61)
+
+        async def others_fired():
+            return deployment.sql("SELECT run_id FROM timers").split() == [broken]
+
+        await eventually(others_fired, what="every other timer fired")
+        ended = counts(deployment, "run.ended")
+        assert sorted(ended) == sorted(run for run in runs if run != broken)
+        assert set(ended.values()) == {1}
