@@ -63,16 +63,12 @@ pub(crate) async fn add_notification(
     org: &str,
     notification: &NewNotification<'_>,
 ) -> Result<u64> {
-    sqlx::query(
+    execute_notification(
+        connection,
         "INSERT INTO notifications (org_id, id, run_id, event, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        org,
+        notification,
     )
-    .bind(org)
-    .bind(notification.id)
-    .bind(notification.run_id)
-    .bind(notification.event)
-    .bind(notification.body)
-    .bind(notification.created_at)
-    .execute(&mut *connection)
     .await?;
     let deliveries = sqlx::query(
         "INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
@@ -92,22 +88,37 @@ pub(crate) async fn add_notification_in_one_statement(
     org: &str,
     notification: &NewNotification<'_>,
 ) -> Result<u64> {
-    let deliveries = sqlx::query(
+    execute_notification(
+        connection,
         "WITH n AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING org_id, id, created_at) \
          INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
          SELECT n.org_id, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
          FROM n JOIN webhooks w ON w.org_id = n.org_id",
+        org,
+        notification,
     )
-    .bind(org)
-    .bind(notification.id)
-    .bind(notification.run_id)
-    .bind(notification.event)
-    .bind(notification.body)
-    .bind(notification.created_at)
-    .execute(connection)
-    .await?;
-    Ok(deliveries.rows_affected())
+    .await
+}
+
+/// Runs `sql` with `$1`–`$6` = the notification's organization, id, run, event, body
+/// and time; returns the rows it affected.
+async fn execute_notification(
+    connection: &mut AnyConnection,
+    sql: &str,
+    org: &str,
+    notification: &NewNotification<'_>,
+) -> Result<u64> {
+    let done = sqlx::query(sql)
+        .bind(org)
+        .bind(notification.id)
+        .bind(notification.run_id)
+        .bind(notification.event)
+        .bind(notification.body)
+        .bind(notification.created_at)
+        .execute(connection)
+        .await?;
+    Ok(done.rows_affected())
 }
 
 /// Takes up to `limit` pending deliveries due at `now` for an attempt: each counts

@@ -42,17 +42,31 @@ pub(crate) async fn take_due_timer(
     timer_id: &str,
     now: i64,
 ) -> Result<Option<i64>> {
-    let row = sqlx::query(
+    let row = fetch_for_timer(
+        connection,
         "DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
          RETURNING fire_at",
+        [org, run_id, timer_id],
+        now,
     )
-    .bind(org)
-    .bind(run_id)
-    .bind(timer_id)
-    .bind(now)
-    .fetch_optional(connection)
     .await?;
     Ok(row.map(|row| row.try_get("fire_at")).transpose()?)
+}
+
+/// Runs `sql` with `$1`–`$3` = organization, run and timer ids and `$4` = now.
+async fn fetch_for_timer(
+    connection: &mut AnyConnection,
+    sql: &str,
+    [org, run_id, timer_id]: [&str; 3],
+    now: i64,
+) -> Result<Option<AnyRow>> {
+    Ok(sqlx::query(sql)
+        .bind(org)
+        .bind(run_id)
+        .bind(timer_id)
+        .bind(now)
+        .fetch_optional(connection)
+        .await?)
 }
 
 /// PostgreSQL: locks the run and, in the same statement, removes the timer row if it is
@@ -65,17 +79,15 @@ pub(crate) async fn lock_run_taking_timer(
     timer_id: &str,
     now: i64,
 ) -> Result<Option<(Option<StoredRun>, Option<i64>)>> {
-    let row = sqlx::query(
+    let row = fetch_for_timer(
+        connection,
         "WITH r AS (SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
          t AS (DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
                AND EXISTS (SELECT 1 FROM r) RETURNING fire_at) \
          SELECT r.id, r.doc, (SELECT fire_at FROM t) AS fire_at FROM r",
+        [org, run_id, timer_id],
+        now,
     )
-    .bind(org)
-    .bind(run_id)
-    .bind(timer_id)
-    .bind(now)
-    .fetch_optional(connection)
     .await?;
     let Some(row) = row else {
         return Ok(None);
