@@ -74,8 +74,11 @@ def verify(secret: str, post: dict) -> dict:
 
 @pytest.fixture
 def setup():
-    # Three attempts, so giving up is seen within a test.
-    deployment = scheduling.Deployment(scheduling.SHARED_REDIS, schedulers=1, flags=("--webhook-max-attempts", "3"))
+    # Three attempts, so giving up is seen within a test; the receiver is on loopback.
+    deployment = scheduling.Deployment(
+        scheduling.SHARED_REDIS, schedulers=1,
+        flags=("--webhook-max-attempts", "3", "--webhook-allow-private-networks"),
+    )
     receiver = Receiver()
     added = json.loads(servers.admin(deployment.server.database_url, "add-webhook", "--org", "acme", receiver.url))
     yield deployment, receiver, added
@@ -175,3 +178,35 @@ async def test_a_failing_endpoint_is_given_up_after_the_last_attempt(setup):
     assert row[3] == dead["id"] and row[4] == "failed", listing
     assert row[5] == "3 attempt(s)" and row[6] == "-" and row[7] != "-", listing
     assert receiver.delivered() == []
+
+
+@pytest.fixture
+def guarded():
+    """A scheduler with the default guard: no webhooks to private networks."""
+    deployment = scheduling.Deployment(scheduling.SHARED_REDIS, schedulers=1, flags=("--webhook-max-attempts", "1"))
+    receiver = Receiver()
+    yield deployment, receiver
+    receiver.close()
+    deployment.close()
+
+
+async def test_endpoints_on_private_networks_are_refused_by_default(guarded):
+    deployment, receiver = guarded
+    database = deployment.server.database_url
+    loopback = json.loads(servers.admin(database, "add-webhook", "--org", "acme", receiver.url))
+    named = json.loads(servers.admin(database, "add-webhook", "--org", "acme",
+                                     receiver.url.replace("127.0.0.1", "localhost")))
+    async with AsyncExitStack() as stack:
+        alice = (await clients_of(stack, deployment))["alice"]
+        await start(alice, "signoff")
+    listing = ""
+    started = time.monotonic()
+    while time.monotonic() - started < 10:
+        listing = servers.admin(database, "deliveries", "--org", "acme")
+        if listing.count("failed") == 2:
+            break
+        await anyio.sleep(0.1)
+    rows = {row[3]: row for row in (line.split("\t") for line in listing.splitlines())}
+    assert rows[loopback["id"]][4] == "failed" and "not a public address" in rows[loopback["id"]][7], listing
+    assert rows[named["id"]][4] == "failed" and "no public address" in rows[named["id"]][7], listing
+    assert receiver.posts == [], "nothing reached the receiver"

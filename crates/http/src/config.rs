@@ -85,6 +85,10 @@ pub struct BackgroundArgs {
     /// The longest pause between webhook passes, in seconds.
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_POLL_SECONDS", default_value = "1", value_parser = seconds)]
     pub webhook_poll_seconds: Duration,
+    /// Let webhooks go to loopback, private and link-local addresses (refused by
+    /// default, so an endpoint cannot reach into the service's own network).
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_ALLOW_PRIVATE_NETWORKS")]
+    pub webhook_allow_private_networks: bool,
 }
 
 impl BackgroundArgs {
@@ -107,6 +111,7 @@ impl BackgroundArgs {
                 retry_max: self.webhook_retry_max_seconds,
                 max_attempts: self.webhook_max_attempts,
                 poll: self.webhook_poll_seconds,
+                allow_private_networks: self.webhook_allow_private_networks,
             },
         }
     }

@@ -4,6 +4,7 @@ pub mod admin;
 mod agent;
 mod clock;
 mod cursor;
+mod endpoints;
 mod files;
 mod ids;
 mod index;

@@ -18,6 +18,7 @@ use futures_util::StreamExt as _;
 use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
 
+use crate::endpoints::{PublicOnly, literal_refusal};
 use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
 
@@ -38,6 +39,9 @@ pub struct WebhookSettings {
     pub max_attempts: u32,
     /// The longest pause between passes when nothing is due.
     pub poll: Duration,
+    /// Whether endpoints may be on loopback, private or link-local addresses. Off by
+    /// default, so a webhook cannot reach into the service's own network.
+    pub allow_private_networks: bool,
 }
 
 impl Default for WebhookSettings {
@@ -50,6 +54,7 @@ impl Default for WebhookSettings {
             retry_max: Duration::from_secs(3600),
             max_attempts: 12,
             poll: Duration::from_secs(1),
+            allow_private_networks: false,
         }
     }
 }
@@ -69,12 +74,14 @@ pub fn sign_webhook(secret: &str, id: &str, timestamp: i64, body: &str) -> Optio
 impl<S: Store, B: Blobs> Service<S, B> {
     /// Delivers webhooks until `stop` is cancelled; attempts under way finish first.
     pub async fn run_webhooks(self: Arc<Self>, settings: WebhookSettings, stop: CancellationToken) {
-        let client = match reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(settings.timeout)
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("agentprocess/", env!("CARGO_PKG_VERSION")))
-            .build()
-        {
+            .user_agent(concat!("agentprocess/", env!("CARGO_PKG_VERSION")));
+        if !settings.allow_private_networks {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        let client = match builder.build() {
             Ok(client) => client,
             Err(error) => {
                 tracing::error!(%error, "no HTTP client: webhooks are not delivered");
@@ -124,9 +131,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
     ) -> AttemptResult {
         let timestamp = self.now().as_second();
         let signature = sign_webhook(&delivery.secret, &delivery.notification_id, timestamp, &delivery.body);
-        let answer = match signature {
-            None => Err("the endpoint's secret is not a whsec_ key".to_owned()),
-            Some(signature) => client
+        let refused = (!settings.allow_private_networks)
+            .then(|| literal_refusal(&delivery.url))
+            .flatten();
+        let answer = match (signature, refused) {
+            (_, Some(refused)) => Err(format!("refused: {refused} (private networks are not allowed)")),
+            (None, None) => Err("the endpoint's secret is not a whsec_ key".to_owned()),
+            (Some(signature), None) => client
                 .post(&delivery.url)
                 .header("content-type", "application/json")
                 .header("webhook-id", &delivery.notification_id)
@@ -136,7 +147,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 .send()
                 .await
                 .map(|response| response.status())
-                .map_err(|error| error.without_url().to_string()),
+                .map_err(|error| describe(&error.without_url())),
         };
         let at = millis(self.now());
         let (status_code, error) = match answer {
@@ -176,6 +187,18 @@ impl<S: Store, B: Blobs> Service<S, B> {
             at,
         }
     }
+}
+
+/// An attempt's error with its causes (such as a refused address).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The wait after attempt `attempts`: `retry_base` doubled per attempt, capped at
