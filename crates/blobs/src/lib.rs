@@ -1,8 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+mod s3;
+
 use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use s3::{S3Blobs, S3Settings};
 
 /// What can go wrong storing or reading bytes.
 #[derive(Debug, thiserror::Error)]
@@ -13,15 +18,90 @@ pub enum Error {
     /// The storage failed.
     #[error("blob storage: {0}")]
     Io(#[from] io::Error),
+    /// The object store refused or could not be reached.
+    #[error("object storage: {0}")]
+    Storage(String),
 }
 
 /// Evidence bytes by key.
 pub trait Blobs: Send + Sync + 'static {
     /// Stores `bytes` under `key`, replacing what was there.
-    fn put(&self, key: &str, bytes: &[u8]) -> impl Future<Output = Result<(), Error>> + Send;
+    fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> impl Future<Output = Result<(), Error>> + Send;
 
     /// The bytes under `key`, or `None` when there are none.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, Error>> + Send;
+
+    /// A URL the bytes under `key` can be fetched from directly for `expires_in`,
+    /// served as `file_name` of `content_type`; `None` when the store has no such
+    /// URLs (the server then serves the bytes itself).
+    fn download_url(
+        &self,
+        key: &str,
+        file_name: &str,
+        content_type: &str,
+        expires_in: Duration,
+    ) -> impl Future<Output = Result<Option<String>, Error>> + Send {
+        let _ = (key, file_name, content_type, expires_in);
+        std::future::ready(Ok(None))
+    }
+}
+
+/// A `Content-Disposition` value that offers `file_name` as a download.
+pub fn attachment(file_name: &str) -> String {
+    format!("attachment; filename=\"{}\"", file_name.replace(['"', '\\'], "_"))
+}
+
+/// Refuses keys that are not `<part>/<part>…` of `[A-Za-z0-9_.-]`, so no key can
+/// leave its directory or name another organization's object by accident.
+fn check_key(key: &str) -> Result<(), Error> {
+    let safe = !key.is_empty()
+        && key.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        });
+    if safe { Ok(()) } else { Err(Error::Key(key.to_owned())) }
+}
+
+/// The stores a server can be configured with.
+#[derive(Debug, Clone)]
+pub enum ServerBlobs {
+    /// A local (or shared network) directory.
+    Local(LocalBlobs),
+    /// An S3 bucket.
+    S3(S3Blobs),
+}
+
+impl Blobs for ServerBlobs {
+    async fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> Result<(), Error> {
+        match self {
+            ServerBlobs::Local(local) => local.put(key, bytes, content_type).await,
+            ServerBlobs::S3(s3) => s3.put(key, bytes, content_type).await,
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
+        match self {
+            ServerBlobs::Local(local) => local.get(key).await,
+            ServerBlobs::S3(s3) => s3.get(key).await,
+        }
+    }
+
+    async fn download_url(
+        &self,
+        key: &str,
+        file_name: &str,
+        content_type: &str,
+        expires_in: Duration,
+    ) -> Result<Option<String>, Error> {
+        match self {
+            ServerBlobs::Local(_) => Ok(None),
+            ServerBlobs::S3(s3) => s3.download_url(key, file_name, content_type, expires_in).await,
+        }
+    }
 }
 
 /// No storage, for a process that never reads or writes evidence (the scheduler):
@@ -30,7 +110,7 @@ pub trait Blobs: Send + Sync + 'static {
 pub struct NoBlobs;
 
 impl Blobs for NoBlobs {
-    async fn put(&self, _key: &str, _bytes: &[u8]) -> Result<(), Error> {
+    async fn put(&self, _key: &str, _bytes: &[u8], _content_type: &str) -> Result<(), Error> {
         Err(Error::Io(io::Error::other("this process stores no files")))
     }
 
@@ -54,24 +134,13 @@ impl LocalBlobs {
     }
 
     fn path(&self, key: &str) -> Result<PathBuf, Error> {
-        let safe = !key.is_empty()
-            && key.split('/').all(|part| {
-                !part.is_empty()
-                    && part != "."
-                    && part != ".."
-                    && part
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-            });
-        if !safe {
-            return Err(Error::Key(key.to_owned()));
-        }
+        check_key(key)?;
         Ok(self.root.join(Path::new(key)))
     }
 }
 
 impl Blobs for LocalBlobs {
-    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), Error> {
+    async fn put(&self, key: &str, bytes: &[u8], _content_type: &str) -> Result<(), Error> {
         let path = self.path(key)?;
         if let Some(parent) = path.parent() {
             tokio::fs::create_dir_all(parent).await?;
@@ -106,7 +175,7 @@ mod tests {
     async fn bytes_come_back_as_written_and_missing_keys_are_none() {
         let root = scratch();
         let blobs = LocalBlobs::new(&root).expect("dir");
-        blobs.put("o_1/f_1", b"hello").await.expect("put");
+        blobs.put("o_1/f_1", b"hello", "text/plain").await.expect("put");
         assert_eq!(blobs.get("o_1/f_1").await.expect("get"), Some(b"hello".to_vec()));
         assert_eq!(blobs.get("o_1/f_2").await.expect("get"), None);
         std::fs::remove_dir_all(root).expect("cleanup");
@@ -117,7 +186,10 @@ mod tests {
         let root = scratch();
         let blobs = LocalBlobs::new(&root).expect("dir");
         for key in ["../x", "o/../../x", "/etc/passwd", "", "o//f", "o/f\\g"] {
-            assert!(matches!(blobs.put(key, b"x").await, Err(Error::Key(_))), "{key}");
+            assert!(
+                matches!(blobs.put(key, b"x", "text/plain").await, Err(Error::Key(_))),
+                "{key}"
+            );
         }
         std::fs::remove_dir_all(root).expect("cleanup");
     }

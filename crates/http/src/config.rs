@@ -117,6 +117,81 @@ impl BackgroundArgs {
     }
 }
 
+/// Where uploaded evidence is kept: a directory, or an S3 bucket.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StorageArgs {
+    /// Directory for uploaded evidence files (shared by every API process). Give this
+    /// or --s3-bucket.
+    #[arg(
+        long,
+        env = "AGENTPROCESS_BLOB_DIR",
+        required_unless_present = "s3_bucket",
+        conflicts_with = "s3_bucket"
+    )]
+    pub blob_dir: Option<std::path::PathBuf>,
+    /// S3 bucket for uploaded evidence.
+    #[arg(long, env = "AGENTPROCESS_S3_BUCKET")]
+    pub s3_bucket: Option<String>,
+    /// Prefix of every object key (`<prefix><organization>/<file id>`).
+    #[arg(long, env = "AGENTPROCESS_S3_PREFIX", default_value = "evidence/")]
+    pub s3_prefix: String,
+    /// The bucket's region.
+    #[arg(long, env = "AGENTPROCESS_S3_REGION", default_value = "us-east-1")]
+    pub s3_region: String,
+    /// An S3-compatible endpoint (http://host:port); AWS's own when absent.
+    #[arg(long, env = "AGENTPROCESS_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+    /// Path-style addressing (endpoint/bucket/key), for S3-compatible stores.
+    #[arg(long, env = "AGENTPROCESS_S3_PATH_STYLE")]
+    pub s3_path_style: bool,
+    /// Access key id for the bucket.
+    #[arg(long, env = "AGENTPROCESS_S3_ACCESS_KEY_ID", hide_env_values = true)]
+    pub s3_access_key_id: Option<String>,
+    /// Secret access key for the bucket.
+    #[arg(long, env = "AGENTPROCESS_S3_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub s3_secret_access_key: Option<String>,
+    /// Send and check checksums only where S3 requires them (for stores that refuse
+    /// the SDK's default checksum headers).
+    #[arg(long, env = "AGENTPROCESS_S3_CHECKSUMS_WHEN_REQUIRED")]
+    pub s3_checksums_when_required: bool,
+    /// The longest one S3 call may take, in seconds, retries included.
+    #[arg(long, env = "AGENTPROCESS_S3_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
+    pub s3_timeout_seconds: Duration,
+    /// Create the bucket at start if it does not exist (for development and tests).
+    #[arg(long, env = "AGENTPROCESS_S3_CREATE_BUCKET")]
+    pub s3_create_bucket: bool,
+}
+
+impl StorageArgs {
+    /// The store these flags name.
+    pub fn storage(&self) -> anyhow::Result<crate::Storage> {
+        if let Some(bucket) = &self.s3_bucket {
+            let (Some(access_key_id), Some(secret_access_key)) = (&self.s3_access_key_id, &self.s3_secret_access_key)
+            else {
+                anyhow::bail!("--s3-bucket needs --s3-access-key-id and --s3-secret-access-key");
+            };
+            return Ok(crate::Storage::S3 {
+                settings: agentprocess_blobs::S3Settings {
+                    bucket: bucket.clone(),
+                    prefix: self.s3_prefix.clone(),
+                    region: self.s3_region.clone(),
+                    endpoint: self.s3_endpoint.clone(),
+                    path_style: self.s3_path_style,
+                    access_key_id: access_key_id.clone(),
+                    secret_access_key: secret_access_key.clone(),
+                    checksums_when_required: self.s3_checksums_when_required,
+                    timeout: self.s3_timeout_seconds,
+                },
+                create_bucket: self.s3_create_bucket,
+            });
+        }
+        match &self.blob_dir {
+            Some(dir) => Ok(crate::Storage::Dir(dir.clone())),
+            None => anyhow::bail!("give --blob-dir or --s3-bucket"),
+        }
+    }
+}
+
 /// Flags every server process takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProcessArgs {

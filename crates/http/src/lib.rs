@@ -7,7 +7,7 @@ use std::sync::Arc;
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::Code;
 use agentprocess_mcp::McpServer;
-use agentprocess_service::Service;
+use agentprocess_service::{FileDownload, Service};
 use agentprocess_store::Store;
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
@@ -163,14 +163,27 @@ async fn download<S: Store, B: Blobs>(
     Query(signed): Query<Signed>,
 ) -> Response {
     match service.download(&org, &id, signed.expires, &signed.signature).await {
-        Ok(Some(file)) => {
-            let content_type = HeaderValue::from_str(&file.content_type)
-                .unwrap_or(HeaderValue::from_static("application/octet-stream"));
-            let disposition = format!("attachment; filename=\"{}\"", file.file_name.replace(['"', '\\'], "_"));
-            let mut response = file.bytes.into_response();
+        Ok(Some(FileDownload::Redirect(url))) => {
+            let mut response = StatusCode::FOUND.into_response();
+            if let Ok(location) = HeaderValue::from_str(&url) {
+                response.headers_mut().insert(header::LOCATION, location);
+            }
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+            response
+        }
+        Ok(Some(FileDownload::Bytes {
+            file_name,
+            content_type,
+            bytes,
+        })) => {
+            let content_type =
+                HeaderValue::from_str(&content_type).unwrap_or(HeaderValue::from_static("application/octet-stream"));
+            let mut response = bytes.into_response();
             let headers = response.headers_mut();
             headers.insert(header::CONTENT_TYPE, content_type);
-            if let Ok(value) = HeaderValue::from_str(&disposition) {
+            if let Ok(value) = HeaderValue::from_str(&agentprocess_blobs::attachment(&file_name)) {
                 headers.insert(header::CONTENT_DISPOSITION, value);
             }
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
@@ -263,16 +276,50 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The production and embedded assembly: PostgreSQL or SQLite, blobs in a directory.
-pub type SqlService = Service<agentprocess_store::SqlStore, agentprocess_blobs::LocalBlobs>;
+/// The production and embedded assembly: PostgreSQL or SQLite, evidence in a
+/// directory or in S3.
+pub type SqlService = Service<agentprocess_store::SqlStore, agentprocess_blobs::ServerBlobs>;
+
+/// Where uploaded evidence is kept.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// Files under a directory.
+    Dir(std::path::PathBuf),
+    /// Objects in an S3 bucket.
+    S3 {
+        /// How to reach it.
+        settings: agentprocess_blobs::S3Settings,
+        /// Create the bucket if it does not exist.
+        create_bucket: bool,
+    },
+}
+
+impl Storage {
+    /// The store, ready for use.
+    pub async fn open(&self) -> Result<agentprocess_blobs::ServerBlobs, agentprocess_blobs::Error> {
+        Ok(match self {
+            Storage::Dir(dir) => agentprocess_blobs::ServerBlobs::Local(agentprocess_blobs::LocalBlobs::new(dir)?),
+            Storage::S3 {
+                settings,
+                create_bucket,
+            } => {
+                let s3 = agentprocess_blobs::S3Blobs::new(settings);
+                if *create_bucket {
+                    s3.create_bucket().await?;
+                }
+                agentprocess_blobs::ServerBlobs::S3(s3)
+            }
+        })
+    }
+}
 
 /// Connects to `database_url`, applies migrations when `migrate` is set, and builds
-/// the service over it with files under `blob_dir`.
+/// the service over it with evidence in `storage`.
 pub async fn assemble(
     database_url: &str,
     max_connections: u32,
     migrate: bool,
-    blob_dir: &std::path::Path,
+    storage: &Storage,
     settings: agentprocess_service::Settings,
     clock: Arc<dyn agentprocess_service::Clock>,
     queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
@@ -281,7 +328,7 @@ pub async fn assemble(
     if migrate {
         store.migrate().await?;
     }
-    let blobs = agentprocess_blobs::LocalBlobs::new(blob_dir)?;
+    let blobs = storage.open().await?;
     let service = Service::new(store, blobs, clock, settings);
     Ok(Arc::new(match queue {
         Some(queue) => service.with_timer_queue(queue),
@@ -295,7 +342,7 @@ pub enum AssembleError {
     /// The database could not be reached or migrated.
     #[error(transparent)]
     Store(#[from] agentprocess_store::Error),
-    /// The blob directory could not be made.
+    /// The evidence store could not be opened.
     #[error(transparent)]
     Blobs(#[from] agentprocess_blobs::Error),
 }

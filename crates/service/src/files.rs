@@ -17,15 +17,21 @@ type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 /// Longest file name, in characters.
 const MAX_FILE_NAME: usize = 255;
 
-/// A file a signed URL opened.
+/// What a signed URL opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileDownload {
-    /// The name given at upload.
-    pub file_name: String,
-    /// The content type given at upload.
-    pub content_type: String,
-    /// The bytes.
-    pub bytes: Vec<u8>,
+pub enum FileDownload {
+    /// The bytes, from a store that has no URLs of its own.
+    Bytes {
+        /// The name given at upload.
+        file_name: String,
+        /// The content type given at upload.
+        content_type: String,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// A short-lived URL of the object store that serves the bytes itself (an S3
+    /// presigned GET), valid no longer than the signed URL that led to it.
+    Redirect(String),
 }
 
 impl<S: Store, B: Blobs> Service<S, B> {
@@ -62,7 +68,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             storage_key: format!("{}/{id}", caller.org()),
             id,
         };
-        self.blobs.put(&upload.storage_key, &bytes).await.map_err(retry)?;
+        self.blobs
+            .put(&upload.storage_key, &bytes, &upload.content_type)
+            .await
+            .map_err(retry)?;
         let record = NewUpload {
             upload: upload.clone(),
             uploaded_by: caller.identity.id.clone(),
@@ -176,8 +185,22 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let Some(upload) = self.store.upload(org, id).await.map_err(retry)? else {
             return Ok(None);
         };
+        let remaining = u64::try_from(expires - self.now().as_second()).unwrap_or(0).max(1);
+        let direct = self
+            .blobs
+            .download_url(
+                &upload.storage_key,
+                &upload.file_name,
+                &upload.content_type,
+                std::time::Duration::from_secs(remaining.min(u64::from(self.settings.url_seconds.max(1)))),
+            )
+            .await
+            .map_err(retry)?;
+        if let Some(url) = direct {
+            return Ok(Some(FileDownload::Redirect(url)));
+        }
         let bytes = self.blobs.get(&upload.storage_key).await.map_err(retry)?;
-        Ok(bytes.map(|bytes| FileDownload {
+        Ok(bytes.map(|bytes| FileDownload::Bytes {
             file_name: upload.file_name,
             content_type: upload.content_type,
             bytes,

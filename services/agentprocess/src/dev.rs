@@ -68,8 +68,16 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     settings.engine.lease_seconds = dev.lease_seconds;
     let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
     let (clock, test_clock) = agentprocess_http::clock(dev.test_clock);
-    let service =
-        agentprocess_http::assemble(&database, 1, true, &dev.data_dir.join("files"), settings, clock, None).await?;
+    let service = agentprocess_http::assemble(
+        &database,
+        1,
+        true,
+        &agentprocess_http::Storage::Dir(dev.data_dir.join("files")),
+        settings,
+        clock,
+        None,
+    )
+    .await?;
     let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email);
     let identities = identities(&admin).await?;
     let published = publish_folder(&admin, &dev.processes).await?;

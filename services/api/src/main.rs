@@ -2,7 +2,6 @@
 //! PostgreSQL database.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use anyhow::Context as _;
 use base64::Engine as _;
@@ -46,9 +45,8 @@ struct Serve {
     /// Key that signs file URLs, base64; every API process of a deployment needs the same one.
     #[arg(long, env = "AGENTPROCESS_URL_SECRET", hide_env_values = true)]
     url_secret: String,
-    /// Directory for uploaded evidence files.
-    #[arg(long, env = "AGENTPROCESS_BLOB_DIR")]
-    blob_dir: PathBuf,
+    #[command(flatten)]
+    storage: agentprocess_http::config::StorageArgs,
     /// Apply migrations before serving.
     #[arg(long, env = "AGENTPROCESS_MIGRATE")]
     migrate: bool,
@@ -122,7 +120,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         &serve.database_url,
         serve.max_connections,
         serve.migrate,
-        &serve.blob_dir,
+        &serve.storage.storage()?,
         settings,
         clock,
         serve.queue.queue()?,
