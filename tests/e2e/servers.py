@@ -195,10 +195,13 @@ def seed_postgres(folders: list[Path]) -> tuple[str, str, dict[str, str], dict[s
 
 
 def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) -> list[str]:
+    """An API process's command line; evidence under `workdir/files` unless `extra`
+    names an S3 bucket."""
+    storage = [] if "--s3-bucket" in extra else ["--blob-dir", str(workdir / "files")]
     return [
         str(BIN / "agentprocess-api"), "serve", "--database-url", url,
         "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port}",
-        "--url-secret", base64.b64encode(secret).decode(), "--blob-dir", str(workdir / "files"),
+        "--url-secret", base64.b64encode(secret).decode(), *storage,
         "--max-connections", "8", "--test-clock", *extra,
     ]
 

@@ -35,8 +35,8 @@ pub struct S3Settings {
     pub access_key_id: String,
     /// The secret access key.
     pub secret_access_key: String,
-    /// Send and check checksums only where S3 requires them, for stores that refuse
-    /// the SDK's default checksum headers.
+    /// Send checksums only where S3 requires them, for stores that refuse the SDK's
+    /// default checksum headers.
     pub checksums_when_required: bool,
     /// The longest one call may take, retries included.
     pub timeout: Duration,
@@ -92,14 +92,16 @@ impl S3Blobs {
                     .operation_timeout(settings.timeout)
                     .build(),
             )
-            .retry_config(RetryConfig::standard().with_max_attempts(2));
+            .retry_config(RetryConfig::standard().with_max_attempts(2))
+            // The server checks every object it reads against the SHA-256 recorded at
+            // upload; a store-side checksum failure must read as the bytes that came
+            // back (a hash mismatch), not as an unreachable store.
+            .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
         if let Some(endpoint) = &settings.endpoint {
             config = config.endpoint_url(endpoint);
         }
         if settings.checksums_when_required {
-            config = config
-                .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
-                .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
+            config = config.request_checksum_calculation(RequestChecksumCalculation::WhenRequired);
         }
         Self {
             client: Client::from_conf(config.build()),

@@ -150,8 +150,8 @@ pub struct StorageArgs {
     /// Secret access key for the bucket.
     #[arg(long, env = "AGENTPROCESS_S3_SECRET_ACCESS_KEY", hide_env_values = true)]
     pub s3_secret_access_key: Option<String>,
-    /// Send and check checksums only where S3 requires them (for stores that refuse
-    /// the SDK's default checksum headers).
+    /// Send checksums only where S3 requires them (for stores that refuse the SDK's
+    /// default checksum headers).
     #[arg(long, env = "AGENTPROCESS_S3_CHECKSUMS_WHEN_REQUIRED")]
     pub s3_checksums_when_required: bool,
     /// The longest one S3 call may take, in seconds, retries included.

@@ -1,0 +1,201 @@
+"""Evidence in S3: an API process whose uploads go to a real S3-compatible server
+(s3s-fs, started by each test on a free port over a directory of its own). Upload,
+cite, fetch through the run data's URL; tampering behind the server's back; another
+organization's upload; refused uploads store nothing; S3 down is `retry`, and back
+it works."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+
+import servers
+from client import connect, request_id
+
+pytestmark = pytest.mark.anyio
+
+S3S_FS = Path(os.environ.get("AGENTPROCESS_S3S_FS",
+                             Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+                             / "agentprocess" / "s3s-fs" / "bin" / "s3s-fs"))
+PROCESSES = Path(__file__).resolve().parent / "processes"
+BUCKET = "evidence"
+
+
+class S3:
+    """s3s-fs on a free port; objects are files under `root/<bucket>/<key>`."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-s3-"))
+        self.port = servers.free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [str(S3S_FS), "--host", "127.0.0.1", "--port", str(self.port), "--access-key", "K",
+             "--secret-key", "S", str(self.root)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(self.endpoint, timeout=1)
+                return
+            except urllib.error.HTTPError:
+                return  # answering (403 without a signature)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("s3s-fs did not start")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=20)
+
+    def objects(self) -> list[Path]:
+        bucket = self.root / BUCKET
+        return sorted(p for p in bucket.rglob("*") if p.is_file() and not p.name.startswith(".")) \
+            if bucket.exists() else []
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def s3_server():
+    s3 = S3()
+    database, url, tokens, persons = servers.seed_postgres([PROCESSES / "filed"])
+    workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-s3api-"))
+    port = servers.free_port()
+    server = servers.Server("postgres", [f"http://127.0.0.1:{port}"], tokens, persons, database, url, "acme", workdir)
+    log = open(workdir / "api.log", "ab")
+    api = subprocess.Popen(
+        servers.api_command(url, port, secrets.token_bytes(32), workdir,
+                            "--s3-bucket", BUCKET, "--s3-endpoint", s3.endpoint, "--s3-path-style",
+                            "--s3-access-key-id", "K", "--s3-secret-access-key", "S", "--s3-create-bucket",
+                            "--s3-timeout-seconds", "2", "--max-upload-bytes", "100000"),
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    server.processes = [api]
+    servers.wait_ready(server.base, api)
+    yield server, s3
+    servers.drop(server)
+    s3.close()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+async def claimed(agent, alice) -> tuple[str, dict]:
+    view = await alice.call("start_run", process="filed", inputs={}, requestId=request_id())
+    run_id = view["run"]["id"]
+    claim = await agent.call("claim", runId=run_id, stepId="file", requestId=request_id())
+    return run_id, claim
+
+
+async def test_upload_cite_and_fetch_the_same_bytes(s3_server):
+    server, s3 = s3_server
+    document = secrets.token_bytes(40_000)
+    async with AsyncExitStack() as stack:
+        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        uploaded = await agent.call("upload", fileName="signed.pdf", contentType="application/pdf",
+                                    contentBase64=b64(document), requestId=request_id())
+        assert uploaded["sha256"] == hashlib.sha256(document).hexdigest()
+        assert uploaded["bytes"] == len(document)
+        assert [p.read_bytes() for p in s3.objects()] == [document], "stored in the bucket"
+        run_id, claim = await claimed(agent, alice)
+        await agent.call("submit", token=claim["token"], output={"title": "Signed"}, summary="Filed.",
+                         evidence=[{"kind": "file", "ref": uploaded["id"]}], requestId=request_id())
+        view = await alice.call("get_run", runId=run_id)
+    item = view["data"]["steps"]["file"]["evidence"][0]
+    assert item["sha256"] == uploaded["sha256"]
+    # The run data's URL: signed by the server, redirecting to a presigned GET of S3.
+    with urllib.request.urlopen(item["url"], timeout=10) as response:
+        assert response.status == 200
+        assert response.url.startswith(s3.endpoint) and "X-Amz-Signature" in response.url
+        assert response.headers["content-disposition"] == 'attachment; filename="signed.pdf"'
+        assert response.read() == document
+
+
+async def test_bytes_changed_behind_the_servers_back_are_a_hash_mismatch(s3_server):
+    server, s3 = s3_server
+    async with AsyncExitStack() as stack:
+        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        uploaded = await agent.call("upload", fileName="a.txt", contentType="text/plain",
+                                    contentBase64=b64(b"the original"), requestId=request_id())
+        [stored] = s3.objects()
+        stored.write_bytes(b"the forgery!")
+        _, claim = await claimed(agent, alice)
+        error = await agent.error("submit", token=claim["token"], output={"title": "T"}, summary="Filed.",
+                                  evidence=[{"kind": "file", "ref": uploaded["id"]}], requestId=request_id())
+    assert error["code"] == "not_accepted"
+    assert f"evidence {uploaded['id']}: hash mismatch" in error["issues"]
+
+
+async def test_another_organizations_upload_is_not_found(s3_server):
+    server, s3 = s3_server
+    intruder_token = servers.other_org(server)
+    async with AsyncExitStack() as stack:
+        intruder = await connect(stack, server.mcp_url(), intruder_token, "intruder")
+        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        theirs = await intruder.call("upload", fileName="x.txt", contentType="text/plain",
+                                     contentBase64=b64(b"theirs"), requestId=request_id())
+        _, claim = await claimed(agent, alice)
+        error = await agent.error("submit", token=claim["token"], output={"title": "T"}, summary="Filed.",
+                                  evidence=[{"kind": "file", "ref": theirs["id"]}], requestId=request_id())
+    assert error["code"] == "not_accepted"
+    assert f"evidence {theirs['id']}: not found" in error["issues"]
+
+
+async def test_refused_uploads_store_nothing(s3_server):
+    server, s3 = s3_server
+    async with AsyncExitStack() as stack:
+        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+        too_big = await agent.error("upload", fileName="big.bin", contentType="application/octet-stream",
+                                    contentBase64=b64(b"x" * 100_001), requestId=request_id())
+        assert too_big["code"] == "invalid" and any("maxUploadBytes" in issue for issue in too_big["issues"])
+        malformed = await agent.error("upload", fileName="a.txt", contentType="text/plain",
+                                      contentBase64="***", requestId=request_id())
+        assert malformed["code"] == "invalid"
+        unsafe = await agent.error("upload", fileName="../a.txt", contentType="text/plain",
+                                   contentBase64=b64(b"x"), requestId=request_id())
+        assert unsafe["code"] == "invalid"
+    assert s3.objects() == []
+    count = servers.psql("SELECT count(*) FROM uploads", server.database).strip()
+    assert count == "0"
+
+
+async def test_s3_down_is_retry_and_back_it_works(s3_server):
+    server, s3 = s3_server
+    arguments = dict(fileName="a.txt", contentType="text/plain", contentBase64=b64(b"later"), requestId=request_id())
+    async with AsyncExitStack() as stack:
+        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+        s3.stop()
+        started = time.monotonic()
+        error = await agent.error("upload", **arguments)
+        assert error["code"] == "retry"
+        assert time.monotonic() - started < 10, "a down store is reported promptly"
+        assert servers.psql("SELECT count(*) FROM uploads", server.database).strip() == "0", "nothing recorded"
+        s3.start()
+        uploaded = await agent.call("upload", **arguments)
+    assert uploaded["bytes"] == len(b"later")
+    assert [p.read_bytes() for p in s3.objects()] == [b"later"]
