@@ -88,7 +88,8 @@ def s3_server():
         servers.api_command(url, port, secrets.token_bytes(32), workdir,
                             "--s3-bucket", BUCKET, "--s3-endpoint", s3.endpoint, "--s3-path-style",
                             "--s3-access-key-id", "K", "--s3-secret-access-key", "S", "--s3-create-bucket",
-                            "--s3-timeout-seconds", "2", "--max-upload-bytes", "100000"),
+                            "--s3-timeout-seconds", "2", "--max-upload-bytes", "100000",
+                            "--uncited-upload-seconds", "3600", "--upload-sweep-seconds", "0.2"),
         stdout=log, stderr=subprocess.STDOUT,
     )
     server.processes = [api]
@@ -199,3 +200,28 @@ async def test_s3_down_is_retry_and_back_it_works(s3_server):
         uploaded = await agent.call("upload", **arguments)
     assert uploaded["bytes"] == len(b"later")
     assert [p.read_bytes() for p in s3.objects()] == [b"later"]
+
+
+async def test_uploads_no_run_cites_are_removed_after_the_retention(s3_server):
+    server, s3 = s3_server
+    async with AsyncExitStack() as stack:
+        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        cited = await agent.call("upload", fileName="kept.txt", contentType="text/plain",
+                                 contentBase64=b64(b"kept"), requestId=request_id())
+        await agent.call("upload", fileName="stray.txt", contentType="text/plain",
+                         contentBase64=b64(b"stray"), requestId=request_id())
+        _, claim = await claimed(agent, alice)
+        await agent.call("submit", token=claim["token"], output={"title": "T"}, summary="Filed.",
+                         evidence=[{"kind": "file", "ref": cited["id"]}], requestId=request_id())
+        assert len(s3.objects()) == 2
+        # Younger than the retention: both stay.
+        time.sleep(0.6)
+        assert len(s3.objects()) == 2
+        server.advance(3601)
+        deadline = time.monotonic() + 10
+        while len(s3.objects()) != 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert [p.read_bytes() for p in s3.objects()] == [b"kept"], "the uncited upload went, the cited one stayed"
+    rows = servers.psql("SELECT id FROM uploads", server.database).split()
+    assert rows == [cited["id"]]

@@ -31,6 +31,9 @@ pub trait Blobs: Send + Sync + 'static {
     /// The bytes under `key`, or `None` when there are none.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, Error>> + Send;
 
+    /// Removes the bytes under `key`; nothing there is not an error.
+    fn delete(&self, key: &str) -> impl Future<Output = Result<(), Error>> + Send;
+
     /// A URL the bytes under `key` can be fetched from directly for `expires_in`,
     /// served as `file_name` of `content_type`; `None` when the store has no such
     /// URLs (the server then serves the bytes itself).
@@ -90,6 +93,13 @@ impl Blobs for ServerBlobs {
         }
     }
 
+    async fn delete(&self, key: &str) -> Result<(), Error> {
+        match self {
+            ServerBlobs::Local(local) => local.delete(key).await,
+            ServerBlobs::S3(s3) => s3.delete(key).await,
+        }
+    }
+
     async fn download_url(
         &self,
         key: &str,
@@ -116,6 +126,10 @@ impl Blobs for NoBlobs {
 
     async fn get(&self, _key: &str) -> Result<Option<Vec<u8>>, Error> {
         Err(Error::Io(io::Error::other("this process reads no files")))
+    }
+
+    async fn delete(&self, _key: &str) -> Result<(), Error> {
+        Err(Error::Io(io::Error::other("this process removes no files")))
     }
 }
 
@@ -158,6 +172,13 @@ impl Blobs for LocalBlobs {
             Err(error) => Err(error.into()),
         }
     }
+
+    async fn delete(&self, key: &str) -> Result<(), Error> {
+        match tokio::fs::remove_file(self.path(key)?).await {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error.into()),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +199,9 @@ mod tests {
         blobs.put("o_1/f_1", b"hello", "text/plain").await.expect("put");
         assert_eq!(blobs.get("o_1/f_1").await.expect("get"), Some(b"hello".to_vec()));
         assert_eq!(blobs.get("o_1/f_2").await.expect("get"), None);
+        blobs.delete("o_1/f_1").await.expect("delete");
+        blobs.delete("o_1/f_1").await.expect("deleting what is gone is fine");
+        assert_eq!(blobs.get("o_1/f_1").await.expect("get"), None);
         std::fs::remove_dir_all(root).expect("cleanup");
     }
 

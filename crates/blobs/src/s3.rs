@@ -173,6 +173,17 @@ impl Blobs for S3Blobs {
         }
     }
 
+    async fn delete(&self, key: &str) -> Result<(), Error> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(self.object(key)?)
+            .send()
+            .await
+            .map_err(|error| storage(&error))?;
+        Ok(())
+    }
+
     async fn download_url(
         &self,
         key: &str,

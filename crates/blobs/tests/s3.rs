@@ -125,6 +125,9 @@ async fn objects_come_back_as_written_and_presigned_urls_serve_them() {
     // The signature covers the key: another object is refused.
     let forged = url.replace("acme/f_1", "acme/f_2");
     assert_eq!(reqwest::get(&forged).await.expect("GET").status(), 403);
+    blobs.delete("acme/f_1").await.expect("delete");
+    blobs.delete("acme/f_1").await.expect("deleting what is gone is fine");
+    assert_eq!(blobs.get("acme/f_1").await.expect("get"), None);
 }
 
 #[tokio::test]

@@ -160,9 +160,24 @@ pub struct StorageArgs {
     /// Create the bucket at start if it does not exist (for development and tests).
     #[arg(long, env = "AGENTPROCESS_S3_CREATE_BUCKET")]
     pub s3_create_bucket: bool,
+    /// Uploads no submission or decision cited are removed once this old, in seconds
+    /// (default 7 days).
+    #[arg(long, env = "AGENTPROCESS_UNCITED_UPLOAD_SECONDS", default_value = "604800", value_parser = seconds)]
+    pub uncited_upload_seconds: Duration,
+    /// How often to look for such uploads, in seconds.
+    #[arg(long, env = "AGENTPROCESS_UPLOAD_SWEEP_SECONDS", default_value = "3600", value_parser = seconds)]
+    pub upload_sweep_seconds: Duration,
 }
 
 impl StorageArgs {
+    /// How uploads no run cites are removed.
+    pub fn sweep(&self) -> agentprocess_service::SweepSettings {
+        agentprocess_service::SweepSettings {
+            retention: self.uncited_upload_seconds,
+            interval: self.upload_sweep_seconds,
+        }
+    }
+
     /// The store these flags name.
     pub fn storage(&self) -> anyhow::Result<crate::Storage> {
         if let Some(bucket) = &self.s3_bucket {

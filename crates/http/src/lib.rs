@@ -228,18 +228,23 @@ pub fn spawn_background<S: Store, B: Blobs>(
     tasks
 }
 
-/// Serves `router` on `listener`, with the background work beside it when given,
+/// Serves `router` on `listener`, with the background work beside it when given (and
+/// the sweeper of uploads no run cites, in a process that holds the evidence store),
 /// until SIGTERM or ctrl-c; calls and passes in flight finish first.
 pub async fn serve<S: Store, B: Blobs>(
     service: Arc<Service<S, B>>,
     listener: tokio::net::TcpListener,
     router: Router,
     background: Option<Background>,
+    sweep: Option<agentprocess_service::SweepSettings>,
 ) -> std::io::Result<()> {
     let stop = tokio_util::sync::CancellationToken::new();
     let mut tasks = background
         .map(|background| spawn_background(&service, &background, &stop))
         .unwrap_or_default();
+    if let Some(sweep) = sweep {
+        tasks.spawn(Arc::clone(&service).run_upload_sweeper(sweep, stop.clone()));
+    }
     let signalled = stop.clone();
     tokio::spawn(async move {
         shutdown_signal().await;

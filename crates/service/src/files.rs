@@ -94,7 +94,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut issues = Vec::new();
         for item in evidence.iter_mut().filter(|item| item.kind == EvidenceKind::File) {
             let reference = item.reference.clone();
-            let Some(upload) = tx.upload(org, &reference).await.map_err(retry)? else {
+            // Cited from now on, so never swept (even if this submission is refused:
+            // it will likely be cited again).
+            let cited = tx.cite_upload(org, &reference, millis(self.now())).await;
+            let Some(upload) = cited.map_err(retry)? else {
                 issues.push(format!("evidence {reference}: not found"));
                 continue;
             };
@@ -205,6 +208,75 @@ impl<S: Store, B: Blobs> Service<S, B> {
             content_type: upload.content_type,
             bytes,
         }))
+    }
+}
+
+/// How uploads that no run cites are removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepSettings {
+    /// How old an upload no submission or decision ever cited must be to go.
+    pub retention: std::time::Duration,
+    /// How often to look.
+    pub interval: std::time::Duration,
+}
+
+impl Default for SweepSettings {
+    fn default() -> Self {
+        Self {
+            retention: std::time::Duration::from_secs(7 * 86_400),
+            interval: std::time::Duration::from_secs(3_600),
+        }
+    }
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// Removes uploads never cited and older than `settings.retention`, every
+    /// `settings.interval`, until `stop` is cancelled. The record goes first, in a
+    /// transaction that re-checks it is uncited (a citing write locks the row), then
+    /// the bytes.
+    pub async fn run_upload_sweeper(
+        self: std::sync::Arc<Self>,
+        settings: SweepSettings,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        loop {
+            match self.sweep_uploads(&settings).await {
+                Ok(0) => {}
+                Ok(removed) => tracing::info!(removed, "removed uploads no run cites"),
+                Err(error) => tracing::warn!(%error, "upload sweep failed; trying again"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(settings.interval) => {}
+            }
+        }
+    }
+
+    async fn sweep_uploads(&self, settings: &SweepSettings) -> Result<usize, String> {
+        let retention = i64::try_from(settings.retention.as_millis()).unwrap_or(i64::MAX);
+        let before = millis(self.now()).saturating_sub(retention);
+        let stale = self
+            .store
+            .uncited_uploads(before, 500)
+            .await
+            .map_err(|error| error.to_string())?;
+        let mut removed = 0;
+        for (org, id) in stale {
+            let mut tx = self.store.begin().await.map_err(|error| error.to_string())?;
+            let key = tx
+                .remove_uncited_upload(&org, &id)
+                .await
+                .map_err(|error| error.to_string())?;
+            tx.commit().await.map_err(|error| error.to_string())?;
+            if let Some(key) = key {
+                // A failure leaves bytes no record names: harmless, and logged.
+                if let Err(error) = self.blobs.delete(&key).await {
+                    tracing::warn!(%org, upload = %id, %error, "upload record removed but not its bytes");
+                }
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 }
 

@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 
 pub use admin::Admin;
 pub use clock::{Clock, SystemClock, TestClock};
-pub use files::FileDownload;
+pub use files::{FileDownload, SweepSettings};
 pub use ids::random_id;
 pub use runs::{ListRuns, StartRunArgs};
 pub use scheduler::SchedulerSettings;

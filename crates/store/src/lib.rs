@@ -96,6 +96,10 @@ pub trait Store: Send + Sync + 'static {
     /// An upload's record.
     fn upload(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;
 
+    /// Uploads no submission or decision ever cited, made before `before`, across
+    /// organizations, oldest first: (organization, id).
+    fn uncited_uploads(&self, before: i64, limit: u32) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+
     /// Timers due at or before `before` (milliseconds), across organizations, earliest
     /// first, starting after `after` (for paging).
     fn timers_before(
@@ -147,8 +151,13 @@ pub trait StoreTx: Send {
         number: Option<u32>,
     ) -> impl Future<Output = Result<Option<StoredVersion>>> + Send;
 
-    /// An upload's record, read inside the transaction.
-    fn upload(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;
+    /// An upload's record, marked cited at `now` unless it was before; its row is
+    /// locked until the transaction ends.
+    fn cite_upload(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<Option<Upload>>> + Send;
+
+    /// Removes an upload's record if no submission or decision ever cited it; returns
+    /// its storage key (the caller removes the bytes after commit).
+    fn remove_uncited_upload(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<String>>> + Send;
 
     /// Reads a run and holds its lock until the transaction ends; with `request_id`,
     /// also what is recorded under it, in the same round trip.

@@ -491,24 +491,80 @@ pub(crate) async fn put_upload(connection: &mut AnyConnection, org: &str, new: &
     Ok(())
 }
 
+const UPLOAD_COLUMNS: &str = "id, sha256, bytes, content_type, file_name, storage_key";
+
 pub(crate) async fn upload(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<Upload>> {
-    let row = sqlx::query(
-        "SELECT id, sha256, bytes, content_type, file_name, storage_key FROM uploads WHERE org_id = $1 AND id = $2",
-    )
+    let row = sqlx::query(&format!(
+        "SELECT {UPLOAD_COLUMNS} FROM uploads WHERE org_id = $1 AND id = $2"
+    ))
     .bind(org)
     .bind(id)
     .fetch_optional(connection)
     .await?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
+    row.map(|row| upload_of(&row)).transpose()
+}
+
+/// Marks an upload cited (keeping the first time) and returns it; its row stays locked
+/// until the transaction ends, so the sweeper cannot remove it meanwhile.
+pub(crate) async fn cite_upload(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+    now: i64,
+) -> Result<Option<Upload>> {
+    let row = sqlx::query(&format!(
+        "UPDATE uploads SET cited_at = COALESCE(cited_at, $3) WHERE org_id = $1 AND id = $2 \
+         RETURNING {UPLOAD_COLUMNS}"
+    ))
+    .bind(org)
+    .bind(id)
+    .bind(now)
+    .fetch_optional(connection)
+    .await?;
+    row.map(|row| upload_of(&row)).transpose()
+}
+
+fn upload_of(row: &AnyRow) -> Result<Upload> {
     let bytes: i64 = row.try_get("bytes")?;
-    Ok(Some(Upload {
+    Ok(Upload {
         id: row.try_get("id")?,
         sha256: row.try_get("sha256")?,
         bytes: u64::try_from(bytes).map_err(|_| Error::Corrupt(format!("upload size {bytes}")))?,
         content_type: row.try_get("content_type")?,
         file_name: row.try_get("file_name")?,
         storage_key: row.try_get("storage_key")?,
-    }))
+    })
+}
+
+/// Uploads never cited and made before `before`, across organizations, oldest first.
+pub(crate) async fn uncited_uploads(
+    connection: &mut AnyConnection,
+    before: i64,
+    limit: u32,
+) -> Result<Vec<(String, String)>> {
+    let rows = sqlx::query(
+        "SELECT org_id, id FROM uploads WHERE cited_at IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2",
+    )
+    .bind(before)
+    .bind(i64::from(limit))
+    .fetch_all(connection)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("org_id")?, row.try_get("id")?)))
+        .collect()
+}
+
+/// Removes an upload's record if it is still uncited; returns its storage key.
+pub(crate) async fn remove_uncited_upload(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+) -> Result<Option<String>> {
+    let row =
+        sqlx::query("DELETE FROM uploads WHERE org_id = $1 AND id = $2 AND cited_at IS NULL RETURNING storage_key")
+            .bind(org)
+            .bind(id)
+            .fetch_optional(connection)
+            .await?;
+    Ok(row.map(|row| row.try_get("storage_key")).transpose()?)
 }

@@ -177,6 +177,11 @@ impl Store for SqlStore {
         runs::work(&mut connection, org, query).await
     }
 
+    async fn uncited_uploads(&self, before: i64, limit: u32) -> Result<Vec<(String, String)>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::uncited_uploads(&mut connection, before, limit).await
+    }
+
     async fn upload(&self, org: &str, id: &str) -> Result<Option<Upload>> {
         let mut connection = self.pool.acquire().await?;
         runs::upload(&mut connection, org, id).await
@@ -233,8 +238,12 @@ impl StoreTx for SqlTx {
         admin::version(&mut self.tx, org, process, number).await
     }
 
-    async fn upload(&mut self, org: &str, id: &str) -> Result<Option<Upload>> {
-        runs::upload(&mut self.tx, org, id).await
+    async fn cite_upload(&mut self, org: &str, id: &str, now: i64) -> Result<Option<Upload>> {
+        runs::cite_upload(&mut self.tx, org, id, now).await
+    }
+
+    async fn remove_uncited_upload(&mut self, org: &str, id: &str) -> Result<Option<String>> {
+        runs::remove_uncited_upload(&mut self.tx, org, id).await
     }
 
     async fn lock_run(

@@ -98,13 +98,11 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         &service,
         test_clock,
     );
-    agentprocess_http::serve(
-        service,
-        listener,
-        router,
-        Some(agentprocess_http::Background::default()),
-    )
-    .await?;
+    // On one's own machine a webhook receiver is usually on localhost too.
+    let mut background = agentprocess_http::Background::default();
+    background.webhooks.allow_private_networks = true;
+    let sweep = agentprocess_service::SweepSettings::default();
+    agentprocess_http::serve(service, listener, router, Some(background), Some(sweep)).await?;
     Ok(())
 }
 

@@ -139,6 +139,6 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     if background.is_none() {
         tracing::info!("timers and webhooks are left to agentprocess-scheduler");
     }
-    agentprocess_http::serve(service, listener, router, background).await?;
+    agentprocess_http::serve(service, listener, router, background, Some(serve.storage.sweep())).await?;
     Ok(())
 }

@@ -89,7 +89,8 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         .route("/readyz", get(ready))
         .with_state(Arc::clone(&service));
     let router = agentprocess_http::with_test_clock(router, &service, test_clock);
-    agentprocess_http::serve(service, listener, router, Some(serve.background.background())).await?;
+    // Uploads are swept by the API processes, which hold the evidence store.
+    agentprocess_http::serve(service, listener, router, Some(serve.background.background()), None).await?;
     tracing::info!("scheduler stopped");
     Ok(())
 }

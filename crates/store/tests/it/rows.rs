@@ -480,6 +480,46 @@ async fn uploads(db: &TestDb) {
     .await
     .expect("upload");
     tx.commit().await.expect("commit");
-    assert_eq!(store.upload("o", "f_1").await.expect("read"), Some(upload));
+    assert_eq!(store.upload("o", "f_1").await.expect("read"), Some(upload.clone()));
     assert_eq!(store.upload("x", "f_1").await.expect("read"), None);
+
+    // A second upload, later; only uploads never cited and old enough are listed.
+    let mut tx = store.begin().await.expect("begin");
+    let second = Upload {
+        id: "f_2".to_owned(),
+        storage_key: "o/f_2".to_owned(),
+        ..upload.clone()
+    };
+    let new = NewUpload {
+        upload: second,
+        uploaded_by: "agent".to_owned(),
+        created_at: 50,
+    };
+    tx.put_upload("o", &new).await.expect("upload");
+    assert_eq!(
+        tx.cite_upload("x", "f_1", 10).await.expect("cite"),
+        None,
+        "another organization's"
+    );
+    assert_eq!(tx.cite_upload("o", "f_1", 10).await.expect("cite"), Some(upload));
+    tx.commit().await.expect("commit");
+    let listed = |rows: Vec<(String, String)>| rows.into_iter().map(|(_, id)| id).collect::<Vec<_>>();
+    assert_eq!(listed(store.uncited_uploads(100, 10).await.expect("list")), ["f_2"]);
+    assert!(
+        store.uncited_uploads(50, 10).await.expect("list").is_empty(),
+        "not old enough"
+    );
+    let mut tx = store.begin().await.expect("begin");
+    assert_eq!(
+        tx.remove_uncited_upload("o", "f_1").await.expect("remove"),
+        None,
+        "cited: kept"
+    );
+    assert_eq!(
+        tx.remove_uncited_upload("o", "f_2").await.expect("remove"),
+        Some("o/f_2".to_owned())
+    );
+    tx.commit().await.expect("commit");
+    assert!(store.upload("o", "f_1").await.expect("read").is_some());
+    assert_eq!(store.upload("o", "f_2").await.expect("read"), None);
 }
