@@ -103,6 +103,12 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+async def agent_and_alice(stack: AsyncExitStack, server):
+    agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
+    alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+    return agent, alice
+
+
 async def claimed(agent, alice) -> tuple[str, dict]:
     view = await alice.call("start_run", process="filed", inputs={}, requestId=request_id())
     run_id = view["run"]["id"]
@@ -114,8 +120,7 @@ async def test_upload_cite_and_fetch_the_same_bytes(s3_server):
     server, s3 = s3_server
     document = secrets.token_bytes(40_000)
     async with AsyncExitStack() as stack:
-        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
-        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        agent, alice = await agent_and_alice(stack, server)
         uploaded = await agent.call("upload", fileName="signed.pdf", contentType="application/pdf",
                                     contentBase64=b64(document), requestId=request_id())
         assert uploaded["sha256"] == hashlib.sha256(document).hexdigest()
@@ -138,8 +143,7 @@ async def test_upload_cite_and_fetch_the_same_bytes(s3_server):
 async def test_bytes_changed_behind_the_servers_back_are_a_hash_mismatch(s3_server):
     server, s3 = s3_server
     async with AsyncExitStack() as stack:
-        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
-        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        agent, alice = await agent_and_alice(stack, server)
         uploaded = await agent.call("upload", fileName="a.txt", contentType="text/plain",
                                     contentBase64=b64(b"the original"), requestId=request_id())
         [stored] = s3.objects()
@@ -156,8 +160,7 @@ async def test_another_organizations_upload_is_not_found(s3_server):
     intruder_token = servers.other_org(server)
     async with AsyncExitStack() as stack:
         intruder = await connect(stack, server.mcp_url(), intruder_token, "intruder")
-        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
-        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        agent, alice = await agent_and_alice(stack, server)
         theirs = await intruder.call("upload", fileName="x.txt", contentType="text/plain",
                                      contentBase64=b64(b"theirs"), requestId=request_id())
         _, claim = await claimed(agent, alice)
@@ -205,8 +208,7 @@ async def test_s3_down_is_retry_and_back_it_works(s3_server):
 async def test_uploads_no_run_cites_are_removed_after_the_retention(s3_server):
     server, s3 = s3_server
     async with AsyncExitStack() as stack:
-        agent = await connect(stack, server.mcp_url(), server.tokens["agent-1"], "agent-1")
-        alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+        agent, alice = await agent_and_alice(stack, server)
         cited = await agent.call("upload", fileName="kept.txt", contentType="text/plain",
                                  contentBase64=b64(b"kept"), requestId=request_id())
         await agent.call("upload", fileName="stray.txt", contentType="text/plain",
