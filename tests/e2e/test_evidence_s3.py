@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -227,3 +228,63 @@ async def test_uploads_no_run_cites_are_removed_after_the_retention(s3_server):
     assert [p.read_bytes() for p in s3.objects()] == [b"kept"], "the uncited upload went, the cited one stayed"
     rows = servers.psql("SELECT id FROM uploads", server.database).split()
     assert rows == [cited["id"]]
+
+
+def post_form(url: str, headers: dict, parts: list[tuple[str, str | None, bytes, str | None]]) -> tuple[int, dict]:
+    """POSTs multipart/form-data (name, file name, bytes, content type per part);
+    returns the status and the JSON body."""
+    boundary = secrets.token_hex(16)
+    body = b""
+    for name, file_name, data, content_type in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{file_name}"' if file_name else "")
+        body += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n".encode()
+        if content_type:
+            body += f"Content-Type: {content_type}\r\n".encode()
+        body += b"\r\n" + data + b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        **headers, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        return error.code, json.loads(text) if text.startswith(b"{") else {}
+
+
+async def test_a_person_uploads_through_rest_multipart_under_the_same_rules(s3_server):
+    server, s3 = s3_server
+    url = f"{server.base}/v1/uploads"
+    person = {"Authorization": f"Bearer {server.tokens['alice']}"}
+    key = request_id()
+    receipt = [("file", "receipt.pdf", b"%PDF receipt", "application/pdf")]
+    status, first = post_form(url, {**person, "Idempotency-Key": key}, receipt)
+    assert status == 201, first
+    status, again = post_form(url, {**person, "Idempotency-Key": key}, receipt)
+    assert (status, again) == (201, first), "a replay answers with the first result"
+    data = first["data"]
+    assert data["sha256"] == hashlib.sha256(b"%PDF receipt").hexdigest() and data["bytes"] == 12
+    assert [p.read_bytes() for p in s3.objects()] == [b"%PDF receipt"]
+
+    status, refused = post_form(url, person, [("note", None, b"no file", None)])
+    assert status == 400 and refused["error"]["code"] == "invalid"
+    issues = refused["error"]["issues"]
+    assert any(issue.startswith("Idempotency-Key:") for issue in issues), issues
+    assert any(issue.startswith("file: required") for issue in issues), issues
+    status, too_big = post_form(url, {**person, "Idempotency-Key": request_id()},
+                                [("file", "big.bin", b"x" * 100_001, "application/octet-stream")])
+    assert status == 400 and any("maxUploadBytes" in issue for issue in too_big["error"]["issues"])
+    status, _ = post_form(url, {**person, "Idempotency-Key": request_id()}, [("file", "../a.txt", b"x", "text/plain")])
+    assert status == 400
+    status, _ = post_form(url, {}, receipt)
+    assert status == 401
+    assert len(s3.objects()) == 1, "refused uploads stored nothing"
+
+    # The agent cites the person's upload: same organization, same record.
+    async with AsyncExitStack() as stack:
+        agent, alice = await agent_and_alice(stack, server)
+        run_id, claim = await claimed(agent, alice)
+        await agent.call("submit", token=claim["token"], output={"title": "Receipt"}, summary="Filed.",
+                         evidence=[{"kind": "file", "ref": data["id"]}], requestId=request_id())
+        view = await alice.call("get_run", runId=run_id)
+    assert view["data"]["steps"]["file"]["evidence"][0]["sha256"] == data["sha256"]

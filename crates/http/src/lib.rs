@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+mod uploads;
 
 use std::sync::Arc;
 
@@ -83,7 +84,7 @@ pub fn with_test_clock<S: Store, B: Blobs>(
     }
 }
 
-/// The router: `/mcp`, `/files/…`, `/healthz`, `/readyz`.
+/// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`.
 pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSettings) -> Router {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -101,8 +102,15 @@ pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSe
         Arc::new(NeverSessionManager::default()),
         config,
     );
+    let rest = Router::new()
+        .route("/v1/uploads", axum::routing::post(uploads::upload::<S, B>))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            service.settings().max_upload_bytes.saturating_add(64 << 10),
+        ))
+        .with_state(Arc::clone(&service));
     let authenticated = Router::new()
         .route_service("/mcp", mcp)
+        .merge(rest)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&service),
             authenticate::<S, B>,

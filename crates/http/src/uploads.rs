@@ -1,0 +1,147 @@
+//! `POST /v1/uploads`: the `upload` tool for clients that speak REST (a person's web
+//! app), as `multipart/form-data` with one `file` part. Same rules, same record, same
+//! result as the MCP tool; the `requestId` is the `Idempotency-Key` header.
+
+use std::sync::Arc;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Code, ToolError};
+use agentprocess_service::{Caller, Service, Write};
+use agentprocess_store::Store;
+use axum::extract::{Multipart, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde_json::{Map, json};
+
+/// The upload, or the refusal in the tools' envelope with a matching HTTP status.
+pub(crate) async fn upload<S: Store, B: Blobs>(
+    State(service): State<Arc<Service<S, B>>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    multipart: Multipart,
+) -> Response {
+    let result = match read(&service, &headers, multipart).await {
+        Ok(form) => {
+            let mut arguments = Map::new();
+            arguments.insert("fileName".to_owned(), json!(form.file_name));
+            arguments.insert("contentType".to_owned(), json!(form.content_type));
+            arguments.insert("contentSha256".to_owned(), json!(sha256_hex(&form.bytes)));
+            let write = Write::from_arguments(form.request_id, &arguments);
+            service
+                .upload(&caller, &form.file_name, &form.content_type, form.bytes, &write)
+                .await
+        }
+        Err(error) => Err(error),
+    };
+    let status = match &result {
+        Ok(_) => StatusCode::CREATED,
+        Err(error) => status_of(error.code),
+    };
+    (status, Json(agentprocess_mcp::tools::envelope(result))).into_response()
+}
+
+struct Form {
+    request_id: String,
+    file_name: String,
+    content_type: String,
+    bytes: Vec<u8>,
+}
+
+/// The form's one `file` part, read up to the upload limit; every problem at once.
+async fn read<S: Store, B: Blobs>(
+    service: &Service<S, B>,
+    headers: &HeaderMap,
+    mut multipart: Multipart,
+) -> Result<Form, ToolError> {
+    let mut issues = Vec::new();
+    let request_id = headers
+        .get("idempotency-key")
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        .filter(|key| !key.is_empty() && key.len() <= 200)
+        .map(str::to_owned);
+    if request_id.is_none() {
+        issues.push("Idempotency-Key: required, the requestId of this upload (at most 200 characters)".to_owned());
+    }
+    let limit = service.settings().max_upload_bytes;
+    let mut file: Option<(String, String, Vec<u8>)> = None;
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(error) => {
+                issues.push(format!("body: not a multipart/form-data body ({error})"));
+                break;
+            }
+        };
+        let name = field.name().unwrap_or_default().to_owned();
+        if name != "file" || file.is_some() {
+            issues.push(format!("{name}: unexpected; send one part named file"));
+            continue;
+        }
+        let file_name = field.file_name().unwrap_or_default().to_owned();
+        let content_type = field.content_type().unwrap_or("application/octet-stream").to_owned();
+        let mut field = field;
+        let mut bytes = Vec::new();
+        let mut too_big = false;
+        loop {
+            match field.chunk().await {
+                Ok(Some(chunk)) => {
+                    if bytes.len() + chunk.len() > limit {
+                        too_big = true;
+                        break;
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    issues.push(format!("file: could not be read ({error})"));
+                    break;
+                }
+            }
+        }
+        if too_big {
+            issues.push(format!("file: more than maxUploadBytes ({limit}) bytes"));
+        }
+        file = Some((file_name, content_type, bytes));
+    }
+    match (file, request_id) {
+        (Some((file_name, content_type, bytes)), Some(request_id)) if issues.is_empty() => Ok(Form {
+            request_id,
+            file_name,
+            content_type,
+            bytes,
+        }),
+        (file, _) => {
+            if file.is_none() {
+                issues.push("file: required, one part named file".to_owned());
+            }
+            Err(ToolError::new(
+                Code::Invalid,
+                "the upload was refused; nothing was stored",
+                issues,
+            ))
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The HTTP status of a refusal.
+fn status_of(code: Code) -> StatusCode {
+    match code {
+        Code::Invalid => StatusCode::BAD_REQUEST,
+        Code::Forbidden => StatusCode::FORBIDDEN,
+        Code::NotFound => StatusCode::NOT_FOUND,
+        Code::Conflict => StatusCode::CONFLICT,
+        Code::Retry => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::UNPROCESSABLE_ENTITY,
+    }
+}
