@@ -8,6 +8,7 @@ notification outbox, where each effect of a timer leaves one row."""
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta
 from contextlib import AsyncExitStack
 
 import anyio
@@ -70,7 +71,8 @@ async def test_each_timer_kind_fires_once_through_the_scheduler(deployment):
         clients = await clients_of(stack, deployment)
         alice = clients["alice"]
         now = deployment.advance(0)
-        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.mktime(time.strptime(now[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone + 3 * 3600))
+        three_hours_on = datetime.fromisoformat(now[:19] + "+00:00") + timedelta(hours=3)
+        at = three_hours_on.strftime("%Y-%m-%dT%H:%M:%SZ")
         pause = await start(alice, "pause")
         publish = await start(alice, "publish-at", at=at)
         settlement = await start(alice, "settlement")

@@ -166,18 +166,22 @@ async def test_a_failing_endpoint_is_given_up_after_the_last_attempt(setup):
     async with AsyncExitStack() as stack:
         alice = (await clients_of(stack, deployment))["alice"]
         await start(alice, "signoff")
-    listing = ""
-    started = time.monotonic()
     # Three attempts, 0.3 s then 0.6 s apart: given up within a few seconds.
-    while time.monotonic() - started < 10:
-        listing = servers.admin(database, "deliveries", "--org", "acme")
-        if "failed" in listing:
-            break
-        await anyio.sleep(0.1)
+    listing = await deliveries_once(database, lambda listing: "failed" in listing)
     row = listing.splitlines()[0].split("\t")
     assert row[3] == dead["id"] and row[4] == "failed", listing
     assert row[5] == "3 attempt(s)" and row[6] == "-" and row[7] != "-", listing
     assert receiver.delivered() == []
+
+
+async def deliveries_once(database: str, done, timeout: float = 10) -> str:
+    """The `admin deliveries` listing once `done(listing)` holds (or at the timeout)."""
+    started = time.monotonic()
+    while True:
+        listing = servers.admin(database, "deliveries", "--org", "acme")
+        if done(listing) or time.monotonic() - started > timeout:
+            return listing
+        await anyio.sleep(0.1)
 
 
 @pytest.fixture
@@ -199,13 +203,7 @@ async def test_endpoints_on_private_networks_are_refused_by_default(guarded):
     async with AsyncExitStack() as stack:
         alice = (await clients_of(stack, deployment))["alice"]
         await start(alice, "signoff")
-    listing = ""
-    started = time.monotonic()
-    while time.monotonic() - started < 10:
-        listing = servers.admin(database, "deliveries", "--org", "acme")
-        if listing.count("failed") == 2:
-            break
-        await anyio.sleep(0.1)
+    listing = await deliveries_once(database, lambda listing: listing.count("failed") == 2)
     rows = {row[3]: row for row in (line.split("\t") for line in listing.splitlines())}
     assert rows[loopback["id"]][4] == "failed" and "not a public address" in rows[loopback["id"]][7], listing
     assert rows[named["id"]][4] == "failed" and "no public address" in rows[named["id"]][7], listing

@@ -26,7 +26,10 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
             let mut arguments = Map::new();
             arguments.insert("fileName".to_owned(), json!(form.file_name));
             arguments.insert("contentType".to_owned(), json!(form.content_type));
-            arguments.insert("contentSha256".to_owned(), json!(sha256_hex(&form.bytes)));
+            arguments.insert(
+                "contentSha256".to_owned(),
+                json!(agentprocess_service::sha256_hex(&form.bytes)),
+            );
             let write = Write::from_arguments(form.request_id, &arguments);
             service
                 .upload(&caller, &form.file_name, &form.content_type, form.bytes, &write)
@@ -124,14 +127,6 @@ async fn read<S: Store, B: Blobs>(
             ))
         }
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 /// The HTTP status of a refusal.

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Options, ValidatedProcess};
 use agentprocess_store::{DeliveryRecord, Identity, IdentityKind, NewVersion, Store, StoreTx, StoredVersion, Webhook};
-use base64::Engine as _;
 
-use crate::ids::{random_id, secret, sha256_hex};
+use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
 use crate::{CAPABILITIES, Clock, millis};
 
 /// Why an admin action did nothing.
@@ -291,12 +290,10 @@ impl<S: Store> Admin<S> {
             Err(error) => issues.push(format!("url: {url:?} is not a URL ({error})")),
         }
         refuse(issues)?;
-        let mut key = [0_u8; 24];
-        getrandom::fill(&mut key).map_err(|error| Error::Refused(vec![format!("no randomness: {error}")]))?;
         let webhook = Webhook {
             id: random_id("wh_", 8),
             url: url.to_owned(),
-            secret: format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key)),
+            secret: webhook_secret(),
             created_at: millis(self.now()),
         };
         let mut tx = self.store.begin().await?;

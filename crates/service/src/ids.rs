@@ -24,13 +24,21 @@ pub(crate) fn secret() -> String {
     URL_SAFE_NO_PAD.encode(buffer)
 }
 
+/// A webhook signing key: `whsec_` and 24 random bytes in standard base64, as
+/// Standard Webhooks libraries expect.
+pub(crate) fn webhook_secret() -> String {
+    let mut buffer = [0u8; 24];
+    fill(&mut buffer);
+    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(buffer))
+}
+
 fn fill(buffer: &mut [u8]) {
     // Without the operating system's randomness no id or token is safe to hand out.
     getrandom::fill(buffer).expect("the operating system's random source failed");
 }
 
 /// SHA-256, lowercase hex.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

@@ -30,7 +30,7 @@ use tokio::sync::Notify;
 pub use admin::Admin;
 pub use clock::{Clock, SystemClock, TestClock};
 pub use files::{FileDownload, SweepSettings};
-pub use ids::random_id;
+pub use ids::{random_id, sha256_hex};
 pub use runs::{ListRuns, StartRunArgs};
 pub use scheduler::SchedulerSettings;
 pub use webhooks::{WebhookSettings, sign_webhook};
