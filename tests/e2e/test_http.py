@@ -4,7 +4,6 @@ malformed JSON-RPC, unknown tools, signed file URLs, health and readiness."""
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import urllib.error
 import urllib.request
@@ -13,45 +12,13 @@ import pytest
 from mcp import MCPError
 
 from client import request_id
+from rawmcp import call_body, post
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2025-11-25"}
-
-
-def post(server, body: bytes, token: str | None = None, **extra) -> tuple[int, dict, bytes]:
-    """POSTs to /mcp; the answer is read even when the server stops reading the body
-    early (as it does past the size limit)."""
-    headers = dict(HEADERS, **extra)
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    address = server.base.removeprefix("http://")
-    connection = http.client.HTTPConnection(address, timeout=30)
-    try:
-        connection.putrequest("POST", "/mcp", skip_host="Host" in headers)
-        for name, value in headers.items():
-            connection.putheader(name, value)
-        connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders()
-        try:
-            connection.send(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        connection.close()
-
-
-def call_body(tool: str, arguments: dict) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": tool, "arguments": arguments}}).encode()
-
-
 def test_no_token_or_an_unknown_token_is_401_with_a_bearer_challenge(server):
     for token in (None, "apt_not-a-token"):
-        status, headers, _ = post(server, call_body("describe", {}), token)
+        status, headers, _ = post(server.base, call_body("describe", {}), token)
         assert status == 401
         assert headers["www-authenticate"].startswith("Bearer")
 
@@ -62,22 +29,22 @@ def test_a_revoked_token_stops_working_once_the_identity_cache_lets_go(server):
     name = f"short-lived-{request_id()[:8]}"
     servers.admin(server.database_url, "create-identity", "--org", server.org, "--kind", "agent", name)
     token = servers.admin(server.database_url, "issue-token", "--org", server.org, name).strip()
-    assert post(server, call_body("describe", {}), token)[0] == 200
+    assert post(server.base, call_body("describe", {}), token)[0] == 200
     servers.admin(server.database_url, "revoke-tokens", "--org", server.org, name)
     server.advance(11)  # identities are remembered for 10 s
-    status, headers, _ = post(server, call_body("describe", {}), token)
+    status, headers, _ = post(server.base, call_body("describe", {}), token)
     assert status == 401 and headers["www-authenticate"].startswith("Bearer")
 
 
 def test_a_foreign_host_header_is_refused(server):
-    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"], Host="evil.example")
+    status, _, _ = post(server.base, call_body("describe", {}), server.tokens["agent-1"], Host="evil.example")
     assert status == 403
 
 
 def test_a_browser_origin_not_allowed_is_refused(server):
-    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"], Origin="https://evil.example")
+    status, _, _ = post(server.base, call_body("describe", {}), server.tokens["agent-1"], Origin="https://evil.example")
     assert status == 403
-    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"])
+    status, _, _ = post(server.base, call_body("describe", {}), server.tokens["agent-1"])
     assert status == 200
 
 
@@ -85,7 +52,7 @@ def test_a_body_beyond_a_maximal_upload_is_413(server):
     limit = 10 << 20
     body = call_body("upload", {"fileName": "big.bin", "contentType": "application/octet-stream",
                                 "contentBase64": "A" * (limit * 2), "requestId": request_id()})
-    status, _, _ = post(server, body, server.tokens["agent-1"])
+    status, _, _ = post(server.base, body, server.tokens["agent-1"])
     assert status == 413
 
 
@@ -94,7 +61,7 @@ def test_a_maximal_upload_fits_the_body_limit(server):
     body = call_body("upload", {"fileName": "max.bin", "contentType": "application/octet-stream",
                                 "contentBase64": base64.b64encode(b"\1" * limit).decode(),
                                 "requestId": request_id()})
-    status, _, answer = post(server, body, server.tokens["agent-1"])
+    status, _, answer = post(server.base, body, server.tokens["agent-1"])
     assert status == 200
     result = json.loads(answer)["result"]["structuredContent"]
     assert result["ok"] and result["data"]["bytes"] == limit
@@ -102,7 +69,7 @@ def test_a_maximal_upload_fits_the_body_limit(server):
 
 def test_malformed_json_rpc_is_refused_without_a_result(server):
     for body in (b"{not json", b'{"jsonrpc": "2.0", "id": 1}', b"[]"):
-        status, _, answer = post(server, body, server.tokens["agent-1"])
+        status, _, answer = post(server.base, body, server.tokens["agent-1"])
         # rmcp answers a body it cannot read with 415 rather than a JSON-RPC parse error.
         assert status in (200, 400, 415, 422), (body, status)
         if status == 200:
@@ -146,9 +113,9 @@ def test_json_nested_beyond_the_parser_bound_is_refused_and_the_server_lives_on(
     deep = "[" * 100_000 + "]" * 100_000
     body = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe","arguments":{"x":' + deep
             + "}}}").encode()
-    status, _, answer = post(server, body, server.tokens["agent-1"])
+    status, _, answer = post(server.base, body, server.tokens["agent-1"])
     assert status != 200 or "result" not in json.loads(answer)
-    status, _, _ = post(server, call_body("describe", {}), server.tokens["agent-1"])
+    status, _, _ = post(server.base, call_body("describe", {}), server.tokens["agent-1"])
     assert status == 200
 
 
@@ -171,7 +138,7 @@ async def test_a_number_comes_back_as_it_was_sent(clients, server, number, echoe
             f'"token":"{claim["token"]}","requestId":"{request_id()}","summary":"Matched.",'
             f'"output":{{"totalUsd":{number},"supplier":"Acme","matchSummary":"ok"}},'
             '"evidence":[{"kind":"link","ref":"erp-1"}],"next":"manager_review","reason":"Small."}}}').encode()
-    status, _, answer = post(server, body, server.tokens["agent-1"])
+    status, _, answer = post(server.base, body, server.tokens["agent-1"])
     assert status == 200 and b'"ok":true' in answer, answer
-    status, _, answer = post(server, call_body("get_run", {"runId": run_id}), server.tokens["alice"])
+    status, _, answer = post(server.base, call_body("get_run", {"runId": run_id}), server.tokens["alice"])
     assert f'"totalUsd":{echoed},'.encode() in answer, answer[:400]

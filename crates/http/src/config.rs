@@ -214,9 +214,54 @@ pub struct ProcessArgs {
     /// of waits and timeouts. Never in production.
     #[arg(long, hide = true)]
     pub test_clock: bool,
-    /// Log lines as JSON.
+    /// Log lines as JSON, with trace and span ids.
     #[arg(long, env = "AGENTPROCESS_LOG_JSON")]
     pub log_json: bool,
+    /// Serve metrics in the Prometheus text format at /metrics on this address
+    /// (0.0.0.0:9464, say); off by default. OTLP export is set by the OTEL_*
+    /// environment variables.
+    #[arg(long, env = "AGENTPROCESS_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// After SIGTERM and the shutdown delay, how long calls in flight may take to
+    /// finish before the process exits anyway, in seconds. A second signal exits at once.
+    #[arg(long, env = "AGENTPROCESS_SHUTDOWN_GRACE_SECONDS", default_value = "25", value_parser = seconds)]
+    pub shutdown_grace_seconds: Duration,
+    /// After SIGTERM, how long to go on serving while /readyz answers 503, in seconds,
+    /// so load balancers stop sending calls before the listener closes.
+    #[arg(long, env = "AGENTPROCESS_SHUTDOWN_DELAY_SECONDS", default_value = "0", value_parser = seconds_or_zero)]
+    pub shutdown_delay_seconds: Duration,
+}
+
+impl ProcessArgs {
+    /// Starts telemetry (logs, and traces and metrics per the OTEL_* environment) for
+    /// a process named `service_name`.
+    pub fn telemetry(&self, service_name: &str) -> anyhow::Result<Arc<agentprocess_telemetry::Telemetry>> {
+        Ok(Arc::new(agentprocess_telemetry::init(
+            &agentprocess_telemetry::Options {
+                service_name,
+                log_json: self.log_json,
+                prometheus: self.metrics_listen.is_some(),
+            },
+        )?))
+    }
+
+    /// How the process stops and shows its metrics.
+    pub fn settings(&self, telemetry: &Arc<agentprocess_telemetry::Telemetry>) -> crate::ProcessSettings {
+        crate::ProcessSettings {
+            shutdown_grace: self.shutdown_grace_seconds,
+            shutdown_delay: self.shutdown_delay_seconds,
+            telemetry: Arc::clone(telemetry),
+            metrics_listen: self.metrics_listen,
+        }
+    }
+}
+
+/// A number of seconds, zero allowed.
+fn seconds_or_zero(text: &str) -> Result<Duration, String> {
+    if text.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    seconds(text)
 }
 
 /// A positive number of seconds, fractions allowed.

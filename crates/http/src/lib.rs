@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+mod lifecycle;
+mod observe;
 mod uploads;
 
 use std::sync::Arc;
@@ -19,6 +21,8 @@ use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
+
+pub use lifecycle::{Draining, ProcessSettings, serve};
 
 /// What the HTTP surface needs beyond the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,14 +207,44 @@ async fn download<S: Store, B: Blobs>(
     }
 }
 
-async fn ready<S: Store, B: Blobs>(State(service): State<Arc<Service<S, B>>>) -> Response {
-    match service.store().ping().await {
-        Ok(()) => (StatusCode::OK, "ready").into_response(),
-        Err(error) => {
-            tracing::warn!(%error, "not ready");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
-        }
+async fn ready<S: Store, B: Blobs>(
+    State(service): State<Arc<Service<S, B>>>,
+    draining: Option<axum::Extension<Draining>>,
+) -> Response {
+    // The API stays ready through a Redis outage: writes go on, and the reconciler
+    // queues their timers once Redis is back.
+    readiness(service.store(), None, draining.as_deref()).await
+}
+
+/// `/readyz`: 200 when the database answers with every migration of this build
+/// applied and the timer queue (when given) answers; 503 naming what is not, or while
+/// the process shuts down.
+pub async fn readiness<S: Store>(
+    store: &S,
+    queue: Option<&dyn agentprocess_timers::TimerQueue>,
+    draining: Option<&Draining>,
+) -> Response {
+    let unready = |reason: String| {
+        tracing::warn!(reason = %reason, "not ready");
+        (StatusCode::SERVICE_UNAVAILABLE, reason).into_response()
+    };
+    if draining.is_some_and(Draining::is_draining) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
+    match store.pending_migrations().await {
+        Ok(pending) if pending.is_empty() => {}
+        Ok(pending) => {
+            let versions: Vec<String> = pending.iter().map(i64::to_string).collect();
+            return unready(format!("migrations not applied: {}", versions.join(", ")));
+        }
+        Err(error) => return unready(format!("database unreachable: {error}")),
+    }
+    if let Some(queue) = queue
+        && let Err(error) = queue.ping().await
+    {
+        return unready(format!("timer queue unreachable: {error}"));
+    }
+    (StatusCode::OK, "ready").into_response()
 }
 
 /// The background work of a process: firing timers and delivering webhooks.
@@ -222,8 +256,8 @@ pub struct Background {
     pub webhooks: agentprocess_service::WebhookSettings,
 }
 
-/// Starts the timer loop, the reconciler (with a timer queue) and the webhook loop;
-/// each stops when `stop` is cancelled, after finishing what it has under way.
+/// Starts the timer loop, the reconciler (with a timer queue), the webhook loop and
+/// the sampler of the work gauges; each stops when `stop` is cancelled, after finishing what it has under way.
 pub fn spawn_background<S: Store, B: Blobs>(
     service: &Arc<Service<S, B>>,
     background: &Background,
@@ -233,60 +267,8 @@ pub fn spawn_background<S: Store, B: Blobs>(
     tasks.spawn(Arc::clone(service).run_scheduler(background.scheduler.clone(), stop.clone()));
     tasks.spawn(Arc::clone(service).run_reconciler(background.scheduler.clone(), stop.clone()));
     tasks.spawn(Arc::clone(service).run_webhooks(background.webhooks.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_gauges(stop.clone()));
     tasks
-}
-
-/// Serves `router` on `listener`, with the background work beside it when given (and
-/// the sweeper of uploads no run cites, in a process that holds the evidence store),
-/// until SIGTERM or ctrl-c; calls and passes in flight finish first.
-pub async fn serve<S: Store, B: Blobs>(
-    service: Arc<Service<S, B>>,
-    listener: tokio::net::TcpListener,
-    router: Router,
-    background: Option<Background>,
-    sweep: Option<agentprocess_service::SweepSettings>,
-) -> std::io::Result<()> {
-    let stop = tokio_util::sync::CancellationToken::new();
-    let mut tasks = background
-        .map(|background| spawn_background(&service, &background, &stop))
-        .unwrap_or_default();
-    if let Some(sweep) = sweep {
-        tasks.spawn(Arc::clone(&service).run_upload_sweeper(sweep, stop.clone()));
-    }
-    let signalled = stop.clone();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        tracing::info!("shutting down: finishing work in flight");
-        signalled.cancel();
-    });
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(stop.clone().cancelled_owned())
-        .await;
-    stop.cancel();
-    while tasks.join_next().await.is_some() {}
-    served
-}
-
-/// Completes on SIGTERM or ctrl-c.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
-    }
 }
 
 /// The production and embedded assembly: PostgreSQL or SQLite, evidence in a
@@ -341,12 +323,19 @@ pub async fn assemble(
     if migrate {
         store.migrate().await?;
     }
+    observe_pool(&store);
     let blobs = storage.open().await?;
     let service = Service::new(store, blobs, clock, settings);
     Ok(Arc::new(match queue {
         Some(queue) => service.with_timer_queue(queue),
         None => service,
     }))
+}
+
+/// Reports the store's connections as `db.client.connection.count`.
+pub fn observe_pool(store: &agentprocess_store::SqlStore) {
+    let store = store.clone();
+    agentprocess_telemetry::observe_pool("agentprocess", move || store.pool_stats());
 }
 
 /// Why the service could not be assembled.
@@ -370,18 +359,4 @@ pub fn host_of(url: &str) -> Option<String> {
         authority.rsplit_once(':').map_or(authority, |(host, _)| host)
     };
     (!host.is_empty()).then(|| host.to_owned())
-}
-
-/// Logs to stderr, filtered by `AGENTPROCESS_LOG` (default: info, rmcp and sqlx at warn).
-pub fn init_logging(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTPROCESS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn,sqlx=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
 }

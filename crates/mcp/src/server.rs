@@ -12,6 +12,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use agentprocess_telemetry::KeyValue;
+use agentprocess_telemetry::context::RequestSpan;
+use tracing::Instrument as _;
+
 use crate::arguments::{ARGUMENTS, input_schema, spec};
 use crate::tools::{call, envelope};
 
@@ -87,11 +91,33 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .and_then(|parts| parts.extensions.get::<Caller>())
             .cloned()
             .ok_or_else(|| ErrorData::internal_error("the request carries no authenticated caller", None))?;
+        let trace_parent = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_traceparent().map(|parent| (parent, meta.get_tracestate())))
+            .or_else(|| {
+                context
+                    .meta
+                    .get_traceparent()
+                    .map(|parent| (parent, context.meta.get_tracestate()))
+            });
+        let span = tool_span(spec.name, &caller, &context, trace_parent);
         let arguments = request.arguments.unwrap_or_default();
-        let result = call(&self.service, &caller, spec, arguments).await;
+        if let Some(run) = named_run(&arguments) {
+            span.record("agentprocess.run", run);
+        }
+        if let Some(step) = arguments.get("stepId").and_then(serde_json::Value::as_str) {
+            span.record("agentprocess.step", step);
+        }
+        let started = std::time::Instant::now();
+        let result = call(&self.service, &caller, spec, arguments)
+            .instrument(span.clone())
+            .await;
+        observe_call(&span, spec.name, &result, started.elapsed());
         // Refusals are the protocol working (a claim lost to another agent, say): debug.
         if let Err(error) = &result {
             tracing::debug!(
+                parent: &span,
                 tool = spec.name,
                 org = caller.org(),
                 code = error.code.as_str(),
@@ -107,4 +133,96 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
         };
         Ok(result.into())
     }
+}
+
+/// The span of a tool call (the MCP semantic conventions' server span): a child of the
+/// caller's `params._meta.traceparent` when given, else of the HTTP request's span.
+fn tool_span(
+    tool: &'static str,
+    caller: &Caller,
+    context: &RequestContext<RoleServer>,
+    trace_parent: Option<(&str, Option<&str>)>,
+) -> tracing::Span {
+    let request_span = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<RequestSpan>())
+        .map(|request| request.0.clone())
+        .unwrap_or_else(tracing::Span::current);
+    let span = tracing::info_span!(
+        parent: &request_span,
+        "tools/call",
+        otel.name = %format_args!("tools/call {tool}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        jsonrpc.request.id = %request_id(&context.id),
+        agentprocess.organization = caller.org(),
+        agentprocess.run = tracing::field::Empty,
+        agentprocess.step = tracing::field::Empty,
+        agentprocess.outcome = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if let Some(parent) =
+        trace_parent.and_then(|(parent, state)| agentprocess_telemetry::context::from_traceparent(parent, state))
+    {
+        agentprocess_telemetry::context::set_parent(&span, parent);
+    }
+    span
+}
+
+fn request_id(id: &rmcp::model::RequestId) -> String {
+    match id {
+        rmcp::model::NumberOrString::Number(number) => number.to_string(),
+        rmcp::model::NumberOrString::String(text) => text.to_string(),
+    }
+}
+
+/// The run a call names: `runId`, or the run of a claim token.
+fn named_run(arguments: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    let text = |key| arguments.get(key).and_then(serde_json::Value::as_str);
+    text("runId").or_else(|| text("token").and_then(agentprocess_service::token_run))
+}
+
+/// Records a call's outcome on its span and in the metrics.
+fn observe_call(
+    span: &tracing::Span,
+    tool: &'static str,
+    result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
+    took: std::time::Duration,
+) {
+    let outcome = match result {
+        Ok(data) => {
+            // A new run's id is only known from the answer.
+            if let Some(run) = data.pointer("/run/id").and_then(serde_json::Value::as_str) {
+                span.record("agentprocess.run", run);
+            }
+            "ok"
+        }
+        Err(error) => error.code.as_str(),
+    };
+    span.record("agentprocess.outcome", outcome);
+    let metrics = agentprocess_telemetry::metrics();
+    let mut attributes = vec![
+        KeyValue::new("mcp.method.name", "tools/call"),
+        KeyValue::new("gen_ai.tool.name", tool),
+    ];
+    if let Err(error) = result {
+        span.record("error.type", outcome);
+        // Refusals are answers; only a failure on the server's side marks the span.
+        if error.code == agentprocess_engine::Code::Retry {
+            span.record("otel.status_code", "error");
+        }
+        attributes.push(KeyValue::new("error.type", error.code.as_str()));
+    }
+    metrics.tool_duration.record(took.as_secs_f64(), &attributes);
+    metrics.tool_calls.add(
+        1,
+        &[
+            KeyValue::new("gen_ai.tool.name", tool),
+            KeyValue::new("agentprocess.outcome", outcome),
+        ],
+    );
 }

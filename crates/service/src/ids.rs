@@ -59,7 +59,7 @@ impl Ids for RunIds {
 }
 
 /// The run a claim token belongs to, if the token has the shape this server gives.
-pub(crate) fn token_run(token: &str) -> Option<&str> {
+pub fn token_run(token: &str) -> Option<&str> {
     let (run, secret) = token.split_once('.')?;
     (run.starts_with("r_") && run.len() > 2 && secret.len() >= 32).then_some(run)
 }

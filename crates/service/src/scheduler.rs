@@ -21,6 +21,7 @@ use agentprocess_store::{Store, StoreTx, TimerRow};
 use agentprocess_timers::{Entry, TimerQueue};
 use futures_util::StreamExt as _;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::ids::RunIds;
 use crate::write::Change;
@@ -146,7 +147,15 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 rows.iter().map(entry_of).collect()
             }
         };
-        let mut taken = taken;
+        if taken.is_empty() {
+            return Ok(0);
+        }
+        let span = tracing::info_span!("scheduler pass", agentprocess.timers = taken.len());
+        self.fire_taken(taken, settings).instrument(span).await
+    }
+
+    /// Fires timers taken from the queue or the rows; returns how many there were.
+    async fn fire_taken(&self, mut taken: Vec<Entry>, settings: &SchedulerSettings) -> Result<usize, String> {
         // One lock order for every transaction that holds several runs.
         taken.sort_by(|a, b| (&a.org, &a.run_id, &a.timer_id).cmp(&(&b.org, &b.run_id, &b.timer_id)));
         let chunks: Vec<Vec<Entry>> = taken
@@ -164,6 +173,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         for (entry, fired) in results {
             match fired {
                 Ok(Fired::Applied(late)) => {
+                    crate::observe::timer_fired(&entry.timer_id, late);
                     tracing::debug!(org = %entry.org, run = %entry.run_id, timer = %entry.timer_id, late_ms = late, "timer fired");
                     done.push(entry);
                 }
@@ -231,36 +241,67 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut fired = Vec::with_capacity(entries.len());
         let mut changed = Vec::new();
         for entry in entries {
-            let (stored, taken) = tx
-                .lock_run_for_timer(&entry.org, &entry.run_id, &entry.timer_id, millis(now))
-                .await
-                .map_err(retry)?;
-            let Some(due_at) = taken else {
+            let (stored, taken) = crate::observe::run_lock(
+                &entry.run_id,
+                tx.lock_run_for_timer(&entry.org, &entry.run_id, &entry.timer_id, millis(now)),
+            )
+            .await
+            .map_err(retry)?;
+            let Some(taken) = taken else {
                 fired.push(Fired::Stale);
                 continue;
             };
-            fired.push(Fired::Applied(millis(now).saturating_sub(due_at)));
+            let late = millis(now).saturating_sub(taken.due_at);
+            fired.push(Fired::Applied(late));
             // A timer of a run that no longer exists: the row goes, nothing else.
             let Some(stored) = stored else {
                 continue;
             };
-            let (run, version) = self.parse_run(&mut tx, &entry.org, &stored).await?;
-            let mut ids = RunIds { run: run.id.clone() };
-            let transition = timer_fired(&run, &version, &entry.timer_id, now, &mut ids);
-            let change = Change {
-                before: Some(&run),
-                transition: &transition,
-                version: &version,
-            };
-            let written = self.save(&mut tx, &entry.org, change).await?;
-            changed.push((&entry.org, transition, written));
+            let span = fire_span(entry, late, taken.trace_parent.as_deref());
+            let (run, version, transition, written) = async {
+                let (run, version) = self.parse_run(&mut tx, &entry.org, &stored).await?;
+                let mut ids = RunIds { run: run.id.clone() };
+                let transition = timer_fired(&run, &version, &entry.timer_id, now, &mut ids);
+                let change = Change {
+                    before: Some(&run),
+                    transition: &transition,
+                    version: &version,
+                };
+                let written = self.save(&mut tx, &entry.org, change).await?;
+                Ok::<_, ToolError>((run, version, transition, written))
+            }
+            .instrument(span)
+            .await?;
+            changed.push((&entry.org, run, version, transition, written));
         }
         tx.commit().await.map_err(retry)?;
-        for (org, transition, written) in &changed {
-            self.committed(org, transition, *written);
+        for (org, run, version, transition, written) in &changed {
+            let change = Change {
+                before: Some(run),
+                transition,
+                version,
+            };
+            self.committed(org, &change, *written);
         }
         Ok(fired)
     }
+}
+
+/// The span of applying one timer: a child of the call that set it, when that call
+/// was traced.
+fn fire_span(entry: &Entry, late_ms: i64, trace_parent: Option<&str>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "timer fire",
+        agentprocess.organization = %entry.org,
+        agentprocess.run = %entry.run_id,
+        agentprocess.timer = %entry.timer_id,
+        agentprocess.timer.lateness_ms = late_ms,
+    );
+    if let Some(parent) = trace_parent.and_then(|value| agentprocess_telemetry::context::from_traceparent(value, None))
+    {
+        agentprocess_telemetry::context::set_parent(&span, parent);
+    }
+    span
 }
 
 fn entry_of(row: &TimerRow) -> Entry {

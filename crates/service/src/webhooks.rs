@@ -17,6 +17,7 @@ use base64::Engine as _;
 use futures_util::StreamExt as _;
 use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::endpoints::{PublicOnly, literal_refusal};
 use crate::scheduler::{after_failure, duration_millis, rest};
@@ -113,7 +114,15 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let count = taken.len();
         futures_util::stream::iter(taken)
             .for_each_concurrent(settings.concurrency.max(1), |delivery| async move {
-                let result = self.attempt(client, settings, &delivery).await;
+                let span = tracing::info_span!(
+                    "POST",
+                    otel.kind = "client",
+                    http.request.method = "POST",
+                    agentprocess.webhook = %delivery.webhook_id,
+                    agentprocess.notification = %delivery.notification_id,
+                );
+                let result = self.attempt(client, settings, &delivery).instrument(span).await;
+                crate::observe::delivery(result.status);
                 if let Err(error) = self.store.record_attempt(&delivery, &result).await {
                     // The delivery is taken again when its hold ends.
                     tracing::warn!(%error, notification = %delivery.notification_id, "delivery outcome not recorded");

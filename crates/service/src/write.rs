@@ -114,8 +114,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             Target::Token(token) => token_run(token).ok_or_else(unverified)?,
         };
         let mut tx = self.store.begin().await.map_err(retry)?;
-        let locked = tx
-            .lock_run(caller.org(), run_id, Some(&write.request_id))
+        let locked = crate::observe::run_lock(run_id, tx.lock_run(caller.org(), run_id, Some(&write.request_id)))
             .await
             .map_err(retry)?;
         let Some((stored, recorded)) = locked else {
@@ -194,6 +193,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
     async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<u64, ToolError> {
         let run = &transition.run;
         let mut deliveries = 0;
+        // A timer continues the trace of the call that set it.
+        let trace_parent = agentprocess_telemetry::context::traceparent(&tracing::Span::current());
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => {
@@ -202,6 +203,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                         run_id: run.id.clone(),
                         timer_id: timer.id.clone(),
                         fire_at: millis(timer.at),
+                        trace_parent: trace_parent.clone(),
                     };
                     tx.schedule_timer(&row).await.map_err(retry)?;
                 }
@@ -220,10 +222,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(deliveries)
     }
 
-    /// After a change committed: mirrors its timers in the queue (a lost add is
-    /// repaired by the reconciler, so this never holds up the caller) or wakes the
-    /// in-process timer loop, and wakes the webhook loop if there is something to post.
-    pub(crate) fn committed(&self, org: &str, transition: &Transition, written: Written) {
+    /// After a change committed: counts it, mirrors its timers in the queue (a lost
+    /// add is repaired by the reconciler, so this never holds up the caller) or wakes
+    /// the in-process timer loop, and wakes the webhook loop if there is something to
+    /// post.
+    pub(crate) fn committed(&self, org: &str, change: &Change<'_>, written: Written) {
+        crate::observe::committed(change);
+        let transition = change.transition;
         let run = &transition.run.id;
         let entry = |timer_id: &str, fire_at: i64| Entry {
             org: org.to_owned(),
@@ -302,7 +307,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         }
         tx.commit().await.map_err(retry)?;
         if let Some(change) = change {
-            self.committed(caller.org(), change.transition, written);
+            self.committed(caller.org(), &change, written);
         }
         Ok(self.present(caller.org(), result))
     }

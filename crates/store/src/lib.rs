@@ -11,8 +11,8 @@ use std::future::Future;
 
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
-    NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TimerRow,
-    Upload, Webhook, WorkKind, WorkQuery, WorkRow,
+    NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer,
+    TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
 };
 pub use sql::{Dialect, SqlStore, SqlTx};
 
@@ -42,6 +42,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether the database answers.
     fn ping(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// The versions of this build's migrations the database has not applied (a
+    /// database ahead of this build, during an upgrade, is current for it).
+    fn pending_migrations(&self) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// How much work waits at `now`, across organizations (for the gauges).
+    fn work_levels(&self, now: i64) -> impl Future<Output = Result<WorkLevels>> + Send;
 
     /// Starts a write transaction.
     fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
@@ -188,7 +195,7 @@ pub trait StoreTx: Send {
 
     /// For firing a timer: locks the run (as [`StoreTx::lock_run`]) and removes the
     /// timer's row if it is due at `now`, returning the run (`None` if there is no such
-    /// run) and when the timer was due (`None` when its row is gone, fired or
+    /// run) and the timer taken (`None` when its row is gone, fired or
     /// cancelled, or not due yet because it moved). Removing the row under the run's
     /// lock decides which of several schedulers applies a timer. On PostgreSQL, one
     /// statement.
@@ -198,7 +205,7 @@ pub trait StoreTx: Send {
         run_id: &str,
         timer_id: &str,
         now: i64,
-    ) -> impl Future<Output = Result<(Option<StoredRun>, Option<i64>)>> + Send;
+    ) -> impl Future<Output = Result<(Option<StoredRun>, Option<TakenTimer>)>> + Send;
 
     /// Puts a notification in the outbox, with a pending delivery for each of the
     /// organization's webhook endpoints; returns how many deliveries that made. On

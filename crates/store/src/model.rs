@@ -300,6 +300,26 @@ pub struct TimerRow {
     pub timer_id: String,
     /// When it fires.
     pub fire_at: i64,
+    /// The `traceparent` of the call that set it, when that call was traced.
+    pub trace_parent: Option<String>,
+}
+
+/// A timer row taken for firing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenTimer {
+    /// When it was due.
+    pub due_at: i64,
+    /// The `traceparent` of the call that set it.
+    pub trace_parent: Option<String>,
+}
+
+/// How much work waits, across every organization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WorkLevels {
+    /// Agent steps that can be claimed now.
+    pub ready_agent_steps: i64,
+    /// Open work items of people.
+    pub open_work_items: i64,
 }
 
 /// A webhook endpoint of an organization.

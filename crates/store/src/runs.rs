@@ -4,8 +4,8 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::model::{
-    Keyset, NewRequest, NewUpload, Page, RunFilter, RunRow, StoredRequest, StoredRun, Upload, WorkKind, WorkQuery,
-    WorkRow,
+    Keyset, NewRequest, NewUpload, Page, RunFilter, RunRow, StoredRequest, StoredRun, Upload, WorkKind, WorkLevels,
+    WorkQuery, WorkRow,
 };
 use crate::{Error, Result};
 
@@ -567,4 +567,20 @@ pub(crate) async fn remove_uncited_upload(
             .fetch_optional(connection)
             .await?;
     Ok(row.map(|row| row.try_get("storage_key")).transpose()?)
+}
+
+/// Agent steps claimable at `now` and open work items, across organizations.
+pub(crate) async fn work_levels(connection: &mut AnyConnection, now: i64) -> Result<WorkLevels> {
+    let row = sqlx::query(
+        "SELECT \
+         (SELECT COUNT(*) FROM work_index WHERE kind = 'agent' AND (lease_until IS NULL OR lease_until <= $1)) AS ready, \
+         (SELECT COUNT(*) FROM work_index WHERE kind = 'item') AS items",
+    )
+    .bind(now)
+    .fetch_one(connection)
+    .await?;
+    Ok(WorkLevels {
+        ready_agent_steps: row.try_get("ready")?,
+        open_work_items: row.try_get("items")?,
+    })
 }

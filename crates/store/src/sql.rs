@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
+use tracing::Instrument as _;
 
 use crate::model::{
     AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
-    RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TimerRow, Upload, Webhook, WorkQuery, WorkRow,
+    RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkLevels,
+    WorkQuery, WorkRow,
 };
 use crate::{Result, Store, StoreTx, admin, outbox, runs, timers};
 
@@ -22,6 +24,16 @@ pub enum Dialect {
     Postgres,
     /// SQLite: one connection, so transactions never overlap.
     Sqlite,
+}
+
+impl Dialect {
+    /// The database's `db.system.name` in OpenTelemetry's terms.
+    pub fn system_name(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgresql",
+            Self::Sqlite => "sqlite",
+        }
+    }
 }
 
 /// The store over a sqlx pool.
@@ -87,8 +99,16 @@ impl SqlStore {
 
     /// Applies every migration in `migrations/` not yet applied.
     pub async fn migrate(&self) -> Result<()> {
-        sqlx::migrate!("../../migrations").run(&self.pool).await?;
+        MIGRATOR.run(&self.pool).await?;
         Ok(())
+    }
+
+    /// Connections open and, of those, idle.
+    pub fn pool_stats(&self) -> (u64, u64) {
+        (
+            u64::from(self.pool.size()),
+            u64::try_from(self.pool.num_idle()).unwrap_or(u64::MAX),
+        )
     }
 
     /// Which database this is.
@@ -102,6 +122,8 @@ impl SqlStore {
     }
 }
 
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
 impl Store for SqlStore {
     type Tx = SqlTx;
 
@@ -110,10 +132,35 @@ impl Store for SqlStore {
         Ok(())
     }
 
+    async fn pending_migrations(&self) -> Result<Vec<i64>> {
+        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(MIGRATOR
+            .iter()
+            .filter(|migration| !migration.migration_type.is_down_migration())
+            .map(|migration| migration.version)
+            .filter(|version| !applied.contains(version))
+            .collect())
+    }
+
+    async fn work_levels(&self, now: i64) -> Result<WorkLevels> {
+        let mut connection = self.pool.acquire().await?;
+        runs::work_levels(&mut connection, now).await
+    }
+
     async fn begin(&self) -> Result<SqlTx> {
+        // The span lasts as long as the transaction: it ends at commit or rollback.
+        let span = tracing::info_span!(
+            "db.transaction",
+            otel.kind = "client",
+            db.system.name = self.dialect.system_name(),
+        );
+        let tx = self.pool.begin().instrument(span.clone()).await?;
         Ok(SqlTx {
-            tx: self.pool.begin().await?,
+            tx,
             dialect: self.dialect,
+            _span: span,
         })
     }
 
@@ -227,6 +274,7 @@ impl Store for SqlStore {
 pub struct SqlTx {
     tx: Transaction<'static, Any>,
     dialect: Dialect,
+    _span: tracing::Span,
 }
 
 impl StoreTx for SqlTx {
@@ -284,7 +332,7 @@ impl StoreTx for SqlTx {
         run_id: &str,
         timer_id: &str,
         now: i64,
-    ) -> Result<(Option<StoredRun>, Option<i64>)> {
+    ) -> Result<(Option<StoredRun>, Option<TakenTimer>)> {
         if self.dialect == Dialect::Postgres
             && let Some(found) = timers::lock_run_taking_timer(&mut self.tx, org, run_id, timer_id, now).await?
         {

@@ -4,17 +4,19 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::Result;
-use crate::model::{StoredRun, TimerRow};
+use crate::model::{StoredRun, TakenTimer, TimerRow};
 
 pub(crate) async fn schedule_timer(connection: &mut AnyConnection, timer: &TimerRow) -> Result<()> {
     sqlx::query(
-        "INSERT INTO timers (org_id, run_id, timer_id, fire_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at",
+        "INSERT INTO timers (org_id, run_id, timer_id, fire_at, trace_parent) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at, \
+         trace_parent = excluded.trace_parent",
     )
     .bind(&timer.org)
     .bind(&timer.run_id)
     .bind(&timer.timer_id)
     .bind(timer.fire_at)
+    .bind(timer.trace_parent.as_deref())
     .execute(connection)
     .await?;
     Ok(())
@@ -41,16 +43,28 @@ pub(crate) async fn take_due_timer(
     run_id: &str,
     timer_id: &str,
     now: i64,
-) -> Result<Option<i64>> {
+) -> Result<Option<TakenTimer>> {
     let row = fetch_for_timer(
         connection,
         "DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
-         RETURNING fire_at",
+         RETURNING fire_at, trace_parent",
         [org, run_id, timer_id],
         now,
     )
     .await?;
-    Ok(row.map(|row| row.try_get("fire_at")).transpose()?)
+    row.as_ref().map(taken).transpose().map(Option::flatten)
+}
+
+/// The taken timer in a row with `fire_at` and `trace_parent` (`fire_at` NULL: none).
+fn taken(row: &AnyRow) -> Result<Option<TakenTimer>> {
+    let due_at: Option<i64> = row.try_get("fire_at")?;
+    Ok(match due_at {
+        Some(due_at) => Some(TakenTimer {
+            due_at,
+            trace_parent: row.try_get("trace_parent")?,
+        }),
+        None => None,
+    })
 }
 
 /// Runs `sql` with `$1`–`$3` = organization, run and timer ids and `$4` = now.
@@ -78,13 +92,13 @@ pub(crate) async fn lock_run_taking_timer(
     run_id: &str,
     timer_id: &str,
     now: i64,
-) -> Result<Option<(Option<StoredRun>, Option<i64>)>> {
+) -> Result<Option<(Option<StoredRun>, Option<TakenTimer>)>> {
     let row = fetch_for_timer(
         connection,
         "WITH r AS (SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
          t AS (DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
-               AND EXISTS (SELECT 1 FROM r) RETURNING fire_at) \
-         SELECT r.id, r.doc, (SELECT fire_at FROM t) AS fire_at FROM r",
+               AND EXISTS (SELECT 1 FROM r) RETURNING fire_at, trace_parent) \
+         SELECT r.id, r.doc, t.fire_at, t.trace_parent FROM r LEFT JOIN t ON TRUE",
         [org, run_id, timer_id],
         now,
     )
@@ -96,7 +110,7 @@ pub(crate) async fn lock_run_taking_timer(
         id: row.try_get("id")?,
         doc: row.try_get("doc")?,
     };
-    Ok(Some((Some(run), row.try_get("fire_at")?)))
+    Ok(Some((Some(run), taken(&row)?)))
 }
 
 pub(crate) async fn timers_before(
@@ -140,6 +154,7 @@ fn timer_row(row: &AnyRow) -> Result<TimerRow> {
         run_id: row.try_get("run_id")?,
         timer_id: row.try_get("timer_id")?,
         fire_at: row.try_get("fire_at")?,
+        trace_parent: None,
     })
 }
 

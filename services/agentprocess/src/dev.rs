@@ -57,7 +57,11 @@ pub(crate) fn run(dev: Dev) -> anyhow::Result<()> {
 }
 
 async fn serve(dev: Dev) -> anyhow::Result<()> {
-    agentprocess_http::init_logging(false);
+    let telemetry = Arc::new(agentprocess_telemetry::init(&agentprocess_telemetry::Options {
+        service_name: "agentprocess-dev",
+        log_json: false,
+        prometheus: false,
+    })?);
     std::fs::create_dir_all(&dev.data_dir).with_context(|| format!("cannot create {}", dev.data_dir.display()))?;
     let listener = tokio::net::TcpListener::bind(dev.listen)
         .await
@@ -102,8 +106,15 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let mut background = agentprocess_http::Background::default();
     background.webhooks.allow_private_networks = true;
     let sweep = agentprocess_service::SweepSettings::default();
-    agentprocess_http::serve(service, listener, router, Some(background), Some(sweep)).await?;
-    Ok(())
+    let process = agentprocess_http::ProcessSettings {
+        shutdown_grace: std::time::Duration::from_secs(10),
+        shutdown_delay: std::time::Duration::ZERO,
+        telemetry: Arc::clone(&telemetry),
+        metrics_listen: None,
+    };
+    let served = agentprocess_http::serve(service, listener, router, Some(background), Some(sweep), &process).await;
+    telemetry.shutdown();
+    served
 }
 
 /// The URL-signing key, made once per data directory so URLs outlive a restart.

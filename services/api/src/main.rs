@@ -7,8 +7,14 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use clap::{Parser, Subcommand};
 
-/// The agentprocess API server (protocol core-2): the MCP endpoint at /mcp, signed
-/// file URLs, /healthz and /readyz.
+/// The agentprocess API server (protocol core-2): the MCP endpoint at /mcp, uploads at
+/// /v1/uploads, signed file URLs, /healthz and /readyz (and /metrics on its own address
+/// when asked).
+///
+/// Traces and metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (and the
+/// other standard OTEL_* variables); see docs/operations.md. SIGTERM drains: /readyz
+/// turns 503, the listener closes after --shutdown-delay-seconds, calls in flight get
+/// --shutdown-grace-seconds; a second signal exits at once.
 ///
 /// Every setting can also come from its AGENTPROCESS_* environment variable; a flag
 /// wins over the variable.
@@ -89,7 +95,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Migrate { database_url } => {
-            agentprocess_http::init_logging(false);
+            let _telemetry = agentprocess_telemetry::init(&agentprocess_telemetry::Options {
+                service_name: "agentprocess-migrate",
+                log_json: std::env::var("AGENTPROCESS_LOG_JSON").is_ok_and(|value| value == "true"),
+                prometheus: false,
+            })?;
             let store = agentprocess_store::SqlStore::connect(&database_url, 1).await?;
             store.migrate().await?;
             tracing::info!("migrations applied");
@@ -100,7 +110,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(serve: Serve) -> anyhow::Result<()> {
-    agentprocess_http::init_logging(serve.process.log_json);
+    let telemetry = serve.process.telemetry("agentprocess-api")?;
     let secret = base64::engine::general_purpose::STANDARD
         .decode(serve.url_secret.trim())
         .context("--url-secret must be base64")?;
@@ -139,6 +149,17 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     if background.is_none() {
         tracing::info!("timers and webhooks are left to agentprocess-scheduler");
     }
-    agentprocess_http::serve(service, listener, router, background, Some(serve.storage.sweep())).await?;
-    Ok(())
+    let process = serve.process.settings(&telemetry);
+    let served = agentprocess_http::serve(
+        service,
+        listener,
+        router,
+        background,
+        Some(serve.storage.sweep()),
+        &process,
+    )
+    .await;
+    tracing::info!("stopped");
+    telemetry.shutdown();
+    served
 }

@@ -7,18 +7,22 @@ use std::sync::Arc;
 
 use agentprocess_blobs::NoBlobs;
 use agentprocess_service::{Service, Settings};
-use agentprocess_store::{SqlStore, Store as _};
+use agentprocess_store::SqlStore;
 use anyhow::Context as _;
 use axum::Router;
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use clap::{Parser, Subcommand};
 
 /// The agentprocess scheduler: fires due timers (due, wait, wait_until, wait_for
 /// timeouts) from the Redis timer queue, re-adds timers missing from the queue, and
-/// delivers webhook notifications. Serves /healthz and /readyz.
+/// delivers webhook notifications. Serves /healthz and /readyz (and /metrics on its own
+/// address when asked).
+///
+/// Traces and metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set. SIGTERM
+/// stops taking timers and finishes the ones under way within
+/// --shutdown-grace-seconds; a second signal exits at once.
 ///
 /// Every setting can also come from its AGENTPROCESS_* environment variable; a flag
 /// wins over the variable.
@@ -68,10 +72,11 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(serve: Serve) -> anyhow::Result<()> {
-    agentprocess_http::init_logging(serve.process.log_json);
+    let telemetry = serve.process.telemetry("agentprocess-scheduler")?;
     let store = SqlStore::connect(&serve.database_url, serve.max_connections)
         .await
         .context("cannot reach the database")?;
+    agentprocess_http::observe_pool(&store);
     let (clock, test_clock) = agentprocess_http::clock(serve.process.test_clock);
     // The scheduler presents no files, so it needs no public URL or URL key.
     let mut service = Service::new(store, NoBlobs, clock, Settings::new("", Vec::new()));
@@ -90,22 +95,31 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         .with_state(Arc::clone(&service));
     let router = agentprocess_http::with_test_clock(router, &service, test_clock);
     // Uploads are swept by the API processes, which hold the evidence store.
-    agentprocess_http::serve(service, listener, router, Some(serve.background.background()), None).await?;
+    let process = serve.process.settings(&telemetry);
+    let served = agentprocess_http::serve(
+        service,
+        listener,
+        router,
+        Some(serve.background.background()),
+        None,
+        &process,
+    )
+    .await;
     tracing::info!("scheduler stopped");
-    Ok(())
+    telemetry.shutdown();
+    served
 }
 
-/// Ready when the database and the timer queue both answer.
-async fn ready(State(service): State<Arc<SchedulerService>>) -> Response {
-    if let Err(error) = service.store().ping().await {
-        tracing::warn!(%error, "not ready");
-        return (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response();
-    }
-    if let Some(queue) = service.timer_queue()
-        && let Err(error) = queue.ping().await
-    {
-        tracing::warn!(%error, "not ready");
-        return (StatusCode::SERVICE_UNAVAILABLE, "timer queue unreachable").into_response();
-    }
-    (StatusCode::OK, "ready").into_response()
+/// Ready when the database answers with every migration applied and the timer queue
+/// answers.
+async fn ready(
+    State(service): State<Arc<SchedulerService>>,
+    draining: Option<axum::Extension<agentprocess_http::Draining>>,
+) -> Response {
+    agentprocess_http::readiness(
+        service.store(),
+        service.timer_queue().map(|queue| &**queue),
+        draining.as_deref(),
+    )
+    .await
 }

@@ -1,0 +1,133 @@
+//! What the write path and the background loops report: run, timer and delivery
+//! counts after commit, run lock waits, and the sampled work levels. The instruments
+//! are `agentprocess_telemetry`'s; without a meter provider they do nothing.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Effect, Notification};
+use agentprocess_store::{DeliveryStatus, Store};
+use agentprocess_telemetry::{KeyValue, gauges, metrics};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use crate::write::Change;
+use crate::{Service, millis};
+
+/// How often the work levels are sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(15);
+
+/// Counts what a committed change did: a run started or ended, timers set, steps
+/// overdue.
+pub(crate) fn committed(change: &Change<'_>) {
+    let metrics = metrics();
+    let run = &change.transition.run;
+    let process = KeyValue::new("agentprocess.process", run.process.clone());
+    if change.before.is_none() {
+        metrics.runs_started.add(1, std::slice::from_ref(&process));
+    }
+    let was_over = change.before.is_some_and(|before| before.end.is_some());
+    if let (false, Some(end)) = (was_over, &run.end) {
+        let state = if end.cancelled { "cancelled" } else { "ended" };
+        metrics.runs_ended.add(
+            1,
+            &[
+                process,
+                KeyValue::new("agentprocess.run.state", state),
+                KeyValue::new("agentprocess.run.outcome", end.outcome.clone().unwrap_or_default()),
+            ],
+        );
+    }
+    for effect in &change.transition.effects {
+        match effect {
+            Effect::ScheduleTimer(timer) => metrics
+                .timers_scheduled
+                .add(1, &[KeyValue::new("agentprocess.timer.kind", timer.kind.as_str())]),
+            Effect::Notify(Notification::Overdue { .. }) => metrics.steps_overdue.add(1, &[]),
+            Effect::Notify(_) | Effect::CancelTimer { .. } => {}
+        }
+    }
+}
+
+/// A timer applied `late_ms` after its time.
+pub(crate) fn timer_fired(timer_id: &str, late_ms: i64) {
+    let kind = KeyValue::new("agentprocess.timer.kind", timer_kind(timer_id).to_owned());
+    let metrics = metrics();
+    metrics.timers_fired.add(1, std::slice::from_ref(&kind));
+    #[allow(clippy::cast_precision_loss)] // milliseconds far below 2^52
+    metrics.timer_lateness.record(late_ms.max(0) as f64 / 1000.0, &[kind]);
+}
+
+/// The kind in a timer id `<step>:<kind>:<attempt>`.
+fn timer_kind(timer_id: &str) -> &str {
+    timer_id.rsplit(':').nth(1).unwrap_or("unknown")
+}
+
+/// A webhook attempt's result.
+pub(crate) fn delivery(status: DeliveryStatus) {
+    let status = match status {
+        DeliveryStatus::Delivered => "delivered",
+        DeliveryStatus::Pending => "retry",
+        DeliveryStatus::Failed => "failed",
+    };
+    metrics()
+        .webhook_deliveries
+        .add(1, &[KeyValue::new("agentprocess.delivery.status", status)]);
+}
+
+/// Runs `lock` (taking a run's lock) in a span of its own and records the wait.
+pub(crate) async fn run_lock<T>(run_id: &str, lock: impl Future<Output = T>) -> T {
+    let span = tracing::info_span!("run lock", agentprocess.run = run_id);
+    let started = Instant::now();
+    let locked = lock.instrument(span).await;
+    metrics().lock_wait.record(started.elapsed().as_secs_f64(), &[]);
+    locked
+}
+
+impl<S: Store, B: Blobs> Service<S, B> {
+    /// Samples the work levels (and the timer queue's length) every 15 seconds for
+    /// the gauges, until `stop`.
+    pub async fn run_gauges(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            self.sample_levels().await;
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(SAMPLE_EVERY) => {}
+            }
+        }
+    }
+
+    async fn sample_levels(&self) {
+        let gauges = gauges();
+        match self.store.work_levels(millis(self.now())).await {
+            Ok(levels) => {
+                gauges.ready_steps.store(levels.ready_agent_steps, Ordering::Relaxed);
+                gauges.open_work_items.store(levels.open_work_items, Ordering::Relaxed);
+            }
+            Err(error) => tracing::debug!(%error, "work levels not sampled"),
+        }
+        if let Some(queue) = &self.queue {
+            match queue.count().await {
+                Ok(count) => gauges
+                    .queued_timers
+                    .store(i64::try_from(count).unwrap_or(i64::MAX), Ordering::Relaxed),
+                Err(error) => tracing::debug!(%error, "timer queue not sampled"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timer_kind;
+
+    #[test]
+    fn the_kind_is_read_from_the_timer_id() {
+        assert_eq!(timer_kind("review:wait_until:1"), "wait_until");
+        assert_eq!(timer_kind("a:due:12"), "due");
+        assert_eq!(timer_kind("odd"), "unknown");
+    }
+}

@@ -1,0 +1,248 @@
+"""Telemetry reaches a real OTLP receiver: the spans of a tool call with their
+attributes and parents, a fired timer continuing the trace of the call that set it,
+the metrics, and JSON log lines that carry trace ids and nothing secret."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import otlp
+import rawmcp
+import servers
+from client import request_id
+from scheduling import post_advance
+
+PROCESSES = Path(__file__).resolve().parent / "processes"
+SERVER_KIND = 2  # SpanKind.SPAN_KIND_SERVER
+STATUS_ERROR = 2
+
+
+class Traced:
+    """An API process on its own database, exporting to a receiver."""
+
+    def __init__(self, protocol: str) -> None:
+        self.receiver = otlp.Receiver()
+        self.database, self.url, self.tokens, _ = servers.seed_postgres([PROCESSES / "pause"])
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-otel-"))
+        self.secret = secrets.token_bytes(32)
+        port = servers.free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        self.log = self.workdir / "api.log"
+        env = dict(
+            os.environ,
+            OTEL_EXPORTER_OTLP_ENDPOINT=self.receiver.endpoint,
+            OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+            OTEL_METRIC_EXPORT_INTERVAL="300",
+            OTEL_BSP_SCHEDULE_DELAY="100",
+            OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=e2e",
+            AGENTPROCESS_LOG="info,agentprocess_mcp=debug",
+        )
+        env.pop("OTEL_SERVICE_NAME", None)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [*servers.api_command(self.url, port, self.secret, self.workdir), "--log-json"],
+                stdout=log, stderr=subprocess.STDOUT, env=env,
+            )
+        servers.wait_ready(self.base, self.process)
+
+    def call(self, tool: str, arguments: dict, token: str = "alice", **kwargs) -> dict:
+        return rawmcp.call(self.base, self.tokens[token], tool, arguments, **kwargs)
+
+    def spans_named(self, name: str) -> list[otlp.Span]:
+        return [span for span in self.receiver.spans() if span.name == name]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        self.receiver.close()
+        servers.psql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def traced():
+    deployment = Traced("http/protobuf")
+    yield deployment
+    deployment.close()
+
+
+def traceparent() -> tuple[str, str, str]:
+    trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
+    return trace_id, parent_id, f"00-{trace_id}-{parent_id}-01"
+
+
+def test_a_tool_call_is_a_server_span_in_the_callers_trace_with_its_attributes(traced):
+    trace_id, parent_id, header = traceparent()
+    result = traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()},
+                         meta={"traceparent": header})
+    run_id = result["data"]["run"]["id"]
+    spans = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("tools/call start_run") if s.trace_id == trace_id],
+        what="start_run span")
+    span = spans[0]
+    assert span.parent_span_id == parent_id
+    assert span.kind == SERVER_KIND
+    assert span.attributes["mcp.method.name"] == "tools/call"
+    assert span.attributes["gen_ai.tool.name"] == "start_run"
+    assert span.attributes["agentprocess.organization"] == "acme"
+    assert span.attributes["agentprocess.run"] == run_id
+    assert span.attributes["agentprocess.outcome"] == "ok"
+    assert "error.type" not in span.attributes
+    assert span.resource["service.name"] == "agentprocess-api"
+    assert span.resource["deployment.environment.name"] == "e2e"
+    # The database transaction is a child of the call.
+    children = traced.receiver.wait_for(
+        lambda: [s for s in traced.receiver.spans() if s.parent_span_id == span.span_id],
+        what="child spans")
+    transactions = [s for s in children if s.name == "db.transaction"]
+    assert transactions and transactions[0].attributes["db.system.name"] == "postgresql"
+
+
+def test_the_traceparent_header_makes_the_http_span_the_tool_spans_parent(traced):
+    trace_id, parent_id, header = traceparent()
+    traced.call("get_work", {}, token="agent-1", traceparent=header)
+    http_span = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("POST /mcp") if s.trace_id == trace_id], what="HTTP span")[0]
+    assert http_span.parent_span_id == parent_id
+    assert http_span.attributes["http.request.method"] == "POST"
+    assert http_span.attributes["http.route"] == "/mcp"
+    assert http_span.attributes["http.response.status_code"] == 200
+    tool = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("tools/call get_work") if s.trace_id == trace_id],
+        what="get_work span")[0]
+    assert tool.parent_span_id == http_span.span_id
+
+
+def test_a_refused_call_carries_its_error_code(traced):
+    trace_id, _, header = traceparent()
+    refused = traced.call("claim", {"runId": "r_missing", "stepId": "x", "requestId": request_id()},
+                          token="agent-1", meta={"traceparent": header})
+    assert refused["ok"] is False and refused["error"]["code"] == "not_found"
+    span = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("tools/call claim") if s.trace_id == trace_id], what="claim span")[0]
+    assert span.attributes["error.type"] == "not_found"
+    assert span.attributes["agentprocess.outcome"] == "not_found"
+    assert span.attributes["agentprocess.run"] == "r_missing"
+    assert span.attributes["agentprocess.step"] == "x"
+    # A refusal is an answer, not a fault of the server.
+    assert span.status_code != STATUS_ERROR
+    # Its debug log line leads to the same trace.
+    lines = [json.loads(line) for line in traced.log.read_text().splitlines() if line.startswith("{")]
+    refusals = [line for line in lines if line.get("message") == "tool call refused" and line.get("trace_id") == trace_id]
+    assert refusals and refusals[0]["code"] == "not_found" and refusals[0]["span"] == "tools/call"
+
+
+def test_a_fired_timer_continues_the_trace_of_the_call_that_set_it(traced):
+    trace_id, _, header = traceparent()
+    result = traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()},
+                         meta={"traceparent": header})
+    run_id = result["data"]["run"]["id"]
+    start = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("tools/call start_run") if s.trace_id == trace_id],
+        what="start_run span")[0]
+    post_advance(traced.base, 120)
+    fired = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("timer fire") if s.attributes.get("agentprocess.run") == run_id],
+        what="timer fire span")[0]
+    assert fired.trace_id == trace_id
+    assert fired.parent_span_id == start.span_id
+    assert fired.attributes["agentprocess.timer"].startswith("pause:wait:")
+    assert fired.attributes["agentprocess.timer.lateness_ms"] >= 0
+
+
+def test_the_metrics_arrive_with_their_attributes(traced):
+    traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()})
+    traced.call("get_run", {"runId": "r_missing"})
+
+    def point(metric: str, **wanted):
+        return [p for p in traced.receiver.points()
+                if p.metric == metric and all(p.attributes.get(k) == v for k, v in wanted.items())]
+
+    receive = traced.receiver.wait_for
+    assert receive(lambda: point("agentprocess.tool.calls", **{"gen_ai.tool.name": "start_run",
+                                                              "agentprocess.outcome": "ok"}), what="tool calls")
+    assert receive(lambda: point("agentprocess.tool.calls", **{"gen_ai.tool.name": "get_run",
+                                                              "agentprocess.outcome": "not_found"}),
+                   what="refused tool calls")
+    durations = receive(lambda: point("mcp.server.operation.duration", **{"gen_ai.tool.name": "start_run"}),
+                        what="tool durations")
+    assert durations[-1].kind == "histogram" and durations[-1].value >= 1
+    assert receive(lambda: point("mcp.server.operation.duration", **{"error.type": "not_found"}),
+                   what="refused tool durations")
+    assert receive(lambda: point("http.server.request.duration", **{"http.route": "/mcp",
+                                                                    "http.request.method": "POST"}),
+                   what="HTTP durations")
+    assert receive(lambda: point("agentprocess.runs.started", **{"agentprocess.process": "pause"}),
+                   what="runs started")
+    assert receive(lambda: point("agentprocess.timers.scheduled", **{"agentprocess.timer.kind": "wait"}),
+                   what="timers scheduled")
+    assert receive(lambda: point("db.client.connection.count", **{"db.client.connection.state": "idle"}),
+                   what="pool connections")
+    # The work gauges are sampled by the process that fires the timers (this one).
+    assert receive(lambda: point("agentprocess.steps.ready"), what="ready steps")
+    assert receive(lambda: point("agentprocess.work_items.open"), what="open work items")
+    post_advance(traced.base, 120)
+    assert receive(lambda: point("agentprocess.timers.fired", **{"agentprocess.timer.kind": "wait"}),
+                   what="timers fired")
+    assert receive(lambda: point("agentprocess.timers.lateness"), what="timer lateness")
+    assert receive(lambda: point("agentprocess.runs.ended", **{"agentprocess.process": "pause",
+                                                              "agentprocess.run.state": "ended",
+                                                              "agentprocess.run.outcome": "done"}),
+                   what="runs ended")
+    assert receive(lambda: point("agentprocess.run.lock.wait"), what="run lock waits")
+    assert {p.resource.get("service.name") for p in traced.receiver.points()} == {"agentprocess-api"}
+
+
+def test_log_lines_are_json_and_hold_no_token_or_secret(traced):
+    # A claim token and run data pass through the server in this flow.
+    started = traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()})
+    assert started["ok"]
+    time.sleep(0.5)
+    text = traced.log.read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines
+    for line in lines:
+        parsed = json.loads(line)
+        assert {"timestamp", "level", "target"} <= set(parsed), line
+    for name, token in traced.tokens.items():
+        assert token not in text, f"{name}'s bearer token is in the log"
+    assert traced.secret.hex() not in text
+    assert base64.b64encode(traced.secret).decode() not in text
+    assert "postgres://" not in text
+
+
+def test_otlp_over_http_json_too():
+    deployment = Traced("http/json")
+    try:
+        deployment.call("describe", {})
+        deployment.receiver.wait_for(lambda: deployment.spans_named("tools/call describe"), what="span")
+        assert deployment.receiver.content_types == {"application/json"}
+    finally:
+        deployment.close()
+
+
+def test_with_no_endpoint_nothing_is_exported_and_the_server_runs(tmp_path):
+    database, url, tokens, _ = servers.seed_postgres([PROCESSES / "pause"])
+    port = servers.free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    log = open(tmp_path / "api.log", "ab")
+    process = subprocess.Popen(servers.api_command(url, port, secrets.token_bytes(32), tmp_path), stdout=log,
+                               stderr=subprocess.STDOUT, env=env)
+    try:
+        servers.wait_ready(f"http://127.0.0.1:{port}", process)
+        result = rawmcp.call(f"http://127.0.0.1:{port}", tokens["alice"], "describe", {})
+        assert result["ok"]
+        assert "OTLP" not in (tmp_path / "api.log").read_text()
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+        servers.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
