@@ -133,9 +133,22 @@ impl Store for SqlStore {
     }
 
     async fn pending_migrations(&self) -> Result<Vec<i64>> {
-        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
-            .fetch_all(&self.pool)
-            .await?;
+        // A database never migrated has no table of migrations yet.
+        let exists = match self.dialect {
+            Dialect::Postgres => {
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_name = '_sqlx_migrations' AND table_schema = current_schema()"
+            }
+            Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+        };
+        let tables: i64 = sqlx::query_scalar(exists).fetch_one(&self.pool).await?;
+        let applied: Vec<i64> = if tables == 0 {
+            Vec::new()
+        } else {
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await?
+        };
         Ok(MIGRATOR
             .iter()
             .filter(|migration| !migration.migration_type.is_down_migration())

@@ -235,6 +235,13 @@ async fn work(db: &TestDb) {
     };
     assert!(store.work("o", &stranger).await.expect("work").items.is_empty());
     assert!(store.work("other", &person).await.expect("work").items.is_empty());
+    // The gauges' levels: claimable agent steps at a time, and open items.
+    let levels = |ready_agent_steps, open_work_items| agentprocess_store::WorkLevels {
+        ready_agent_steps,
+        open_work_items,
+    };
+    assert_eq!(store.work_levels(999).await.expect("levels"), levels(1, 2));
+    assert_eq!(store.work_levels(1_000).await.expect("levels"), levels(2, 2));
 
     // Rewriting the run changes the rows named and removes the ones gone.
     run.work = vec![WorkRow {
@@ -310,6 +317,11 @@ async fn identities_and_versions(db: &TestDb) {
     assert!(store.version("other", "b", None).await.expect("v").is_none());
 }
 
+on_both!(a_migrated_database_has_no_pending_migrations, migrations);
+async fn migrations(db: &TestDb) {
+    assert_eq!(db.store.pending_migrations().await.expect("pending"), Vec::<i64>::new());
+}
+
 on_both!(timers_fire_earliest_first_and_are_removed_once, timers);
 async fn timers(db: &TestDb) {
     let store = &db.store;
@@ -318,9 +330,16 @@ async fn timers(db: &TestDb) {
         run_id: "r_1".to_owned(),
         timer_id: id.to_owned(),
         fire_at: at,
+        trace_parent: None,
     };
+    let trace_parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let mut tx = store.begin().await.expect("begin");
-    tx.schedule_timer(&timer("late", 300)).await.expect("schedule");
+    tx.schedule_timer(&TimerRow {
+        trace_parent: Some(trace_parent.to_owned()),
+        ..timer("late", 300)
+    })
+    .await
+    .expect("schedule");
     tx.schedule_timer(&timer("early", 100)).await.expect("schedule");
     tx.schedule_timer(&timer("moved", 900)).await.expect("schedule");
     tx.schedule_timer(&timer("moved", 200)).await.expect("reschedule");
@@ -343,10 +362,18 @@ async fn timers(db: &TestDb) {
         .await
         .expect("run");
     // A timer is taken only when due, once, with its run.
-    let taken = |found: (Option<agentprocess_store::StoredRun>, Option<i64>)| (found.0.map(|run| run.id), found.1);
+    let taken = |found: (
+        Option<agentprocess_store::StoredRun>,
+        Option<agentprocess_store::TakenTimer>,
+    )| { (found.0.map(|run| run.id), found.1.map(|timer| timer.due_at)) };
     let take = tx.lock_run_for_timer("o", "r_1", "late", 299).await.expect("take");
     assert_eq!(taken(take), (Some("r_1".to_owned()), None));
+    // It comes back with the trace context of the call that set it.
     let take = tx.lock_run_for_timer("o", "r_1", "late", 350).await.expect("take");
+    assert_eq!(
+        take.1.as_ref().and_then(|timer| timer.trace_parent.as_deref()),
+        Some(trace_parent)
+    );
     assert_eq!(taken(take), (Some("r_1".to_owned()), Some(300)));
     let take = tx.lock_run_for_timer("o", "r_1", "late", 350).await.expect("take");
     assert_eq!(taken(take), (Some("r_1".to_owned()), None));

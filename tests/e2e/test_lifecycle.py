@@ -1,0 +1,319 @@
+"""Health and shutdown: `/readyz` follows the database (a PostgreSQL of the test's
+own, stopped and started again) and its migrations; SIGTERM drains, finishes the
+calls in flight and exits 0; a second signal, or the end of the grace period, exits
+at once."""
+
+from __future__ import annotations
+
+import glob
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import rawmcp
+import servers
+from client import request_id
+
+PROCESSES = Path(__file__).resolve().parent / "processes"
+
+
+def status(base: str, path: str = "/readyz") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"{base}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def eventually(check, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not reached within {timeout} s")
+
+
+class PrivatePostgres:
+    """A PostgreSQL server of the test's own (initdb in a temporary directory, another
+    port), so that stopping it touches nothing else."""
+
+    def __init__(self) -> None:
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+        self.bin = Path(os.environ.get("AGENTPROCESS_PG_BIN", bins[-1] if bins else "/usr/bin"))
+        self.dir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pgdata-"))
+        self.port = servers.free_port()
+        # PostgreSQL refuses to run as root.
+        self.as_owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_owner:
+            shutil.chown(self.dir, "postgres", "postgres")
+        self.run("initdb", "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres", "--no-sync")
+        self.start()
+
+    def run(self, tool: str, *args: str) -> None:
+        subprocess.run([*self.as_owner, str(self.bin / tool), *args], check=True, capture_output=True)
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self.run("pg_ctl", "-D", str(self.dir / "data"), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
+
+    def stop(self) -> None:
+        self.run("pg_ctl", "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Api:
+    """One `agentprocess-api` process."""
+
+    def __init__(self, url: str, *flags: str, path: str = "/readyz") -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-life-"))
+        port = servers.free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        self.port = port
+        with open(self.workdir / "api.log", "ab") as log:
+            self.process = subprocess.Popen(
+                servers.api_command(url, port, secrets.token_bytes(32), self.workdir, *flags),
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        servers.wait_ready(self.base, self.process, path=path)
+
+    def log(self) -> str:
+        return (self.workdir / "api.log").read_text()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def private_postgres():
+    database = PrivatePostgres()
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def seeded():
+    database, url, tokens, _ = servers.seed_postgres([PROCESSES / "pause"])
+    yield database, url, tokens
+    servers.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def test_readiness_follows_the_database_when_it_stops_and_returns(private_postgres):
+    api = Api(private_postgres.url, "--migrate")
+    try:
+        assert status(api.base) == (200, "ready")
+        private_postgres.stop()
+        code, reason = eventually(lambda: (found := status(api.base))[0] == 503 and found, what="unready")
+        assert "database unreachable" in reason
+        # Up, but not ready: the process is not restarted for a database outage.
+        assert status(api.base, "/healthz")[0] == 200
+        private_postgres.start()
+        eventually(lambda: status(api.base) == (200, "ready"), what="ready again")
+        assert api.process.poll() is None
+    finally:
+        api.close()
+
+
+def test_readiness_waits_for_the_migrations_of_this_build():
+    database = f"e2e_{secrets.token_hex(6)}"
+    servers.psql(f"CREATE DATABASE {database}")
+    url = f"{servers.PG}/{database}"
+    api = Api(url, path="/healthz")
+    scheduler_port = servers.free_port()
+    scheduler = subprocess.Popen(
+        [str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", url,
+         "--listen", f"127.0.0.1:{scheduler_port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    scheduler_base = f"http://127.0.0.1:{scheduler_port}"
+    try:
+        servers.wait_ready(scheduler_base, scheduler, path="/healthz")
+        for base in (api.base, scheduler_base):
+            code, reason = status(base)
+            assert code == 503 and "migrations not applied" in reason, (base, code, reason)
+        subprocess.run([str(servers.BIN / "agentprocess-api"), "migrate", "--database-url", url], check=True,
+                       capture_output=True)
+        for base in (api.base, scheduler_base):
+            eventually(lambda: status(base) == (200, "ready"), what=f"{base} ready after migrating")
+    finally:
+        scheduler.send_signal(signal.SIGTERM)
+        assert scheduler.wait(timeout=30) == 0
+        api.close()
+        servers.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+@contextmanager
+def run_locked(database: str, run_id: str):
+    """Holds the run's row lock in a transaction of its own until the block ends, so
+    that writes to the run wait in the server."""
+    holder = subprocess.Popen(["psql", f"{servers.PG}/{database}", "-At", "-v", "ON_ERROR_STOP=1"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdin and holder.stdout
+    holder.stdin.write(f"BEGIN; SELECT 'locked' FROM runs WHERE id = '{run_id}' FOR UPDATE;\n")
+    holder.stdin.flush()
+    assert holder.stdout.readline().strip() in ("BEGIN", "locked")
+    try:
+        yield
+    finally:
+        holder.stdin.write("ROLLBACK;\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def waiting_on_locks(database: str) -> int:
+    return int(servers.psql(
+        f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{database}' AND wait_event_type = 'Lock'"))
+
+
+def start_pause(base: str, token: str) -> str:
+    return rawmcp.call(base, token, "start_run", {"process": "pause", "inputs": {}, "requestId": request_id()})[
+        "data"]["run"]["id"]
+
+
+class Calls:
+    """Tool calls on threads, each answer or failure kept."""
+
+    def __init__(self) -> None:
+        self.answers: list[dict] = []
+        self.failures: list[str] = []
+        self.threads: list[threading.Thread] = []
+        self.lock = threading.Lock()
+
+    def start(self, call) -> None:
+        def run() -> None:
+            try:
+                answer = call()
+                with self.lock:
+                    self.answers.append(answer)
+            except Exception as error:  # noqa: BLE001 (every failure is the finding)
+                with self.lock:
+                    self.failures.append(repr(error))
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def join(self, timeout: float = 60) -> None:
+        for thread in self.threads:
+            thread.join(timeout)
+
+
+def test_sigterm_under_load_finishes_every_call_in_flight_and_exits_0(seeded):
+    database, url, tokens = seeded
+    api = Api(url, "--shutdown-delay-seconds", "2", "--shutdown-grace-seconds", "30")
+    try:
+        run_id = start_pause(api.base, tokens["alice"])
+        # A load balancer's view: no new calls once /readyz fails.
+        draining = threading.Event()
+        load = Calls()
+
+        def get_work_until_draining() -> dict:
+            answers = 0
+            while not draining.is_set():
+                assert rawmcp.call(api.base, tokens["agent-1"], "get_work", {})["ok"]
+                answers += 1
+            return {"answers": answers}
+
+        for _ in range(4):
+            load.start(get_work_until_draining)
+        blocked = Calls()
+        with run_locked(database, run_id):
+            for _ in range(6):
+                blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
+                                                  {"runId": run_id, "stepId": "pause", "requestId": request_id()},
+                                                  timeout=60))
+            eventually(lambda: waiting_on_locks(database) >= 6, what="calls waiting on the run's lock")
+            api.process.send_signal(signal.SIGTERM)
+            eventually(lambda: status(api.base)[0] == 503, timeout=5, what="draining")
+            draining.set()
+            # Still serving through the delay.
+            assert rawmcp.call(api.base, tokens["agent-1"], "describe", {})["ok"]
+            # Then the listener closes while the blocked calls are still in flight.
+            def refused() -> bool:
+                try:
+                    socket.create_connection(("127.0.0.1", api.port), timeout=1).close()
+                    return False
+                except ConnectionRefusedError:
+                    return True
+            eventually(refused, timeout=10, what="listener closed")
+            assert api.process.poll() is None
+            assert waiting_on_locks(database) >= 6
+        blocked.join()
+        load.join()
+        assert blocked.failures == [] and load.failures == []
+        assert len(blocked.answers) == 6
+        # Each claim was answered in full (the pause step is not an agent's to claim).
+        assert all(answer["ok"] is False and answer["error"]["code"] for answer in blocked.answers)
+        assert sum(answer["answers"] for answer in load.answers) > 0
+        assert api.process.wait(timeout=30) == 0
+    finally:
+        api.close()
+
+
+def test_a_second_signal_exits_at_once(seeded):
+    database, url, tokens = seeded
+    api = Api(url, "--shutdown-grace-seconds", "60")
+    try:
+        run_id = start_pause(api.base, tokens["alice"])
+        blocked = Calls()
+        with run_locked(database, run_id):
+            blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
+                                              {"runId": run_id, "stepId": "pause", "requestId": request_id()},
+                                              timeout=60))
+            eventually(lambda: waiting_on_locks(database) >= 1, what="a call waiting on the run's lock")
+            api.process.send_signal(signal.SIGTERM)
+            eventually(lambda: "shutting down" in api.log(), timeout=5, what="the first signal taken")
+            time.sleep(0.3)
+            assert api.process.poll() is None
+            api.process.send_signal(signal.SIGTERM)
+            assert api.process.wait(timeout=5) != 0
+            assert "second signal" in api.log()
+    finally:
+        api.close()
+
+
+def test_calls_past_the_grace_period_do_not_hold_the_process(seeded):
+    database, url, tokens = seeded
+    api = Api(url, "--shutdown-grace-seconds", "1")
+    try:
+        run_id = start_pause(api.base, tokens["alice"])
+        blocked = Calls()
+        with run_locked(database, run_id):
+            blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
+                                              {"runId": run_id, "stepId": "pause", "requestId": request_id()},
+                                              timeout=60))
+            eventually(lambda: waiting_on_locks(database) >= 1, what="a call waiting on the run's lock")
+            started = time.monotonic()
+            api.process.send_signal(signal.SIGTERM)
+            assert api.process.wait(timeout=10) != 0
+            assert time.monotonic() - started < 5
+            assert "grace period" in api.log()
+        blocked.join()
+    finally:
+        api.close()
