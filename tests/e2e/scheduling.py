@@ -79,7 +79,8 @@ class PrivateRedis:
 class Deployment:
     """An API process, schedulers and a database, all on one test clock offset."""
 
-    def __init__(self, redis_url: str, schedulers: int = 1, flags: tuple[str, ...] = ()) -> None:
+    def __init__(self, redis_url: str, schedulers: int = 1, flags: tuple[str, ...] = (),
+                 api_flags: tuple[str, ...] = ()) -> None:
         folders = sorted(PROCESSES.iterdir())
         self.flags = [*SCHEDULER_FLAGS, *flags]
         database, url, tokens, persons = servers.seed_postgres(folders)
@@ -92,7 +93,7 @@ class Deployment:
                                      "acme", self.workdir)
         log = open(self.workdir / "api.log", "ab")
         api = subprocess.Popen(
-            servers.api_command(url, port, secrets.token_bytes(32), self.workdir, *self.queue_flags()),
+            servers.api_command(url, port, secrets.token_bytes(32), self.workdir, *self.queue_flags(), *api_flags),
             stdout=log, stderr=subprocess.STDOUT,
         )
         self.server.processes = [api]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import rawmcp
 import servers
 from client import connect, request_id
 
@@ -77,9 +78,9 @@ class S3:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@pytest.fixture
-def s3_server():
-    s3 = S3()
+def s3_api(s3: S3, keys: tuple[str, ...] = ("--s3-access-key-id", "K", "--s3-secret-access-key", "S"),
+           env: dict | None = None) -> servers.Server:
+    """An API process over a fresh database with its evidence in `s3`."""
     database, url, tokens, persons = servers.seed_postgres([PROCESSES / "filed"])
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-s3api-"))
     port = servers.free_port()
@@ -87,17 +88,57 @@ def s3_server():
     log = open(workdir / "api.log", "ab")
     api = subprocess.Popen(
         servers.api_command(url, port, secrets.token_bytes(32), workdir,
-                            "--s3-bucket", BUCKET, "--s3-endpoint", s3.endpoint, "--s3-path-style",
-                            "--s3-access-key-id", "K", "--s3-secret-access-key", "S", "--s3-create-bucket",
-                            "--s3-timeout-seconds", "2", "--max-upload-bytes", "100000",
+                            "--s3-bucket", BUCKET, "--s3-endpoint", s3.endpoint, "--s3-path-style", *keys,
+                            "--s3-create-bucket", "--s3-timeout-seconds", "2", "--max-upload-bytes", "100000",
                             "--uncited-upload-seconds", "3600", "--upload-sweep-seconds", "0.2"),
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log, stderr=subprocess.STDOUT, env=env,
     )
     server.processes = [api]
-    servers.wait_ready(server.base, api)
+    try:
+        servers.wait_ready(server.base, api)
+    except RuntimeError:
+        servers.drop(server)
+        raise
+    return server
+
+
+@pytest.fixture
+def s3_server():
+    s3 = S3()
+    server = s3_api(s3)
     yield server, s3
     servers.drop(server)
     s3.close()
+
+
+@pytest.mark.parametrize("secret, works", [("S", True), ("wrong", False)])
+def test_without_keys_the_default_aws_chain_finds_credentials(secret, works):
+    """No --s3-* keys: the AWS default chain is used (here its environment variables,
+    as an EKS pod's web identity or an instance profile would be elsewhere)."""
+    s3 = S3()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    # The bucket is made by an API with keys first, as a bucket's owner would.
+    servers.drop(s3_api(s3))
+    env.update(AWS_ACCESS_KEY_ID="K", AWS_SECRET_ACCESS_KEY=secret, AWS_EC2_METADATA_DISABLED="true")
+    try:
+        server = s3_api(s3, keys=(), env=env)
+    except RuntimeError:
+        assert not works, "the API did not start with credentials from the environment"
+        s3.close()
+        return
+    try:
+        uploaded = rawmcp.call(server.base, server.tokens["agent-1"], "upload",
+                               {"fileName": "a.txt", "contentType": "text/plain", "contentBase64": b64(b"chain"),
+                                "requestId": request_id()})
+        if works:
+            assert uploaded["ok"], uploaded
+            assert [p.read_bytes() for p in s3.objects()] == [b"chain"]
+        else:
+            assert uploaded["ok"] is False and uploaded["error"]["code"] == "retry", uploaded
+            assert s3.objects() == []
+    finally:
+        servers.drop(server)
+        s3.close()
 
 
 def b64(data: bytes) -> str:

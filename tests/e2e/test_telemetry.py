@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import urllib.request
 import secrets
 import subprocess
 import tempfile
@@ -19,9 +21,10 @@ import otlp
 import rawmcp
 import servers
 from client import request_id
-from scheduling import post_advance
+from scheduling import SHARED_REDIS, Deployment, post_advance
 
 PROCESSES = Path(__file__).resolve().parent / "processes"
+DASHBOARD = servers.REPO / "deploy" / "grafana" / "agentprocess.json"
 SERVER_KIND = 2  # SpanKind.SPAN_KIND_SERVER
 STATUS_ERROR = 2
 
@@ -246,3 +249,77 @@ def test_with_no_endpoint_nothing_is_exported_and_the_server_runs(tmp_path):
         process.terminate()
         assert process.wait(timeout=30) == 0
         servers.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def dashboard_series() -> set[str]:
+    """Every series a query of the dashboard selects (each selector carries a matcher)."""
+    def panels(items):
+        for panel in items:
+            yield panel
+            yield from panels(panel.get("panels", []))
+
+    queries = [target["expr"] for panel in panels(json.loads(DASHBOARD.read_text())["panels"])
+               for target in panel.get("targets", [])]
+    assert queries
+    return {name for query in queries for name in re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", query)}
+
+
+def scrape(base: str) -> dict[str, set[str]]:
+    """The series of a Prometheus scrape, with the label names each carries."""
+    with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = response.read().decode()
+    series: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        match = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ", line)
+        if match and not line.startswith("#"):
+            labels = set(re.findall(r"([a-zA-Z_][a-zA-Z0-9_]*)=", match.group(2) or ""))
+            series.setdefault(match.group(1), set()).update(labels)
+    return series
+
+
+def test_prometheus_metrics_cover_every_series_of_the_dashboard():
+    """The production layout (an API, a scheduler, Redis), each serving /metrics; one
+    run of every kind of event the dashboard shows."""
+    api_metrics, scheduler_metrics = servers.free_port(), servers.free_port()
+    deployment = Deployment(
+        SHARED_REDIS,
+        flags=("--metrics-listen", f"127.0.0.1:{scheduler_metrics}", "--webhook-allow-private-networks"),
+        api_flags=("--metrics-listen", f"127.0.0.1:{api_metrics}"),
+    )
+    try:
+        base, tokens = deployment.server.base, deployment.server.tokens
+        # A webhook that cannot be reached: a delivery attempt to retry.
+        servers.admin(deployment.server.database_url, "add-webhook", "--org", "acme", "http://127.0.0.1:9/hook")
+        for process in ("pause", "signoff"):
+            rawmcp.call(base, tokens["alice"], "start_run",
+                        {"process": process, "inputs": {}, "requestId": request_id()})
+        rawmcp.call(base, tokens["agent-1"], "get_run", {"runId": "r_missing"})
+        deployment.advance(3 * 3600)
+        wanted = dashboard_series()
+        expected_labels = {
+            "agentprocess_tool_calls_total": {"gen_ai_tool_name", "agentprocess_outcome"},
+            "agentprocess_runs_ended_total": {"agentprocess_process", "agentprocess_run_state",
+                                              "agentprocess_run_outcome"},
+            "agentprocess_timers_lateness_seconds_bucket": {"agentprocess_timer_kind", "le"},
+            "agentprocess_webhook_deliveries_total": {"agentprocess_delivery_status"},
+            "db_client_connection_count": {"db_client_connection_state", "db_client_connection_pool_name"},
+            "http_server_request_duration_seconds_bucket": {"http_route", "http_request_method",
+                                                            "http_response_status_code"},
+        }
+
+        def missing():
+            found: dict[str, set[str]] = {}
+            for port in (api_metrics, scheduler_metrics):
+                for name, labels in scrape(f"http://127.0.0.1:{port}").items():
+                    found.setdefault(name, set()).update(labels)
+            absent = {name for name in wanted if name not in found}
+            absent |= {name for name, labels in expected_labels.items() if not labels <= found.get(name, set())}
+            return absent
+
+        deadline = time.monotonic() + 30
+        while (absent := missing()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert absent == set(), f"the dashboard reads series no service exports: {sorted(absent)}"
+    finally:
+        deployment.close()

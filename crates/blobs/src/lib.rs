@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use s3::{S3Blobs, S3Settings};
+pub use s3::{S3Blobs, S3Keys, S3Settings};
 
 /// What can go wrong storing or reading bytes.
 #[derive(Debug, thiserror::Error)]

@@ -8,6 +8,7 @@ use aws_sdk_s3::config::retry::RetryConfig;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{
     BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+    SharedCredentialsProvider,
 };
 use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::operation::create_bucket::CreateBucketError;
@@ -31,10 +32,9 @@ pub struct S3Settings {
     /// Path-style addressing (`endpoint/bucket/key`), which most S3-compatible stores
     /// need.
     pub path_style: bool,
-    /// The access key id.
-    pub access_key_id: String,
-    /// The secret access key.
-    pub secret_access_key: String,
+    /// Static keys; `None` takes credentials from AWS's default chain (environment,
+    /// web identity token as on EKS, ECS task role, instance profile).
+    pub keys: Option<S3Keys>,
     /// Send checksums only where S3 requires them, for stores that refuse the SDK's
     /// default checksum headers.
     pub checksums_when_required: bool,
@@ -50,10 +50,27 @@ impl std::fmt::Debug for S3Settings {
             .field("region", &self.region)
             .field("endpoint", &self.endpoint)
             .field("path_style", &self.path_style)
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<secret>")
+            .field("keys", &self.keys)
             .field("checksums_when_required", &self.checksums_when_required)
             .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// An access key pair.
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Keys {
+    /// The access key id.
+    pub access_key_id: String,
+    /// The secret access key.
+    pub secret_access_key: String,
+}
+
+impl std::fmt::Debug for S3Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Keys")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<secret>")
             .finish()
     }
 }
@@ -67,16 +84,25 @@ pub struct S3Blobs {
 }
 
 impl S3Blobs {
-    /// A store over `settings`. Reads no environment or profile files: everything is
-    /// in `settings`. Connects lazily.
-    pub fn new(settings: &S3Settings) -> Self {
-        let credentials = Credentials::new(
-            settings.access_key_id.clone(),
-            settings.secret_access_key.clone(),
-            None,
-            None,
-            "agentprocess",
-        );
+    /// A store over `settings`. With static keys it reads no environment or profile
+    /// files; without, the default chain finds credentials (and refreshes them) when
+    /// they are first needed. Connects lazily.
+    pub async fn new(settings: &S3Settings) -> Self {
+        let credentials = match &settings.keys {
+            Some(keys) => SharedCredentialsProvider::new(Credentials::new(
+                keys.access_key_id.clone(),
+                keys.secret_access_key.clone(),
+                None,
+                None,
+                "agentprocess",
+            )),
+            None => SharedCredentialsProvider::new(
+                aws_config::default_provider::credentials::DefaultCredentialsChain::builder()
+                    .region(Region::new(settings.region.clone()))
+                    .build()
+                    .await,
+            ),
+        };
         let attempt = settings.timeout.mul_f32(0.6).max(Duration::from_millis(200));
         let mut config = aws_sdk_s3::Config::builder()
             .behavior_version(BehaviorVersion::latest())

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentprocess_blobs::{Blobs, Error, S3Blobs, S3Settings};
+use agentprocess_blobs::{Blobs, Error, S3Blobs, S3Keys, S3Settings};
 
 fn s3s_fs() -> PathBuf {
     if let Ok(path) = std::env::var("AGENTPROCESS_S3S_FS") {
@@ -85,8 +85,10 @@ fn settings(endpoint: &str) -> S3Settings {
         region: "us-east-1".to_owned(),
         endpoint: Some(endpoint.to_owned()),
         path_style: true,
-        access_key_id: "K".to_owned(),
-        secret_access_key: "S".to_owned(),
+        keys: Some(S3Keys {
+            access_key_id: "K".to_owned(),
+            secret_access_key: "S".to_owned(),
+        }),
         checksums_when_required: false,
         timeout: Duration::from_secs(3),
     }
@@ -95,7 +97,7 @@ fn settings(endpoint: &str) -> S3Settings {
 #[tokio::test]
 async fn objects_come_back_as_written_and_presigned_urls_serve_them() {
     let server = Server::start();
-    let blobs = S3Blobs::new(&server.settings());
+    let blobs = S3Blobs::new(&server.settings()).await;
     blobs.create_bucket().await.expect("bucket");
     blobs.create_bucket().await.expect("an existing bucket is fine");
     let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
@@ -133,7 +135,7 @@ async fn objects_come_back_as_written_and_presigned_urls_serve_them() {
 #[tokio::test]
 async fn keys_that_could_name_another_object_are_refused() {
     let server = Server::start();
-    let blobs = S3Blobs::new(&server.settings());
+    let blobs = S3Blobs::new(&server.settings()).await;
     for key in ["../x", "acme/../other/f_1", "", "acme//f", "acme/f?x"] {
         assert!(
             matches!(blobs.put(key, b"x", "text/plain").await, Err(Error::Key(_))),
@@ -144,7 +146,7 @@ async fn keys_that_could_name_another_object_are_refused() {
 
 #[tokio::test]
 async fn an_unreachable_store_fails_fast() {
-    let blobs = S3Blobs::new(&settings("http://127.0.0.1:9"));
+    let blobs = S3Blobs::new(&settings("http://127.0.0.1:9")).await;
     let started = Instant::now();
     assert!(matches!(
         blobs.put("acme/f_1", b"x", "text/plain").await,

@@ -144,7 +144,8 @@ pub struct StorageArgs {
     /// Path-style addressing (endpoint/bucket/key), for S3-compatible stores.
     #[arg(long, env = "AGENTPROCESS_S3_PATH_STYLE")]
     pub s3_path_style: bool,
-    /// Access key id for the bucket.
+    /// Access key id for the bucket. Without keys, credentials come from AWS's default
+    /// chain (AWS_* environment, EKS web identity, ECS task role, instance profile).
     #[arg(long, env = "AGENTPROCESS_S3_ACCESS_KEY_ID", hide_env_values = true)]
     pub s3_access_key_id: Option<String>,
     /// Secret access key for the bucket.
@@ -181,9 +182,13 @@ impl StorageArgs {
     /// The store these flags name.
     pub fn storage(&self) -> anyhow::Result<crate::Storage> {
         if let Some(bucket) = &self.s3_bucket {
-            let (Some(access_key_id), Some(secret_access_key)) = (&self.s3_access_key_id, &self.s3_secret_access_key)
-            else {
-                anyhow::bail!("--s3-bucket needs --s3-access-key-id and --s3-secret-access-key");
+            let keys = match (&self.s3_access_key_id, &self.s3_secret_access_key) {
+                (Some(access_key_id), Some(secret_access_key)) => Some(agentprocess_blobs::S3Keys {
+                    access_key_id: access_key_id.clone(),
+                    secret_access_key: secret_access_key.clone(),
+                }),
+                (None, None) => None,
+                _ => anyhow::bail!("give both --s3-access-key-id and --s3-secret-access-key, or neither"),
             };
             return Ok(crate::Storage::S3 {
                 settings: agentprocess_blobs::S3Settings {
@@ -192,8 +197,7 @@ impl StorageArgs {
                     region: self.s3_region.clone(),
                     endpoint: self.s3_endpoint.clone(),
                     path_style: self.s3_path_style,
-                    access_key_id: access_key_id.clone(),
-                    secret_access_key: secret_access_key.clone(),
+                    keys,
                     checksums_when_required: self.s3_checksums_when_required,
                     timeout: self.s3_timeout_seconds,
                 },

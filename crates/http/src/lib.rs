@@ -298,7 +298,7 @@ impl Storage {
                 settings,
                 create_bucket,
             } => {
-                let s3 = agentprocess_blobs::S3Blobs::new(settings);
+                let s3 = agentprocess_blobs::S3Blobs::new(settings).await;
                 if *create_bucket {
                     s3.create_bucket().await?;
                 }
