@@ -1,0 +1,797 @@
+"""The Helm chart (helm/agentprocess): `helm lint`, `helm template` with the chart's
+test values (helm/agentprocess/ci/*.yaml), every rendered manifest validated offline
+against the Kubernetes OpenAPI schemas that kubernetes-validate bundles (strict: an
+unknown field fails), and the properties an operator relies on checked in the render.
+
+kubernetes-validate knows only Kubernetes' own kinds. The one custom resource the chart
+makes, the Prometheus Operator's ServiceMonitor, is validated against SERVICE_MONITOR
+below instead: the part of that CRD's schema the chart uses, with unknown fields refused.
+Any other kind without a schema fails the test.
+
+helm comes from scripts/install-test-deps (or $AGENTPROCESS_HELM). No cluster is used:
+`helm template` renders offline, so `lookup` finds nothing and the URL key is generated.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate.utils as kubernetes_validate
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "helm" / "agentprocess"
+CI = CHART / "ci"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+HELM = Path(os.environ.get("AGENTPROCESS_HELM", CACHE / "agentprocess" / "helm" / "helm"))
+
+# The newest Kubernetes version whose schemas kubernetes-validate 1.37.0 bundles; the
+# chart is rendered for the same version (helm template --kube-version).
+KUBERNETES_VERSION = "1.37.0"
+NAMESPACE = "agentprocess"
+RELEASE = "ap"
+SERVER_USER = 65532
+
+DURATION = "^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"  # Prometheus' own
+SERVICE_MONITOR = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": {
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
+                "namespace": {"type": "string"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        },
+        "spec": {
+            "type": "object",
+            "required": ["selector", "endpoints"],
+            "additionalProperties": False,
+            "properties": {
+                "selector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "matchExpressions": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["key", "operator"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "key": {"type": "string"},
+                                    "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                                    "values": {"type": "array", "items": {"type": "string"}},
+                                },
+                            },
+                        },
+                    },
+                },
+                "namespaceSelector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "any": {"type": "boolean"},
+                        "matchNames": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+                "jobLabel": {"type": "string"},
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "port": {"type": "string"},
+                            "path": {"type": "string", "pattern": "^/"},
+                            "scheme": {"enum": ["http", "https"]},
+                            "interval": {"type": "string", "pattern": DURATION},
+                            "scrapeTimeout": {"type": "string", "pattern": DURATION},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+# Custom resources validated by the schemas above rather than by kubernetes-validate.
+CUSTOM_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR}
+
+
+# --- helm ------------------------------------------------------------------------------
+
+
+def helm(*args: str) -> subprocess.CompletedProcess:
+    if not HELM.is_file() or not os.access(HELM, os.X_OK):
+        pytest.fail(
+            f"helm is not at {HELM}: run scripts/install-test-deps (or set AGENTPROCESS_HELM)",
+            pytrace=False,
+        )
+    return subprocess.run([str(HELM), *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
+def template_args(values: list[Path | str], sets: list[str]) -> list[str]:
+    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, "--kube-version", KUBERNETES_VERSION]
+    for path in values:
+        args += ["--values", str(path)]
+    for item in sets:
+        args += ["--set", item]
+    return args
+
+
+def render(
+    *values: Path | str, sets: list[str] | None = None, extra: dict | None = None, tmp_path=None
+) -> list[dict]:
+    """The manifests `helm template` renders, hooks included."""
+    files = list(values)
+    if extra is not None:
+        assert tmp_path is not None
+        path = tmp_path / f"extra-{len(list(tmp_path.iterdir()))}.yaml"
+        path.write_text(yaml.safe_dump(extra))
+        files.append(path)
+    done = helm(*template_args(files, sets or []))
+    assert done.returncode == 0, f"helm template failed:\n{done.stderr}"
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+
+def refused(*values: Path | str, extra: dict, tmp_path) -> str:
+    """helm template's error for values it must refuse."""
+    path = tmp_path / "refused.yaml"
+    path.write_text(yaml.safe_dump(extra))
+    done = helm(*template_args([*values, path], []))
+    assert done.returncode != 0, f"helm template accepted {extra}:\n{done.stdout[:2000]}"
+    return done.stderr
+
+
+DEFAULT = CI / "default-values.yaml"
+PRODUCTION = CI / "production-values.yaml"
+SETS = {"default": [DEFAULT], "production": [PRODUCTION]}
+
+
+@pytest.fixture(scope="module", params=sorted(SETS))
+def rendered(request) -> tuple[str, list[dict]]:
+    return request.param, render(*SETS[request.param])
+
+
+# --- helpers over a render ---------------------------------------------------------------
+
+
+def of_kind(docs: list[dict], kind: str) -> list[dict]:
+    return [doc for doc in docs if doc["kind"] == kind]
+
+
+def named(docs: list[dict], kind: str, suffix: str) -> dict:
+    found = [doc for doc in of_kind(docs, kind) if doc["metadata"]["name"].endswith(suffix)]
+    assert len(found) == 1, f"expected one {kind} named …{suffix}, found {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def pod_specs(docs: list[dict]) -> list[tuple[str, dict]]:
+    return [
+        (f"{doc['kind']}/{doc['metadata']['name']}", doc["spec"]["template"]["spec"])
+        for doc in docs
+        if doc["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet")
+    ]
+
+
+def env_of(container: dict) -> dict[str, dict]:
+    return {item["name"]: item for item in container.get("env", [])}
+
+
+def is_hook(doc: dict) -> bool:
+    return "helm.sh/hook" in doc["metadata"].get("annotations", {})
+
+
+# --- the validator itself ----------------------------------------------------------------
+
+
+def test_validator_bundles_the_kubernetes_version_rendered_for():
+    assert kubernetes_validate.latest_version() == KUBERNETES_VERSION
+
+
+def test_validator_is_strict():
+    """A negative control: an unknown field and a wrong type both fail."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "x", "image": "x", "readinessProbe": {"httpGet": {"port": 1}}}]},
+            },
+        },
+    }
+    kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["pathh"] = "/readyz"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "m"}}
+    monitor["spec"] = {"selector": {}, "endpoints": [{"port": "metrics", "intervall": "30s"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(monitor, SERVICE_MONITOR)
+
+
+# --- lint and validation -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [None, *sorted(SETS)])
+def test_lint_strict(values):
+    args = ["lint", "--strict", str(CHART), "--kube-version", KUBERNETES_VERSION]
+    if values:
+        for path in SETS[values]:
+            args += ["--values", str(path)]
+    done = helm(*args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 chart(s) failed" in done.stdout
+    assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
+
+
+def test_every_manifest_validates(rendered):
+    _, docs = rendered
+    assert docs
+    problems = []
+    for doc in docs:
+        where = f"{doc['kind']}/{doc['metadata']['name']}"
+        custom = CUSTOM_SCHEMAS.get((doc["apiVersion"], doc["kind"]))
+        try:
+            if custom is not None:
+                jsonschema.Draft7Validator(custom).validate(doc)
+            else:
+                kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        except jsonschema.ValidationError as error:  # kubernetes-validate's is a subclass
+            path = ".".join(str(part) for part in error.path)
+            problems.append(f"{where}: {path}: {error.message}")
+        except kubernetes_validate.SchemaNotFoundError as error:
+            problems.append(f"{where}: {error.message}")
+    assert not problems, "\n".join(problems)
+
+
+def test_names_fit_kubernetes(rendered):
+    _, docs = rendered
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        assert len(name) <= 63 and name == name.lower(), name
+    keys = [(doc["kind"], doc["metadata"]["name"]) for doc in docs]
+    assert len(keys) == len(set(keys)), "two resources share a kind and a name"
+
+
+def test_the_expected_resources(rendered):
+    which, docs = rendered
+    kinds = sorted({doc["kind"] for doc in docs})
+    expected = {
+        "ConfigMap",
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "Job",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceAccount",
+    }
+    if which == "production":
+        expected |= {"Ingress", "NetworkPolicy", "ServiceMonitor"}
+    else:
+        expected |= {"Secret"}
+    assert set(kinds) == expected
+    prefix = "agentprocess" if which == "production" else f"{RELEASE}-agentprocess"
+    assert {doc["metadata"]["name"] for doc in of_kind(docs, "Deployment")} == {f"{prefix}-api", f"{prefix}-scheduler"}
+    api = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"][0]
+    scheduler = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["containers"][0]
+    assert api["command"] == ["agentprocess-api"] and api["args"] == ["serve"]
+    assert scheduler["command"] == ["agentprocess-scheduler"] and scheduler["args"] == ["serve"]
+
+
+# --- pods ----------------------------------------------------------------------------------
+
+
+def test_every_pod_is_hardened(rendered):
+    _, docs = rendered
+    specs = pod_specs(docs)
+    assert len(specs) == 3  # the API, the scheduler, the migrations
+    for where, spec in specs:
+        pod = spec["securityContext"]
+        assert pod["runAsNonRoot"] is True, where
+        assert pod["runAsUser"] == SERVER_USER, where
+        assert pod["seccompProfile"] == {"type": "RuntimeDefault"}, where
+        assert spec["automountServiceAccountToken"] is False, where
+        volumes = {volume["name"]: volume for volume in spec["volumes"]}
+        assert "emptyDir" in volumes["tmp"], where
+        for container in spec["containers"]:
+            context = container["securityContext"]
+            assert context["runAsNonRoot"] is True, where
+            assert context["runAsUser"] == SERVER_USER, where
+            assert context["readOnlyRootFilesystem"] is True, where
+            assert context["allowPrivilegeEscalation"] is False, where
+            assert context["capabilities"]["drop"] == ["ALL"], where
+            assert context["seccompProfile"] == {"type": "RuntimeDefault"}, where
+            for bound in ("requests", "limits"):
+                assert {"cpu", "memory"} <= set(container["resources"][bound]), f"{where}: resources.{bound}"
+            mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
+            assert mounts["/tmp"] == "tmp", where
+
+
+def test_servers_have_probes_on_their_ports(rendered):
+    _, docs = rendered
+    for suffix, port in (("-api", 8080), ("-scheduler", 8081)):
+        spec = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        ports = {item["name"]: item["containerPort"] for item in container["ports"]}
+        assert ports["http"] == port
+        for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            get = container[probe]["httpGet"]
+            assert get["path"] == path, f"{suffix} {probe}"
+            assert get["port"] == "http", f"{suffix} {probe}"
+
+
+def test_shutdown_fits_in_the_termination_grace(rendered):
+    _, docs = rendered
+    for suffix in ("-api", "-scheduler"):
+        config = named(docs, "ConfigMap", suffix)["data"]
+        grace = float(config["AGENTPROCESS_SHUTDOWN_GRACE_SECONDS"])
+        delay = float(config.get("AGENTPROCESS_SHUTDOWN_DELAY_SECONDS", "0"))
+        assert delay >= 5, "endpoints need time to drop a stopping pod"
+        spec = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]
+        assert spec["terminationGracePeriodSeconds"] > grace + delay
+
+
+def test_default_shutdown_and_grace():
+    docs = render(DEFAULT)
+    config = named(docs, "ConfigMap", "-api")["data"]
+    assert config["AGENTPROCESS_SHUTDOWN_GRACE_SECONDS"] == "25"
+    assert config["AGENTPROCESS_SHUTDOWN_DELAY_SECONDS"] == "5"
+    assert named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 40
+
+
+def test_pods_restart_when_their_settings_change():
+    key = f"urlSecret={base64.b64encode(b'k' * 32).decode()}"  # fixed, so renders compare
+
+    def annotations(sets, suffix):
+        docs = render(DEFAULT, sets=[key, *sets])
+        return named(docs, "Deployment", suffix)["spec"]["template"]["metadata"]["annotations"]
+
+    for suffix, setting in (("-api", "api.leaseSeconds=900"), ("-scheduler", "scheduler.timers.batch=64")):
+        base = annotations([], suffix)
+        assert base == annotations([], suffix), "the same values must give the same checksums"
+        config = annotations([setting], suffix)
+        assert config["checksum/config"] != base["checksum/config"]
+        assert config["checksum/secret"] == base["checksum/secret"]
+        secret = annotations(["database.url=postgres://other@db/agentprocess"], suffix)
+        assert secret["checksum/secret"] != base["checksum/secret"]
+        assert secret["checksum/config"] == base["checksum/config"]
+
+
+def test_generated_url_secret_is_the_one_checksummed():
+    """Without urlSecret the key is generated once per render: the Secret holds it and the
+    pods' checksum is of that same Secret (so the first upgrade does not restart pods)."""
+    done = helm(*template_args([DEFAULT], []))
+    assert done.returncode == 0, done.stderr
+    docs = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    secret = named(docs, "Secret", RELEASE + "-agentprocess")
+    key = base64.b64decode(base64.b64decode(secret["data"]["AGENTPROCESS_URL_SECRET"]), validate=True)
+    assert len(key) >= 32
+    # `include` hands the checksum the template's own output: the manifest between two
+    # newlines, without the "# Source" line helm adds when printing.
+    body = done.stdout.split("# Source: agentprocess/templates/secret.yaml\n", 1)[1].split("\n---\n", 1)[0]
+    digest = hashlib.sha256(("\n" + body.rstrip("\n") + "\n").encode()).hexdigest()
+    checksums = {
+        named(docs, "Deployment", suffix)["spec"]["template"]["metadata"]["annotations"]["checksum/secret"]
+        for suffix in ("-api", "-scheduler")
+    }
+    assert checksums == {digest}
+
+
+# --- the migrations hook -------------------------------------------------------------------
+
+
+def test_migrations_run_first_from_a_secret_that_exists_then(rendered):
+    which, docs = rendered
+    (job,) = of_kind(docs, "Job")
+    annotations = job["metadata"]["annotations"]
+    assert set(annotations["helm.sh/hook"].split(",")) == {"pre-install", "pre-upgrade"}
+    assert set(annotations["helm.sh/hook-delete-policy"].split(",")) == {"before-hook-creation", "hook-succeeded"}
+    job_weight = int(annotations["helm.sh/hook-weight"])
+    assert job["spec"]["backoffLimit"] >= 1
+    assert job["spec"]["activeDeadlineSeconds"] > 0
+    spec = job["spec"]["template"]["spec"]
+    assert spec["restartPolicy"] == "Never"
+    # The chart's ServiceAccount, ConfigMaps and Secret are created after pre-install
+    # hooks: the Job may use none of them.
+    assert "serviceAccountName" not in spec
+    (container,) = spec["containers"]
+    assert container["command"] == ["agentprocess-api"] and container["args"] == ["migrate"]
+    assert "envFrom" not in container
+    reference = env_of(container)["AGENTPROCESS_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+    assert reference.get("optional") is not True
+    hooks = {doc["metadata"]["name"]: doc for doc in of_kind(docs, "Secret") if is_hook(doc)}
+    if which == "production":
+        assert reference["name"] == "agentprocess-secrets"  # existingSecret, made beforehand
+        assert not of_kind(docs, "Secret")
+    else:
+        source = hooks[reference["name"]]
+        hook = source["metadata"]["annotations"]
+        assert set(hook["helm.sh/hook"].split(",")) == {"pre-install", "pre-upgrade"}
+        assert int(hook["helm.sh/hook-weight"]) < job_weight
+        assert "before-hook-creation" in hook["helm.sh/hook-delete-policy"]
+        assert reference["key"] in source["data"]
+        # Only the database URL goes to the hook's Secret.
+        assert set(source["data"]) == {"AGENTPROCESS_DATABASE_URL"}
+    # Nothing else is a hook: the servers' own resources are ordinary release resources.
+    assert all(not is_hook(doc) for doc in docs if doc["kind"] not in ("Job", "Secret"))
+    assert all(not is_hook(doc) for doc in of_kind(docs, "Secret") if doc["metadata"]["name"] not in hooks)
+
+
+def test_migrations_can_be_left_out(tmp_path):
+    docs = render(DEFAULT, extra={"migrations": {"enabled": False}}, tmp_path=tmp_path)
+    assert not of_kind(docs, "Job")
+    assert not [doc for doc in docs if is_hook(doc)]
+
+
+# --- secrets and settings ------------------------------------------------------------------
+
+
+def test_secrets_stay_out_of_configmaps(tmp_path):
+    markers = {
+        "AGENTPROCESS_DATABASE_URL": "postgres://agentprocess:pw-marker-db@db:5432/agentprocess",
+        "AGENTPROCESS_REDIS_URL": "redis://:pw-marker-redis@redis:6379/0",
+        "AGENTPROCESS_S3_ACCESS_KEY_ID": "AKIAMARKERKEYID",
+        "AGENTPROCESS_S3_SECRET_ACCESS_KEY": "marker-secret-access-key",
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer marker-otlp-token",
+    }
+    url_secret = base64.b64encode(b"u" * 40).decode()
+    docs = render(
+        DEFAULT,
+        extra={
+            "database": {"url": markers["AGENTPROCESS_DATABASE_URL"]},
+            "redis": {"url": markers["AGENTPROCESS_REDIS_URL"]},
+            "s3": {
+                "accessKeyId": markers["AGENTPROCESS_S3_ACCESS_KEY_ID"],
+                "secretAccessKey": markers["AGENTPROCESS_S3_SECRET_ACCESS_KEY"],
+            },
+            "otel": {"endpoint": "http://collector:4318", "headers": markers["OTEL_EXPORTER_OTLP_HEADERS"]},
+            "urlSecret": url_secret,
+        },
+        tmp_path=tmp_path,
+    )
+    secrets = {**markers, "AGENTPROCESS_URL_SECRET": url_secret}
+    for doc in docs:
+        if doc["kind"] == "Secret":
+            continue
+        text = yaml.safe_dump(doc)
+        for name, value in secrets.items():
+            assert value not in text, f"{name} appears in {doc['kind']}/{doc['metadata']['name']}"
+    secret = named(docs, "Secret", RELEASE + "-agentprocess")
+    held = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
+    assert held == secrets
+    api = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"][0]
+    scheduler = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["containers"][0]
+    for name in secrets:
+        reference = env_of(api)[name]["valueFrom"]["secretKeyRef"]
+        assert reference == {
+            "name": secret["metadata"]["name"],
+            "key": name,
+            **({"optional": True} if name not in ("AGENTPROCESS_DATABASE_URL", "AGENTPROCESS_URL_SECRET") else {}),
+        }
+    # The scheduler signs no URLs and touches no evidence.
+    assert set(env_of(scheduler)) & set(secrets) == {
+        "AGENTPROCESS_DATABASE_URL",
+        "AGENTPROCESS_REDIS_URL",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    }
+
+
+def test_url_secret_given_is_kept():
+    key = base64.b64encode(bytes(range(32))).decode()
+    for _ in range(2):
+        docs = render(DEFAULT, sets=[f"urlSecret={key}"])
+        secret = named(docs, "Secret", RELEASE + "-agentprocess")
+        assert base64.b64decode(secret["data"]["AGENTPROCESS_URL_SECRET"]).decode() == key
+
+
+def test_existing_secret_is_read_and_none_is_made(tmp_path):
+    docs = render(
+        DEFAULT,
+        extra={"existingSecret": "mine", "database": {"url": ""}},
+        tmp_path=tmp_path,
+    )
+    assert not of_kind(docs, "Secret")
+    for _, spec in pod_specs(docs):
+        for container in spec["containers"]:
+            for item in container["env"]:
+                reference = item.get("valueFrom", {}).get("secretKeyRef")
+                if reference:
+                    assert reference["name"] == "mine"
+
+
+def test_server_settings():
+    docs = render(DEFAULT)
+    api = named(docs, "ConfigMap", "-api")["data"]
+    scheduler = named(docs, "ConfigMap", "-scheduler")["data"]
+    assert api["AGENTPROCESS_LISTEN"] == "0.0.0.0:8080"
+    assert api["AGENTPROCESS_PUBLIC_URL"] == "https://process.example.com"
+    assert api["AGENTPROCESS_S3_BUCKET"] == "agentprocess-evidence"
+    assert api["AGENTPROCESS_S3_PREFIX"] == "evidence/"
+    assert "AGENTPROCESS_BLOB_DIR" not in api
+    # Timers and webhooks are the scheduler's: the API never runs them.
+    assert api["AGENTPROCESS_NO_TIMERS"] == "true"
+    assert api["AGENTPROCESS_LOG_JSON"] == "true"
+    assert scheduler["AGENTPROCESS_SCHEDULER_LISTEN"] == "0.0.0.0:8081"
+    assert scheduler["AGENTPROCESS_TIMER_POLL_SECONDS"] == "0.1"
+    assert "AGENTPROCESS_PUBLIC_URL" not in scheduler and "AGENTPROCESS_S3_BUCKET" not in scheduler
+    for config in (api, scheduler):
+        assert "AGENTPROCESS_METRICS_LISTEN" not in config
+        assert not [name for name in config if name.startswith("OTEL_EXPORTER")]
+    # Each Deployment reads its own ConfigMap.
+    for suffix in ("-api", "-scheduler"):
+        (container,) = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]["containers"]
+        config = named(docs, "ConfigMap", suffix)["metadata"]["name"]
+        assert container["envFrom"] == [{"configMapRef": {"name": config}}]
+
+
+def test_large_numbers_are_written_as_the_server_parses_them(tmp_path):
+    docs = render(
+        DEFAULT,
+        extra={
+            "evidence": {"maxUploadBytes": 104857600, "uncitedUploadSeconds": 2592000},
+            "api": {"runDataBytes": 4194304},
+        },
+        tmp_path=tmp_path,
+    )
+    api = named(docs, "ConfigMap", "-api")["data"]
+    assert api["AGENTPROCESS_MAX_UPLOAD_BYTES"] == "104857600"
+    assert api["AGENTPROCESS_UNCITED_UPLOAD_SECONDS"] == "2592000"
+    assert api["AGENTPROCESS_RUN_DATA_BYTES"] == "4194304"
+
+
+def test_resource_attributes_name_the_pod(rendered):
+    _, docs = rendered
+    for suffix in ("-api", "-scheduler"):
+        (container,) = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]["containers"]
+        names = [item["name"] for item in container["env"]]
+        attributes = env_of(container)["OTEL_RESOURCE_ATTRIBUTES"]["value"]
+        pairs = dict(pair.split("=", 1) for pair in attributes.split(","))
+        assert pairs["k8s.namespace.name"] == "$(K8S_NAMESPACE_NAME)"
+        assert pairs["k8s.pod.name"] == "$(K8S_POD_NAME)"
+        assert pairs["service.version"] == "0.1.0"
+        # Kubernetes expands $(VAR) only from variables defined before it.
+        for variable, field in (("K8S_NAMESPACE_NAME", "metadata.namespace"), ("K8S_POD_NAME", "metadata.name")):
+            assert names.index(variable) < names.index("OTEL_RESOURCE_ATTRIBUTES")
+            assert env_of(container)[variable]["valueFrom"]["fieldRef"]["fieldPath"] == field
+
+
+def test_production_observability():
+    docs = render(PRODUCTION)
+    for suffix in ("-api", "-scheduler"):
+        config = named(docs, "ConfigMap", suffix)["data"]
+        assert config["AGENTPROCESS_METRICS_LISTEN"] == "0.0.0.0:9464"
+        assert config["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector.observability.svc:4317"
+        assert config["OTEL_EXPORTER_OTLP_PROTOCOL"] == "grpc"
+        assert config["OTEL_TRACES_SAMPLER_ARG"] == "0.2"
+        (container,) = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]["containers"]
+        assert {"name": "metrics", "containerPort": 9464, "protocol": "TCP"} in container["ports"]
+        service = named(docs, "Service", suffix)
+        assert {port["name"]: port["targetPort"] for port in service["spec"]["ports"]}["metrics"] == "metrics"
+        attributes = env_of(container)["OTEL_RESOURCE_ATTRIBUTES"]["value"]
+        assert "deployment.environment.name=production" in attributes.split(",")
+    (monitor,) = of_kind(docs, "ServiceMonitor")
+    endpoint = {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+    assert monitor["spec"]["endpoints"] == [endpoint]
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    # It selects exactly the two Services.
+    selector = monitor["spec"]["selector"]
+    selected = [
+        service["metadata"]["name"]
+        for service in of_kind(docs, "Service")
+        if selector["matchLabels"].items() <= service["metadata"]["labels"].items()
+        and service["metadata"]["labels"]["app.kubernetes.io/component"] in selector["matchExpressions"][0]["values"]
+    ]
+    assert sorted(selected) == ["agentprocess-api", "agentprocess-scheduler"]
+
+
+def test_evidence_on_a_volume(tmp_path):
+    values = {"s3": {"bucket": ""}, "evidence": {"existingClaim": "evidence-rwx"}}
+    docs = render(DEFAULT, extra=values, tmp_path=tmp_path)
+    api = named(docs, "ConfigMap", "-api")["data"]
+    assert api["AGENTPROCESS_BLOB_DIR"] == "/var/lib/agentprocess/evidence"
+    assert not [name for name in api if name.startswith("AGENTPROCESS_S3_")]
+    spec = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    assert volumes["evidence"]["persistentVolumeClaim"] == {"claimName": "evidence-rwx"}
+    mounts = {mount["name"]: mount["mountPath"] for mount in spec["containers"][0]["volumeMounts"]}
+    assert mounts["evidence"] == "/var/lib/agentprocess/evidence"
+    scheduler = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]
+    assert "evidence" not in {volume["name"] for volume in scheduler["volumes"]}
+
+
+# --- optional resources --------------------------------------------------------------------
+
+
+def test_optional_resources_are_off_by_default():
+    docs = render(DEFAULT)
+    for kind in ("Ingress", "NetworkPolicy", "ServiceMonitor"):
+        assert not of_kind(docs, kind), kind
+    for service in of_kind(docs, "Service"):
+        assert [port["name"] for port in service["spec"]["ports"]] == ["http"]
+
+
+def test_metrics_without_a_service_monitor(tmp_path):
+    docs = render(
+        DEFAULT,
+        extra={"metrics": {"prometheus": {"enabled": True, "serviceMonitor": {"enabled": False}}}},
+        tmp_path=tmp_path,
+    )
+    assert not of_kind(docs, "ServiceMonitor")
+    assert named(docs, "ConfigMap", "-api")["data"]["AGENTPROCESS_METRICS_LISTEN"] == "0.0.0.0:9464"
+
+
+def test_ingress(tmp_path):
+    docs = render(DEFAULT, extra={"ingress": {"enabled": True}}, tmp_path=tmp_path)
+    (ingress,) = of_kind(docs, "Ingress")
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] == "process.example.com"  # from publicUrl
+    (path,) = rule["http"]["paths"]
+    assert path["path"] == "/"
+    assert path["backend"]["service"] == {
+        "name": named(docs, "Service", "-api")["metadata"]["name"],
+        "port": {"name": "http"},
+    }
+    production = render(PRODUCTION)
+    (ingress,) = of_kind(production, "Ingress")
+    assert ingress["spec"]["tls"] == [{"secretName": "process-example-com-tls", "hosts": ["process.example.com"]}]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+
+
+def test_network_policy(tmp_path):
+    docs = render(PRODUCTION)
+    policies = {doc["metadata"]["name"]: doc["spec"] for doc in of_kind(docs, "NetworkPolicy")}
+    assert set(policies) == {"agentprocess-api", "agentprocess-scheduler"}
+    api, scheduler = policies["agentprocess-api"], policies["agentprocess-scheduler"]
+    assert api["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "api"
+    # Egress allows everything by default: webhooks go to any public address.
+    assert api["egress"] == [{}] and scheduler["egress"] == [{}]
+    ports = lambda spec: sorted(port["port"] for rule in spec["ingress"] for port in rule["ports"])  # noqa: E731
+    assert ports(api) == ["http", "metrics"]
+    assert ports(scheduler) == ["http", "metrics"]
+    metrics = [rule for rule in scheduler["ingress"] if rule["ports"][0]["port"] == "metrics"][0]
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    assert metrics["from"] == [monitoring]
+
+    narrow = render(
+        DEFAULT,
+        extra={
+            "networkPolicy": {
+                "enabled": True,
+                "egress": {
+                    "allowAll": False,
+                    "rules": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 5432}]}],
+                },
+            }
+        },
+        tmp_path=tmp_path,
+    )
+    for policy in of_kind(narrow, "NetworkPolicy"):
+        egress = policy["spec"]["egress"]
+        assert {"port": 53, "protocol": "UDP"} in egress[0]["ports"]
+        assert egress[1] == {"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 5432}]}
+        assert "from" not in policy["spec"]["ingress"][0]  # the API port from anywhere by default
+        kubernetes_validate.validate(policy, KUBERNETES_VERSION, strict=True)
+
+
+# --- scaling -------------------------------------------------------------------------------
+
+
+def test_api_autoscales_by_default():
+    docs = render(DEFAULT)
+    (hpa,) = of_kind(docs, "HorizontalPodAutoscaler")
+    api = named(docs, "Deployment", "-api")
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": api["metadata"]["name"]}
+    assert hpa["spec"]["scaleTargetRef"] == target
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 10)
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["resource"]["name"] == "cpu" and metric["resource"]["target"]["type"] == "Utilization"
+    assert "replicas" not in api["spec"], "the HPA owns the replica count"
+    assert named(docs, "Deployment", "-scheduler")["spec"]["replicas"] == 2
+    budgets = {doc["metadata"]["name"].rsplit("-", 1)[1]: doc["spec"] for doc in of_kind(docs, "PodDisruptionBudget")}
+    assert budgets["api"]["minAvailable"] == 1 and budgets["scheduler"]["minAvailable"] == 1
+    assert budgets["api"]["selector"]["matchLabels"] == api["spec"]["selector"]["matchLabels"]
+
+
+def test_fixed_replicas_and_max_unavailable(tmp_path):
+    docs = render(
+        DEFAULT,
+        extra={
+            "api": {
+                "autoscaling": {"enabled": False},
+                "replicaCount": 4,
+                "podDisruptionBudget": {"maxUnavailable": "25%"},
+            }
+        },
+        tmp_path=tmp_path,
+    )
+    assert not of_kind(docs, "HorizontalPodAutoscaler")
+    assert named(docs, "Deployment", "-api")["spec"]["replicas"] == 4
+    budget = named(docs, "PodDisruptionBudget", "-api")["spec"]
+    assert budget["maxUnavailable"] == "25%" and "minAvailable" not in budget
+
+
+def test_api_spreads_over_zones_and_nodes(tmp_path):
+    docs = render(DEFAULT)
+    spec = named(docs, "Deployment", "-api")["spec"]
+    constraints = spec["template"]["spec"]["topologySpreadConstraints"]
+    assert [c["topologyKey"] for c in constraints] == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+    for constraint in constraints:
+        assert constraint["whenUnsatisfiable"] == "ScheduleAnyway"
+        assert constraint["labelSelector"]["matchLabels"] == spec["selector"]["matchLabels"]
+    own = [{"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}]
+    docs = render(DEFAULT, extra={"api": {"topologySpreadConstraints": own}}, tmp_path=tmp_path)
+    assert named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["topologySpreadConstraints"] == own
+
+
+# --- values the chart refuses ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"unknownSetting": True}, "additional properties 'unknownSetting' not allowed"),
+        ({"api": {"replicaCount": "two"}}, "/api/replicaCount"),
+        ({"api": {"maxConections": 5}}, "maxConections"),
+        ({"urlSecret": "c2hvcnQ="}, "/urlSecret"),
+        ({"otel": {"protocol": "thrift"}}, "/otel/protocol"),
+        ({"database": {"url": "mysql://db/agentprocess"}}, "/database/url"),
+    ],
+)
+def test_schema_refuses(values, message, tmp_path):
+    error = refused(DEFAULT, extra=values, tmp_path=tmp_path)
+    assert "values don't meet the specifications of the schema" in error
+    assert message in error
+
+
+def test_evidence_needs_a_bucket_or_a_claim(tmp_path):
+    error = refused(DEFAULT, extra={"s3": {"bucket": ""}}, tmp_path=tmp_path)
+    assert "s3.bucket (evidence in S3) or evidence.existingClaim (evidence on a ReadWriteMany volume)" in error
+    error = refused(DEFAULT, extra={"evidence": {"existingClaim": "evidence-rwx"}}, tmp_path=tmp_path)
+    assert "set s3.bucket or evidence.existingClaim, not both" in error
+
+
+def test_required_values_are_named():
+    done = helm("template", RELEASE, str(CHART), "--kube-version", KUBERNETES_VERSION)
+    assert done.returncode != 0
+    for needed in ("publicUrl", "database.url", "existingSecret", "s3.bucket", "evidence.existingClaim"):
+        assert needed in done.stderr
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"existingSecret": "mine"}, "with existingSecret, database.url belongs in that Secret"),
+        ({"s3": {"accessKeyId": "AKIA"}}, "give both s3.accessKeyId and s3.secretAccessKey, or neither"),
+        ({"terminationGracePeriodSeconds": 30}, "must be above shutdown.delaySeconds + shutdown.graceSeconds"),
+    ],
+)
+def test_inconsistent_values_are_refused(values, message, tmp_path):
+    assert message in refused(DEFAULT, extra=values, tmp_path=tmp_path)
+
+
+def test_the_chart_has_no_oidc_settings():
+    """Sign-in is by bearer tokens; the server has no OIDC settings to pass on."""
+    assert "oidc" not in (CHART / "values.yaml").read_text().lower()
+    assert "oidc" not in (CHART / "values.schema.json").read_text().lower()
