@@ -47,6 +47,7 @@ class Span:
     attributes: dict
     resource: dict
     status_code: int
+    links: list  # (trace id, span id) of each linked span
 
 
 @dataclass
@@ -121,6 +122,7 @@ class Receiver:
                         found.append(Span(
                             span.name, span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(),
                             span.kind, attributes(span.attributes), resource, span.status.code,
+                            [(link.trace_id.hex(), link.span_id.hex()) for link in span.links],
                         ))
         return found
 

@@ -80,7 +80,7 @@ class Deployment:
     """An API process, schedulers and a database, all on one test clock offset."""
 
     def __init__(self, redis_url: str, schedulers: int = 1, flags: tuple[str, ...] = (),
-                 api_flags: tuple[str, ...] = ()) -> None:
+                 api_flags: tuple[str, ...] = (), api_env: dict | None = None) -> None:
         folders = sorted(PROCESSES.iterdir())
         self.flags = [*SCHEDULER_FLAGS, *flags]
         database, url, tokens, persons = servers.seed_postgres(folders)
@@ -94,7 +94,7 @@ class Deployment:
         log = open(self.workdir / "api.log", "ab")
         api = subprocess.Popen(
             servers.api_command(url, port, secrets.token_bytes(32), self.workdir, *self.queue_flags(), *api_flags),
-            stdout=log, stderr=subprocess.STDOUT,
+            stdout=log, stderr=subprocess.STDOUT, env=api_env,
         )
         self.server.processes = [api]
         servers.wait_ready(self.server.base, api)

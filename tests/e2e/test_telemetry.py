@@ -34,7 +34,7 @@ class Traced:
 
     def __init__(self, protocol: str) -> None:
         self.receiver = otlp.Receiver()
-        self.database, self.url, self.tokens, _ = servers.seed_postgres([PROCESSES / "pause"])
+        self.database, self.url, self.tokens, _ = servers.seed_postgres([PROCESSES / "pause", PROCESSES / "filed"])
         self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-otel-"))
         self.secret = secrets.token_bytes(32)
         port = servers.free_port()
@@ -162,6 +162,43 @@ def test_a_fired_timer_continues_the_trace_of_the_call_that_set_it(traced):
     assert fired.attributes["agentprocess.timer.lateness_ms"] >= 0
 
 
+def test_evidence_store_calls_are_spans_of_the_tool_call(traced):
+    trace_id, _, header = traceparent()
+    uploaded = traced.call("upload", {"fileName": "a.txt", "contentType": "text/plain",
+                                      "contentBase64": base64.b64encode(b"bytes").decode(),
+                                      "requestId": request_id()}, token="agent-1", meta={"traceparent": header})
+    assert uploaded["ok"], uploaded
+    tool = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("tools/call upload") if s.trace_id == trace_id], what="upload span")[0]
+    put = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("blob put") if s.parent_span_id == tool.span_id], what="blob span")[0]
+    assert put.attributes["agentprocess.blob.store"] == "local"
+    assert put.kind == 3  # SpanKind.SPAN_KIND_CLIENT
+
+
+def test_redis_calls_are_spans_linked_to_the_call_that_set_the_timer():
+    receiver = otlp.Receiver()
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY="100")
+    deployment = Deployment(SHARED_REDIS, api_env=env)
+    try:
+        trace_id, _, header = traceparent()
+        rawmcp.call(deployment.server.base, deployment.server.tokens["alice"], "start_run",
+                    {"process": "pause", "inputs": {}, "requestId": request_id()}, meta={"traceparent": header})
+        queued = receiver.wait_for(lambda: [s for s in receiver.spans() if s.name == "queue timers"],
+                                   what="queue timers span")[0]
+        # After the call, on a task of its own: a trace of its own, linked to the call's.
+        assert queued.trace_id != trace_id
+        assert [linked for linked, _ in queued.links] == [trace_id]
+        zadd = receiver.wait_for(
+            lambda: [s for s in receiver.spans() if s.name == "ZADD" and s.parent_span_id == queued.span_id],
+            what="ZADD span")[0]
+        assert zadd.attributes["db.system.name"] == "redis"
+        assert zadd.attributes["db.operation.name"] == "ZADD"
+    finally:
+        deployment.close()
+        receiver.close()
+
+
 def test_the_metrics_arrive_with_their_attributes(traced):
     traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()})
     traced.call("get_run", {"runId": "r_missing"})
@@ -206,11 +243,30 @@ def test_the_metrics_arrive_with_their_attributes(traced):
 
 
 def test_log_lines_are_json_and_hold_no_token_or_secret(traced):
-    # A claim token and run data pass through the server in this flow.
-    started = traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()})
-    assert started["ok"]
+    # A claim token, an upload, output and a summary pass through the server; a refused
+    # submission and a lost claim are logged (at debug) on the way.
+    run_id = traced.call("start_run", {"process": "filed", "inputs": {}, "requestId": request_id()})["data"]["run"]["id"]
+    claim = traced.call("claim", {"runId": run_id, "stepId": "file", "requestId": request_id()}, token="agent-1")
+    token = claim["data"]["token"]
+    lost = traced.call("claim", {"runId": run_id, "stepId": "file", "requestId": request_id()}, token="agent-2")
+    assert lost["ok"] is False
+    secret_words = "quartz-heron-4417"
+    uploaded = traced.call("upload", {"fileName": f"{secret_words}.txt", "contentType": "text/plain",
+                                      "contentBase64": base64.b64encode(secret_words.encode()).decode(),
+                                      "requestId": request_id()}, token="agent-1")
+    refused = traced.call("submit", {"token": token, "output": {"title": 7}, "summary": secret_words,
+                                     "evidence": [{"kind": "file", "ref": uploaded["data"]["id"]}],
+                                     "requestId": request_id()}, token="agent-1")
+    assert refused["ok"] is False
+    done = traced.call("submit", {"token": token, "output": {"title": secret_words}, "summary": secret_words,
+                                  "evidence": [{"kind": "file", "ref": uploaded["data"]["id"]}],
+                                  "requestId": request_id()}, token="agent-1")
+    assert done["ok"], done
     time.sleep(0.5)
     text = traced.log.read_text()
+    assert "tool call refused" in text  # the debug lines are on, so this reads them too
+    assert token not in text and token.split(".")[-1] not in text, "a claim token is in the log"
+    assert secret_words not in text, "run data is in the log"
     lines = [line for line in text.splitlines() if line.strip()]
     assert lines
     for line in lines:

@@ -7,6 +7,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use tracing::Instrument as _;
+
 pub use s3::{S3Blobs, S3Keys, S3Settings};
 
 /// What can go wrong storing or reading bytes.
@@ -78,26 +80,45 @@ pub enum ServerBlobs {
     S3(S3Blobs),
 }
 
+impl ServerBlobs {
+    fn span(&self, operation: &'static str) -> tracing::Span {
+        let store = match self {
+            ServerBlobs::Local(_) => "local",
+            ServerBlobs::S3(_) => "s3",
+        };
+        agentprocess_telemetry::spans::blob(operation, store)
+    }
+}
+
 impl Blobs for ServerBlobs {
     async fn put(&self, key: &str, bytes: &[u8], content_type: &str) -> Result<(), Error> {
-        match self {
-            ServerBlobs::Local(local) => local.put(key, bytes, content_type).await,
-            ServerBlobs::S3(s3) => s3.put(key, bytes, content_type).await,
-        }
+        let put = async {
+            match self {
+                ServerBlobs::Local(local) => local.put(key, bytes, content_type).await,
+                ServerBlobs::S3(s3) => s3.put(key, bytes, content_type).await,
+            }
+        };
+        put.instrument(self.span("put")).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
-        match self {
-            ServerBlobs::Local(local) => local.get(key).await,
-            ServerBlobs::S3(s3) => s3.get(key).await,
-        }
+        let get = async {
+            match self {
+                ServerBlobs::Local(local) => local.get(key).await,
+                ServerBlobs::S3(s3) => s3.get(key).await,
+            }
+        };
+        get.instrument(self.span("get")).await
     }
 
     async fn delete(&self, key: &str) -> Result<(), Error> {
-        match self {
-            ServerBlobs::Local(local) => local.delete(key).await,
-            ServerBlobs::S3(s3) => s3.delete(key).await,
-        }
+        let delete = async {
+            match self {
+                ServerBlobs::Local(local) => local.delete(key).await,
+                ServerBlobs::S3(s3) => s3.delete(key).await,
+            }
+        };
+        delete.instrument(self.span("delete")).await
     }
 
     async fn download_url(

@@ -16,6 +16,7 @@ use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transiti
 use agentprocess_store::{NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use agentprocess_timers::Entry;
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use crate::ids::token_run;
 use crate::index::run_row;
@@ -251,15 +252,19 @@ impl<S: Store, B: Blobs> Service<S, B> {
         match &self.queue {
             Some(queue) if !added.is_empty() || !removed.is_empty() => {
                 let queue = Arc::clone(queue);
-                tokio::spawn(async move {
-                    let pushed = match queue.add(&added).await {
-                        Ok(()) => queue.remove(&removed).await,
-                        Err(error) => Err(error),
-                    };
-                    if let Err(error) = pushed {
-                        tracing::warn!(%error, "timer not mirrored in the queue; the reconciler will add it");
+                let span = agentprocess_telemetry::spans::follows_current("queue timers");
+                tokio::spawn(
+                    async move {
+                        let pushed = match queue.add(&added).await {
+                            Ok(()) => queue.remove(&removed).await,
+                            Err(error) => Err(error),
+                        };
+                        if let Err(error) = pushed {
+                            tracing::warn!(%error, "timer not mirrored in the queue; the reconciler will add it");
+                        }
                     }
-                });
+                    .instrument(span),
+                );
             }
             Some(_) => {}
             // Only a new timer can make the timer loop's next wake-up earlier.

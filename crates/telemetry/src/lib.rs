@@ -13,6 +13,7 @@ pub mod context;
 mod logs;
 mod metrics;
 mod otlp;
+pub mod spans;
 
 use std::sync::Mutex;
 

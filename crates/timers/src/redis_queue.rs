@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use deadpool_redis::redis::{self, AsyncCommands as _, Script};
 use deadpool_redis::{Config, Pool, PoolConfig, Runtime, Timeouts};
+use tracing::Instrument as _;
 
 use crate::{Entry, QueueError, QueueFuture, TimerQueue};
 
@@ -113,8 +114,14 @@ impl RedisQueue {
     }
 
     /// Runs `call` with the queue's time limit.
-    async fn timed<T>(&self, call: impl Future<Output = Result<T, QueueError>>) -> Result<T, QueueError> {
+    /// `call` (Redis `operation`) within the time limit, in a span of its own.
+    async fn timed<T>(
+        &self,
+        operation: &'static str,
+        call: impl Future<Output = Result<T, QueueError>>,
+    ) -> Result<T, QueueError> {
         tokio::time::timeout(self.timeout, call)
+            .instrument(agentprocess_telemetry::spans::redis(operation))
             .await
             .map_err(|_| QueueError::Timeout(self.timeout))?
     }
@@ -216,30 +223,30 @@ fn unavailable(error: redis::RedisError) -> QueueError {
 
 impl TimerQueue for RedisQueue {
     fn add<'a>(&'a self, entries: &'a [Entry]) -> QueueFuture<'a, ()> {
-        Box::pin(self.timed(async { self.zadd(entries, None).await.map(drop) }))
+        Box::pin(self.timed("ZADD", async { self.zadd(entries, None).await.map(drop) }))
     }
 
     fn restore<'a>(&'a self, entries: &'a [Entry]) -> QueueFuture<'a, u64> {
-        Box::pin(self.timed(self.zadd(entries, Some("NX"))))
+        Box::pin(self.timed("ZADD", self.zadd(entries, Some("NX"))))
     }
 
     fn remove<'a>(&'a self, entries: &'a [Entry]) -> QueueFuture<'a, ()> {
-        Box::pin(self.timed(self.zrem(entries)))
+        Box::pin(self.timed("ZREM", self.zrem(entries)))
     }
 
     fn take_due(&self, now: i64, limit: usize, hold_until: i64) -> QueueFuture<'_, Vec<Entry>> {
-        Box::pin(self.timed(self.take(now, limit, hold_until)))
+        Box::pin(self.timed("EVALSHA", self.take(now, limit, hold_until)))
     }
 
     fn next_due(&self) -> QueueFuture<'_, Option<i64>> {
-        Box::pin(self.timed(self.earliest()))
+        Box::pin(self.timed("ZRANGE", self.earliest()))
     }
 
     fn count(&self) -> QueueFuture<'_, u64> {
-        Box::pin(self.timed(self.total()))
+        Box::pin(self.timed("ZCARD", self.total()))
     }
 
     fn ping(&self) -> QueueFuture<'_, ()> {
-        Box::pin(self.timed(self.answer()))
+        Box::pin(self.timed("PING", self.answer()))
     }
 }
