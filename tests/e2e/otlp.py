@@ -5,7 +5,6 @@ messages: it accepts what an OpenTelemetry SDK exports (`/v1/traces`, `/v1/metri
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -20,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+import servers
 
 SIGNALS = {
     "/v1/traces": (ExportTraceServiceRequest, ExportTraceServiceResponse),
@@ -144,10 +145,4 @@ class Receiver:
 
     def wait_for(self, check, timeout: float = 20.0, what: str = "telemetry"):
         """Polls `check()` until it returns something truthy."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = check()
-            if found:
-                return found
-            time.sleep(0.1)
-        raise AssertionError(f"no {what} arrived within {timeout} s")
+        return servers.eventually(check, timeout, what)

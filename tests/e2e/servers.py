@@ -93,6 +93,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def eventually(check, timeout: float = 30.0, what: str = "condition"):
+    """Polls `check()` until it returns something truthy, and returns that."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not reached within {timeout} s")
+
+
 def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60, path: str = "/readyz") -> None:
     """Waits until `path` answers 200 (pass /healthz for a process that may be up but
     not ready)."""

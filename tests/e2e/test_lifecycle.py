@@ -25,6 +25,7 @@ import pytest
 import rawmcp
 import servers
 from client import request_id
+from servers import eventually
 
 PROCESSES = Path(__file__).resolve().parent / "processes"
 
@@ -35,16 +36,6 @@ def status(base: str, path: str = "/readyz") -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-def eventually(check, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout} s")
 
 
 class PrivatePostgres:
@@ -276,17 +267,25 @@ def test_sigterm_under_load_finishes_every_call_in_flight_and_exits_0(seeded):
         api.close()
 
 
+@contextmanager
+def call_in_flight(api: Api, database: str, tokens: dict):
+    """A claim held on its run's lock (the run locked by the test) while the block runs."""
+    run_id = start_pause(api.base, tokens["alice"])
+    blocked = Calls()
+    with run_locked(database, run_id):
+        blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
+                                          {"runId": run_id, "stepId": "pause", "requestId": request_id()},
+                                          timeout=60))
+        eventually(lambda: waiting_on_locks(database) >= 1, what="a call waiting on the run's lock")
+        yield
+    blocked.join()
+
+
 def test_a_second_signal_exits_at_once(seeded):
     database, url, tokens = seeded
     api = Api(url, "--shutdown-grace-seconds", "60")
     try:
-        run_id = start_pause(api.base, tokens["alice"])
-        blocked = Calls()
-        with run_locked(database, run_id):
-            blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
-                                              {"runId": run_id, "stepId": "pause", "requestId": request_id()},
-                                              timeout=60))
-            eventually(lambda: waiting_on_locks(database) >= 1, what="a call waiting on the run's lock")
+        with call_in_flight(api, database, tokens):
             api.process.send_signal(signal.SIGTERM)
             eventually(lambda: "shutting down" in api.log(), timeout=5, what="the first signal taken")
             time.sleep(0.3)
@@ -302,18 +301,11 @@ def test_calls_past_the_grace_period_do_not_hold_the_process(seeded):
     database, url, tokens = seeded
     api = Api(url, "--shutdown-grace-seconds", "1")
     try:
-        run_id = start_pause(api.base, tokens["alice"])
-        blocked = Calls()
-        with run_locked(database, run_id):
-            blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
-                                              {"runId": run_id, "stepId": "pause", "requestId": request_id()},
-                                              timeout=60))
-            eventually(lambda: waiting_on_locks(database) >= 1, what="a call waiting on the run's lock")
+        with call_in_flight(api, database, tokens):
             started = time.monotonic()
             api.process.send_signal(signal.SIGTERM)
             assert api.process.wait(timeout=10) != 0
             assert time.monotonic() - started < 5
             assert "grace period" in api.log()
-        blocked.join()
     finally:
         api.close()

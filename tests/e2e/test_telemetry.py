@@ -83,15 +83,20 @@ def traceparent() -> tuple[str, str, str]:
     return trace_id, parent_id, f"00-{trace_id}-{parent_id}-01"
 
 
-def test_a_tool_call_is_a_server_span_in_the_callers_trace_with_its_attributes(traced):
+def start_traced(traced: Traced) -> tuple[str, str, str, otlp.Span]:
+    """Starts a `pause` run in a trace of the test's: (trace id, parent span id, run id,
+    the call's span)."""
     trace_id, parent_id, header = traceparent()
     result = traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()},
                          meta={"traceparent": header})
-    run_id = result["data"]["run"]["id"]
-    spans = traced.receiver.wait_for(
+    span = traced.receiver.wait_for(
         lambda: [s for s in traced.spans_named("tools/call start_run") if s.trace_id == trace_id],
-        what="start_run span")
-    span = spans[0]
+        what="start_run span")[0]
+    return trace_id, parent_id, result["data"]["run"]["id"], span
+
+
+def test_a_tool_call_is_a_server_span_in_the_callers_trace_with_its_attributes(traced):
+    _, parent_id, run_id, span = start_traced(traced)
     assert span.parent_span_id == parent_id
     assert span.kind == SERVER_KIND
     assert span.attributes["mcp.method.name"] == "tools/call"
@@ -145,13 +150,7 @@ def test_a_refused_call_carries_its_error_code(traced):
 
 
 def test_a_fired_timer_continues_the_trace_of_the_call_that_set_it(traced):
-    trace_id, _, header = traceparent()
-    result = traced.call("start_run", {"process": "pause", "inputs": {}, "requestId": request_id()},
-                         meta={"traceparent": header})
-    run_id = result["data"]["run"]["id"]
-    start = traced.receiver.wait_for(
-        lambda: [s for s in traced.spans_named("tools/call start_run") if s.trace_id == trace_id],
-        what="start_run span")[0]
+    trace_id, _, run_id, start = start_traced(traced)
     post_advance(traced.base, 120)
     fired = traced.receiver.wait_for(
         lambda: [s for s in traced.spans_named("timer fire") if s.attributes.get("agentprocess.run") == run_id],
