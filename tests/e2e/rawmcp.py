@@ -1,10 +1,14 @@
-"""MCP spoken directly over HTTP, one connection per call: for tests that send what a
-well-behaved client would not, or that need the exact headers and `_meta` of a call."""
+"""MCP (and the REST upload) spoken directly over HTTP, one connection per call: for
+tests that send what a well-behaved client would not, or that need the exact headers
+and `_meta` of a call."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import secrets
+import urllib.error
+import urllib.request
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-11-25"}
@@ -46,3 +50,25 @@ def call(base: str, token: str, tool: str, arguments: dict, meta: dict | None = 
     status, _, body = post(base, call_body(tool, arguments, meta), token, timeout=timeout, **headers)
     assert status == 200, (status, body)
     return json.loads(body)["result"]["structuredContent"]
+
+
+def post_form(url: str, headers: dict, parts: list[tuple[str, str | None, bytes, str | None]]) -> tuple[int, dict]:
+    """POSTs multipart/form-data (name, file name, bytes, content type per part);
+    returns the status and the JSON body."""
+    boundary = secrets.token_hex(16)
+    body = b""
+    for name, file_name, data, content_type in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{file_name}"' if file_name else "")
+        body += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n".encode()
+        if content_type:
+            body += f"Content-Type: {content_type}\r\n".encode()
+        body += b"\r\n" + data + b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        **headers, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        return error.code, json.loads(text) if text.startswith(b"{") else {}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import secrets
 import shutil
@@ -25,6 +24,7 @@ import pytest
 import rawmcp
 import servers
 from client import connect, request_id
+from rawmcp import post_form
 
 pytestmark = pytest.mark.anyio
 
@@ -269,28 +269,6 @@ async def test_uploads_no_run_cites_are_removed_after_the_retention(s3_server):
     assert [p.read_bytes() for p in s3.objects()] == [b"kept"], "the uncited upload went, the cited one stayed"
     rows = servers.psql("SELECT id FROM uploads", server.database).split()
     assert rows == [cited["id"]]
-
-
-def post_form(url: str, headers: dict, parts: list[tuple[str, str | None, bytes, str | None]]) -> tuple[int, dict]:
-    """POSTs multipart/form-data (name, file name, bytes, content type per part);
-    returns the status and the JSON body."""
-    boundary = secrets.token_hex(16)
-    body = b""
-    for name, file_name, data, content_type in parts:
-        disposition = f'form-data; name="{name}"' + (f'; filename="{file_name}"' if file_name else "")
-        body += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n".encode()
-        if content_type:
-            body += f"Content-Type: {content_type}\r\n".encode()
-        body += b"\r\n" + data + b"\r\n"
-    body += f"--{boundary}--\r\n".encode()
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        **headers, "Content-Type": f"multipart/form-data; boundary={boundary}"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        text = error.read()
-        return error.code, json.loads(text) if text.startswith(b"{") else {}
 
 
 async def test_a_person_uploads_through_rest_multipart_under_the_same_rules(s3_server):

@@ -175,6 +175,28 @@ def test_evidence_store_calls_are_spans_of_the_tool_call(traced):
     assert put.kind == 3  # SpanKind.SPAN_KIND_CLIENT
 
 
+def test_a_rest_upload_is_a_span_with_the_tools_attributes_and_counted(traced):
+    trace_id, parent_id, header = traceparent()
+    status, body = rawmcp.post_form(
+        f"{traced.base}/v1/uploads",
+        {"Authorization": f"Bearer {traced.tokens['alice']}", "Idempotency-Key": request_id(), "traceparent": header},
+        [("file", "note.txt", b"a note", "text/plain")],
+    )
+    assert status == 201, body
+    http_span = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("POST /v1/uploads") if s.trace_id == trace_id], what="HTTP span")[0]
+    assert http_span.parent_span_id == parent_id and http_span.attributes["http.response.status_code"] == 201
+    upload = traced.receiver.wait_for(
+        lambda: [s for s in traced.spans_named("upload") if s.parent_span_id == http_span.span_id],
+        what="upload span")[0]
+    assert upload.attributes["gen_ai.tool.name"] == "upload"
+    assert upload.attributes["agentprocess.organization"] == "acme"
+    assert upload.attributes["agentprocess.outcome"] == "ok"
+    assert traced.receiver.wait_for(
+        lambda: [p for p in traced.receiver.points() if p.metric == "agentprocess.tool.calls"
+                 and p.attributes.get("gen_ai.tool.name") == "upload"], what="upload count")
+
+
 def test_redis_calls_are_spans_linked_to_the_call_that_set_the_timer():
     receiver = otlp.Receiver()
     env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY="100")

@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde_json::{Map, json};
+use tracing::Instrument as _;
 
 /// The upload, or the refusal in the tools' envelope with a matching HTTP status.
 pub(crate) async fn upload<S: Store, B: Blobs>(
@@ -21,7 +22,33 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
     headers: HeaderMap,
     multipart: Multipart,
 ) -> Response {
-    let result = match read(&service, &headers, multipart).await {
+    let span = tracing::info_span!(
+        "upload",
+        gen_ai.tool.name = "upload",
+        agentprocess.organization = caller.org(),
+        agentprocess.run = tracing::field::Empty,
+        agentprocess.outcome = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let result = upload_form(&service, &caller, &headers, multipart)
+        .instrument(span.clone())
+        .await;
+    agentprocess_mcp::record_outcome(&span, "upload", &result);
+    let status = match &result {
+        Ok(_) => StatusCode::CREATED,
+        Err(error) => status_of(error.code),
+    };
+    (status, Json(agentprocess_mcp::tools::envelope(result))).into_response()
+}
+
+async fn upload_form<S: Store, B: Blobs>(
+    service: &Service<S, B>,
+    caller: &Caller,
+    headers: &HeaderMap,
+    multipart: Multipart,
+) -> Result<serde_json::Value, ToolError> {
+    match read(service, headers, multipart).await {
         Ok(form) => {
             let mut arguments = Map::new();
             arguments.insert("fileName".to_owned(), json!(form.file_name));
@@ -32,16 +59,11 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
             );
             let write = Write::from_arguments(form.request_id, &arguments);
             service
-                .upload(&caller, &form.file_name, &form.content_type, form.bytes, &write)
+                .upload(caller, &form.file_name, &form.content_type, form.bytes, &write)
                 .await
         }
         Err(error) => Err(error),
-    };
-    let status = match &result {
-        Ok(_) => StatusCode::CREATED,
-        Err(error) => status_of(error.code),
-    };
-    (status, Json(agentprocess_mcp::tools::envelope(result))).into_response()
+    }
 }
 
 struct Form {

@@ -186,12 +186,33 @@ fn named_run(arguments: &serde_json::Map<String, serde_json::Value>) -> Option<&
     text("runId").or_else(|| text("token").and_then(agentprocess_service::token_run))
 }
 
-/// Records a call's outcome on its span and in the metrics.
+/// Records an MCP tool call's outcome and its duration.
 fn observe_call(
     span: &tracing::Span,
     tool: &'static str,
     result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
     took: std::time::Duration,
+) {
+    let mut attributes = vec![
+        KeyValue::new("mcp.method.name", "tools/call"),
+        KeyValue::new("gen_ai.tool.name", tool),
+    ];
+    if let Err(error) = result {
+        attributes.push(KeyValue::new("error.type", error.code.as_str()));
+    }
+    record_outcome(span, tool, result);
+    agentprocess_telemetry::metrics()
+        .tool_duration
+        .record(took.as_secs_f64(), &attributes);
+}
+
+/// Records a tool's outcome on its span (`agentprocess.outcome`, `error.type`, the new
+/// run's id) and counts the call in `agentprocess.tool.calls`; for every surface that
+/// calls tools (MCP, REST). The span declares those fields.
+pub fn record_outcome(
+    span: &tracing::Span,
+    tool: &'static str,
+    result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
 ) {
     let outcome = match result {
         Ok(data) => {
@@ -204,21 +225,14 @@ fn observe_call(
         Err(error) => error.code.as_str(),
     };
     span.record("agentprocess.outcome", outcome);
-    let metrics = agentprocess_telemetry::metrics();
-    let mut attributes = vec![
-        KeyValue::new("mcp.method.name", "tools/call"),
-        KeyValue::new("gen_ai.tool.name", tool),
-    ];
     if let Err(error) = result {
         span.record("error.type", outcome);
         // Refusals are answers; only a failure on the server's side marks the span.
         if error.code == agentprocess_engine::Code::Retry {
             span.record("otel.status_code", "error");
         }
-        attributes.push(KeyValue::new("error.type", error.code.as_str()));
     }
-    metrics.tool_duration.record(took.as_secs_f64(), &attributes);
-    metrics.tool_calls.add(
+    agentprocess_telemetry::metrics().tool_calls.add(
         1,
         &[
             KeyValue::new("gen_ai.tool.name", tool),
