@@ -1,13 +1,16 @@
-"""A small OTLP/HTTP receiver on 127.0.0.1, built on the `opentelemetry-proto`
-messages: it accepts what an OpenTelemetry SDK exports (`/v1/traces`, `/v1/metrics`,
-`/v1/logs`, protobuf or JSON) and keeps it for the tests to read."""
+"""A small OTLP receiver on 127.0.0.1, built on the `opentelemetry-proto` messages:
+over HTTP it accepts what an OpenTelemetry SDK exports (`/v1/traces`, `/v1/metrics`,
+`/v1/logs`, protobuf or JSON), over gRPC the trace and metrics services; it keeps
+what arrives for the tests to read."""
 
 from __future__ import annotations
 
 import threading
+from concurrent import futures
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import grpc
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -18,6 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 import servers
@@ -62,14 +67,24 @@ class Point:
 
 @dataclass
 class Receiver:
-    """The receiver; `endpoint` is what OTEL_EXPORTER_OTLP_ENDPOINT takes."""
+    """The receiver; `endpoint` is what OTEL_EXPORTER_OTLP_ENDPOINT takes. `grpc`: an
+    OTLP/gRPC receiver instead of OTLP/HTTP."""
 
+    grpc: bool = False
     requests: list = field(default_factory=list)
     content_types: set = field(default_factory=set)
+
+    def keep(self, path: str, message, content_type: str) -> None:
+        with self.lock:
+            self.requests.append((path, message))
+            self.content_types.add(content_type)
 
     def __post_init__(self) -> None:
         receiver = self
         self.lock = threading.Lock()
+        if self.grpc:
+            self._serve_grpc()
+            return
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
@@ -84,9 +99,7 @@ class Receiver:
                     json_format.Parse(body, message)
                 else:
                     message.ParseFromString(body)
-                with receiver.lock:
-                    receiver.requests.append((self.path, message))
-                    receiver.content_types.add(content_type)
+                receiver.keep(self.path, message, content_type)
                 answer = message_types[1]().SerializeToString() if message_types[1] else b""
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
@@ -101,11 +114,34 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def _serve_grpc(self) -> None:
+        receiver = self
+
+        class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request, context):  # noqa: N802 (the service's name)
+                receiver.keep("/v1/traces", request, "application/grpc")
+                return ExportTraceServiceResponse()
+
+        class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
+            def Export(self, request, context):  # noqa: N802 (the service's name)
+                receiver.keep("/v1/metrics", request, "application/grpc")
+                return ExportMetricsServiceResponse()
+
+        self.grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), self.grpc_server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), self.grpc_server)
+        self.port = self.grpc_server.add_insecure_port("127.0.0.1:0")
+        self.grpc_server.start()
+
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        port = self.port if self.grpc else self.server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def close(self) -> None:
+        if self.grpc:
+            self.grpc_server.stop(grace=None)
+            return
         self.server.shutdown()
         self.server.server_close()
 

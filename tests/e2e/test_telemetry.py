@@ -33,7 +33,7 @@ class Traced:
     """An API process on its own database, exporting to a receiver."""
 
     def __init__(self, protocol: str) -> None:
-        self.receiver = otlp.Receiver()
+        self.receiver = otlp.Receiver(grpc=protocol == "grpc")
         self.database, self.url, self.tokens, _ = servers.seed_postgres([PROCESSES / "pause", PROCESSES / "filed"])
         self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-otel-"))
         self.secret = secrets.token_bytes(32)
@@ -300,12 +300,16 @@ def test_log_lines_are_json_and_hold_no_token_or_secret(traced):
     assert "postgres://" not in text
 
 
-def test_otlp_over_http_json_too():
-    deployment = Traced("http/json")
+@pytest.mark.parametrize("protocol, content_type", [("http/json", "application/json"), ("grpc", "application/grpc")])
+def test_otlp_over_http_json_and_grpc_too(protocol, content_type):
+    deployment = Traced(protocol)
     try:
         deployment.call("describe", {})
         deployment.receiver.wait_for(lambda: deployment.spans_named("tools/call describe"), what="span")
-        assert deployment.receiver.content_types == {"application/json"}
+        deployment.receiver.wait_for(
+            lambda: [p for p in deployment.receiver.points() if p.metric == "agentprocess.tool.calls"],
+            what="metrics")
+        assert deployment.receiver.content_types == {content_type}
     finally:
         deployment.close()
 
