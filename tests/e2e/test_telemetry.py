@@ -52,7 +52,8 @@ class Traced:
         env.pop("OTEL_SERVICE_NAME", None)
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [*servers.api_command(self.url, port, self.secret, self.workdir), "--log-json"],
+                [*servers.api_command(self.url, port, self.secret, self.workdir), "--log-json",
+                 "--webhook-allow-private-networks"],
                 stdout=log, stderr=subprocess.STDOUT, env=env,
             )
         servers.wait_ready(self.base, self.process)
@@ -218,6 +219,26 @@ def test_redis_calls_are_spans_linked_to_the_call_that_set_the_timer():
     finally:
         deployment.close()
         receiver.close()
+
+
+def test_a_webhook_attempt_continues_the_trace_through_the_timer_that_ended_the_run():
+    # A deployment of its own: its webhook must not reach the other tests' runs.
+    traced = Traced("http/protobuf")
+    try:
+        servers.admin(traced.url, "add-webhook", "--org", "acme", "http://127.0.0.1:9/hook")
+        trace_id, _, run_id, _ = start_traced(traced)
+        post_advance(traced.base, 120)
+        fired = traced.receiver.wait_for(
+            lambda: [s for s in traced.spans_named("timer fire") if s.attributes.get("agentprocess.run") == run_id],
+            what="timer fire span")[0]
+        attempt = traced.receiver.wait_for(
+            lambda: [s for s in traced.spans_named("POST") if s.trace_id == trace_id], what="webhook attempt span")[0]
+        # run.ended was written while the timer fired: the attempt is that span's child.
+        assert attempt.parent_span_id == fired.span_id
+        assert attempt.kind == 3  # SpanKind.SPAN_KIND_CLIENT
+        assert attempt.attributes["agentprocess.notification"].startswith("ntf_")
+    finally:
+        traced.close()
 
 
 def test_the_metrics_arrive_with_their_attributes(traced):

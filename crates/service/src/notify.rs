@@ -44,14 +44,20 @@ impl Outgoing {
         }
     }
 
-    /// The row to write.
-    pub(crate) fn row<'a>(&'a self, run: &'a Run, created_at: i64) -> NewNotification<'a> {
+    /// The row to write; `trace_parent` is the causing call's trace context.
+    pub(crate) fn row<'a>(
+        &'a self,
+        run: &'a Run,
+        created_at: i64,
+        trace_parent: Option<&'a str>,
+    ) -> NewNotification<'a> {
         NewNotification {
             id: &self.id,
             run_id: &run.id,
             event: self.event,
             body: &self.body,
             created_at,
+            trace_parent,
         }
     }
 }

@@ -194,7 +194,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<u64, ToolError> {
         let run = &transition.run;
         let mut deliveries = 0;
-        // A timer continues the trace of the call that set it.
+        // A timer (and a webhook delivery) continues the trace of the call that caused it.
         let trace_parent = agentprocess_telemetry::context::traceparent(&tracing::Span::current());
         for effect in &transition.effects {
             match effect {
@@ -214,7 +214,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Effect::Notify(notification) => {
                     let outgoing = Outgoing::new(org, run, notification);
                     deliveries += tx
-                        .add_notification(org, &outgoing.row(run, millis(self.now())))
+                        .add_notification(org, &outgoing.row(run, millis(self.now()), trace_parent.as_deref()))
                         .await
                         .map_err(retry)?;
                 }

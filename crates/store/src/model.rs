@@ -349,6 +349,8 @@ pub struct NewNotification<'a> {
     pub body: &'a str,
     /// When (milliseconds); the first attempt is due then.
     pub created_at: i64,
+    /// The `traceparent` of the call that caused it, when that call was traced.
+    pub trace_parent: Option<&'a str>,
 }
 
 /// A delivery taken for an attempt.
@@ -368,6 +370,8 @@ pub struct Delivery {
     pub body: String,
     /// Attempts so far, this one included.
     pub attempts: u32,
+    /// The `traceparent` of the call that caused the notification.
+    pub trace_parent: Option<String>,
 }
 
 /// How an attempt ended.

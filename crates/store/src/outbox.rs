@@ -65,7 +65,8 @@ pub(crate) async fn add_notification(
 ) -> Result<u64> {
     execute_notification(
         connection,
-        "INSERT INTO notifications (org_id, id, run_id, event, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
         org,
         notification,
     )
@@ -90,8 +91,8 @@ pub(crate) async fn add_notification_in_one_statement(
 ) -> Result<u64> {
     execute_notification(
         connection,
-        "WITH n AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING org_id, id, created_at) \
+        "WITH n AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING org_id, id, created_at) \
          INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
          SELECT n.org_id, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
          FROM n JOIN webhooks w ON w.org_id = n.org_id",
@@ -101,8 +102,8 @@ pub(crate) async fn add_notification_in_one_statement(
     .await
 }
 
-/// Runs `sql` with `$1`–`$6` = the notification's organization, id, run, event, body
-/// and time; returns the rows it affected.
+/// Runs `sql` with `$1`–`$7` = the notification's organization, id, run, event, body,
+/// time and trace context; returns the rows it affected.
 async fn execute_notification(
     connection: &mut AnyConnection,
     sql: &str,
@@ -116,6 +117,7 @@ async fn execute_notification(
         .bind(notification.event)
         .bind(notification.body)
         .bind(notification.created_at)
+        .bind(notification.trace_parent)
         .execute(connection)
         .await?;
     Ok(done.rows_affected())
@@ -165,7 +167,7 @@ pub(crate) async fn take_deliveries(
         })
         .collect::<Result<Vec<_>>>()?;
     query.push(&format!(
-        "SELECT d.org_id, d.notification_id, d.webhook_id, d.attempts, w.url, w.secret, n.body \
+        "SELECT d.org_id, d.notification_id, d.webhook_id, d.attempts, w.url, w.secret, n.body, n.trace_parent \
          FROM deliveries d \
          JOIN notifications n ON n.org_id = d.org_id AND n.id = d.notification_id \
          JOIN webhooks w ON w.org_id = d.org_id AND w.id = d.webhook_id \
@@ -184,6 +186,7 @@ fn delivery(row: &AnyRow) -> Result<Delivery> {
         secret: row.try_get("secret")?,
         body: row.try_get("body")?,
         attempts: count(row.try_get("attempts")?)?,
+        trace_parent: row.try_get("trace_parent")?,
     })
 }
 

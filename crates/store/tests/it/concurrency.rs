@@ -127,6 +127,7 @@ async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
             event: "run.ended",
             body: "{}",
             created_at: 1,
+            trace_parent: None,
         };
         tx.add_notification("o", &notification).await.expect("notify");
     }

@@ -405,6 +405,7 @@ async fn outbox(db: &TestDb) {
         event: "run.ended",
         body: "{}",
         created_at: at,
+        trace_parent: None,
     };
     let mut tx = store.begin().await.expect("begin");
     tx.add_webhook("o", &webhook("wh_a")).await.expect("webhook");
@@ -417,9 +418,16 @@ async fn outbox(db: &TestDb) {
         2,
         "one delivery per endpoint of the organization"
     );
-    tx.add_notification("o", &notification("n_2", 500))
-        .await
-        .expect("notify");
+    let trace_parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    tx.add_notification(
+        "o",
+        &NewNotification {
+            trace_parent: Some(trace_parent),
+            ..notification("n_2", 500)
+        },
+    )
+    .await
+    .expect("notify");
     tx.commit().await.expect("commit");
     assert_eq!(store.webhooks("o").await.expect("list").len(), 2);
     // Due at 100: n_1 to both endpoints; taken once, with one attempt counted.
@@ -457,6 +465,11 @@ async fn outbox(db: &TestDb) {
     let again = store.take_deliveries(600, 10_000, 10).await.expect("take");
     assert_eq!(again.len(), 3);
     assert!(again.iter().any(|d| d.notification_id == "n_1" && d.attempts == 2));
+    // A delivery carries the trace context of the change that caused it.
+    for delivery in &again {
+        let expected = (delivery.notification_id == "n_2").then_some(trace_parent);
+        assert_eq!(delivery.trace_parent.as_deref(), expected);
+    }
     // Removing an endpoint gives up its pending deliveries.
     let mut tx = store.begin().await.expect("begin");
     assert!(tx.remove_webhook("o", "wh_b", 700).await.expect("remove"));
