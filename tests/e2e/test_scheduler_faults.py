@@ -1,11 +1,12 @@
-"""Faults of the timer path: a scheduler killed mid-batch, Redis flushed, Redis stopped
-for a while. Each test runs its own redis-server on another port (never the machine's
+"""Faults of the timer path: a scheduler killed mid-batch (or stopped by SIGTERM),
+Redis flushed, Redis stopped for a while. Each test runs its own redis-server on another port (never the machine's
 shared one). In every case every timer fires, late by at most the reconcile interval
 (or, for a killed scheduler, the hold of the entries it had taken) past the repair,
 with exactly one effect on each run."""
 
 from __future__ import annotations
 
+import signal
 import time
 from contextlib import AsyncExitStack
 
@@ -113,5 +114,27 @@ async def test_redis_stopped_for_a_while_then_started(redis):
         print(f"Redis back: all fired {took:.2f} s later")
         assert_one_effect_each(deployment, runs)
         assert scheduling.ready(deployment.scheduler_base(0))
+    finally:
+        deployment.close()
+
+
+async def test_sigterm_mid_batch_finishes_the_pass_exits_0_and_loses_nothing(redis):
+    # Passes of ten timers, one at a time, so passes are under way when the signal comes.
+    deployment = deploy(redis, "--timer-concurrency", "1", "--timer-batch", "10")
+    try:
+        runs = await start_runs(deployment, 120)
+        deployment.advance(61)
+        while remaining(deployment) == len(runs):
+            await anyio.sleep(0.005)
+        assert deployment.kill_scheduler(0, signal.SIGTERM) == 0, "a clean exit"
+        left = remaining(deployment)
+        # The pass under way was finished, whole, and no new one was taken.
+        assert 0 < left < len(runs), f"the signal came mid-way ({left} of {len(runs)} left)"
+        assert left % 10 == 0, f"a pass was cut short ({left} left)"
+        await anyio.sleep(0.5)
+        assert remaining(deployment) == left
+        deployment.start_scheduler(0)
+        await wait_all_fired(deployment, scheduling.HOLD_SECONDS + scheduling.RECONCILE_SECONDS + SLACK_SECONDS)
+        assert_one_effect_each(deployment, runs)
     finally:
         deployment.close()
