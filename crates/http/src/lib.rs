@@ -257,7 +257,8 @@ pub struct Background {
 }
 
 /// Starts the timer loop, the reconciler (with a timer queue), the webhook loop and
-/// the sampler of the work gauges; each stops when `stop` is cancelled, after finishing what it has under way.
+/// the sampler of the work gauges; each stops when `stop` is cancelled, after
+/// finishing what it has under way.
 pub fn spawn_background<S: Store, B: Blobs>(
     service: &Arc<Service<S, B>>,
     background: &Background,

@@ -33,9 +33,7 @@ pub(crate) async fn request(mut request: Request, next: Next) -> Response {
         http.route = %route,
         http.response.status_code = tracing::field::Empty,
     );
-    if let Some(parent) = agentprocess_telemetry::context::from_headers(request.headers()) {
-        agentprocess_telemetry::context::set_parent(&span, parent);
-    }
+    agentprocess_telemetry::context::continue_from_headers(&span, request.headers());
     request.extensions_mut().insert(RequestSpan(span.clone()));
     let started = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;

@@ -91,17 +91,13 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .and_then(|parts| parts.extensions.get::<Caller>())
             .cloned()
             .ok_or_else(|| ErrorData::internal_error("the request carries no authenticated caller", None))?;
-        let trace_parent = request
+        // The `_meta` that carries a trace context: the request's, else rmcp's copy.
+        let meta = request
             .meta
             .as_ref()
-            .and_then(|meta| meta.get_traceparent().map(|parent| (parent, meta.get_tracestate())))
-            .or_else(|| {
-                context
-                    .meta
-                    .get_traceparent()
-                    .map(|parent| (parent, context.meta.get_tracestate()))
-            });
-        let span = tool_span(spec.name, &caller, &context, trace_parent);
+            .filter(|meta| meta.get_traceparent().is_some())
+            .unwrap_or(&context.meta);
+        let span = tool_span(spec.name, &caller, &context, meta);
         let arguments = request.arguments.unwrap_or_default();
         if let Some(run) = named_run(&arguments) {
             span.record("agentprocess.run", run);
@@ -141,7 +137,7 @@ fn tool_span(
     tool: &'static str,
     caller: &Caller,
     context: &RequestContext<RoleServer>,
-    trace_parent: Option<(&str, Option<&str>)>,
+    meta: &rmcp::model::RequestMetaObject,
 ) -> tracing::Span {
     let request_span = context
         .extensions
@@ -165,11 +161,7 @@ fn tool_span(
         agentprocess.outcome = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
-    if let Some(parent) =
-        trace_parent.and_then(|(parent, state)| agentprocess_telemetry::context::from_traceparent(parent, state))
-    {
-        agentprocess_telemetry::context::set_parent(&span, parent);
-    }
+    agentprocess_telemetry::context::continue_from_traceparent(&span, meta.get_traceparent(), meta.get_tracestate());
     span
 }
 

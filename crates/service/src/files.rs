@@ -245,9 +245,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Ok(removed) => tracing::info!(removed, "removed uploads no run cites"),
                 Err(error) => tracing::warn!(%error, "upload sweep failed; trying again"),
             }
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(settings.interval) => {}
+            if !crate::scheduler::pause(&stop, settings.interval).await {
+                return;
             }
         }
     }

@@ -93,9 +93,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
     pub async fn run_gauges(self: Arc<Self>, stop: CancellationToken) {
         loop {
             self.sample_levels().await;
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(SAMPLE_EVERY) => {}
+            if !crate::scheduler::pause(&stop, SAMPLE_EVERY).await {
+                return;
             }
         }
     }

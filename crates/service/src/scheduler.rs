@@ -96,9 +96,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Ok(restored) => tracing::info!(restored, "reconciler re-added timers missing from the queue"),
                 Err(error) => tracing::warn!(%error, "reconciler pass failed; trying again"),
             }
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(settings.reconcile) => {}
+            if !pause(&stop, settings.reconcile).await {
+                return;
             }
         }
     }
@@ -297,10 +296,7 @@ fn fire_span(entry: &Entry, late_ms: i64, trace_parent: Option<&str>) -> tracing
         agentprocess.timer = %entry.timer_id,
         agentprocess.timer.lateness_ms = late_ms,
     );
-    if let Some(parent) = trace_parent.and_then(|value| agentprocess_telemetry::context::from_traceparent(value, None))
-    {
-        agentprocess_telemetry::context::set_parent(&span, parent);
-    }
+    agentprocess_telemetry::context::continue_from_traceparent(&span, trace_parent, None);
     span
 }
 
@@ -319,6 +315,14 @@ pub(crate) async fn rest(stop: &CancellationToken, wake: &tokio::sync::Notify, p
         () = stop.cancelled() => false,
         () = wake.notified() => true,
         () = tokio::time::sleep(pause) => true,
+    }
+}
+
+/// Waits `duration`; `false` once `stop` is cancelled.
+pub(crate) async fn pause(stop: &CancellationToken, duration: Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(duration) => true,
     }
 }
 

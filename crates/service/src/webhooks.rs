@@ -123,13 +123,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 );
                 // An attempt, however late, continues the trace of the change that
                 // caused the notification.
-                if let Some(parent) = delivery
-                    .trace_parent
-                    .as_deref()
-                    .and_then(|value| agentprocess_telemetry::context::from_traceparent(value, None))
-                {
-                    agentprocess_telemetry::context::set_parent(&span, parent);
-                }
+                agentprocess_telemetry::context::continue_from_traceparent(
+                    &span,
+                    delivery.trace_parent.as_deref(),
+                    None,
+                );
                 let result = self.attempt(client, settings, &delivery).instrument(span).await;
                 crate::observe::delivery(result.status);
                 if let Err(error) = self.store.record_attempt(&delivery, &result).await {

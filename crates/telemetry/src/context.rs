@@ -50,15 +50,14 @@ fn valid(context: Context) -> Option<Context> {
 }
 
 /// The caller's trace context in `traceparent`/`tracestate` headers, if valid.
-pub fn from_headers(headers: &http::HeaderMap) -> Option<Context> {
+fn from_headers(headers: &http::HeaderMap) -> Option<Context> {
     valid(opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&Headers(headers))
     }))
 }
 
-/// A trace context from a `traceparent` (and `tracestate`) value, if valid: MCP's
-/// `params._meta`, or a timer row.
-pub fn from_traceparent(traceparent: &str, tracestate: Option<&str>) -> Option<Context> {
+/// A trace context from a `traceparent` (and `tracestate`) value, if valid.
+fn from_traceparent(traceparent: &str, tracestate: Option<&str>) -> Option<Context> {
     let mut fields = HashMap::from([("traceparent", traceparent)]);
     if let Some(tracestate) = tracestate {
         fields.insert("tracestate", tracestate);
@@ -81,7 +80,22 @@ pub fn traceparent(span: &tracing::Span) -> Option<String> {
 }
 
 /// Makes `parent` the parent of `span`, which must not have been entered yet.
-pub fn set_parent(span: &tracing::Span, parent: Context) {
-    // Refused only once the span has started, which the callers rule out.
-    let _ = span.set_parent(parent);
+fn set_parent(span: &tracing::Span, parent: Option<Context>) {
+    if let Some(parent) = parent {
+        // Refused only once the span has started, which the callers rule out.
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// Continues the caller's trace (its `traceparent`/`tracestate` headers, if valid) in
+/// `span`, which must not have been entered yet.
+pub fn continue_from_headers(span: &tracing::Span, headers: &http::HeaderMap) {
+    set_parent(span, from_headers(headers));
+}
+
+/// Continues the trace a `traceparent` (and `tracestate`) names, if valid, in `span`,
+/// which must not have been entered yet: MCP's `params._meta`, a timer row, a
+/// notification row.
+pub fn continue_from_traceparent(span: &tracing::Span, traceparent: Option<&str>, tracestate: Option<&str>) {
+    set_parent(span, traceparent.and_then(|value| from_traceparent(value, tracestate)));
 }

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -45,7 +46,6 @@ pub struct Options<'a> {
 pub struct Telemetry {
     providers: Mutex<Option<Providers>>,
     registry: Option<prometheus::Registry>,
-    exporting: Vec<Signal>,
 }
 
 #[derive(Debug)]
@@ -76,20 +76,18 @@ pub fn init(options: &Options<'_>) -> anyhow::Result<Telemetry> {
 
     let registry = options.prometheus.then(prometheus::Registry::new);
     let mut meter_builder = SdkMeterProvider::builder().with_resource(resource);
-    let mut readers = 0;
     if let Some(exporter) = otlp::metric_exporter()? {
         exporting.push(Signal::Metrics);
         meter_builder = meter_builder.with_periodic_exporter(exporter);
-        readers += 1;
     }
     if let Some(registry) = &registry {
         let exporter = opentelemetry_prometheus::exporter()
             .with_registry(registry.clone())
             .build()?;
         meter_builder = meter_builder.with_reader(exporter);
-        readers += 1;
     }
-    let meter = (readers > 0).then(|| meter_builder.build());
+    let read = exporting.contains(&Signal::Metrics) || registry.is_some();
+    let meter = read.then(|| meter_builder.build());
     if let Some(meter) = &meter {
         opentelemetry::global::set_meter_provider(meter.clone());
     }
@@ -120,18 +118,10 @@ pub fn init(options: &Options<'_>) -> anyhow::Result<Telemetry> {
     Ok(Telemetry {
         providers: Mutex::new(Some(Providers { tracer, meter })),
         registry,
-        exporting,
     })
 }
 
-use tracing_subscriber::Layer as _;
-
 impl Telemetry {
-    /// The signals exported over OTLP (none when no endpoint is set).
-    pub fn exporting(&self) -> &[Signal] {
-        &self.exporting
-    }
-
     /// Every metric in the Prometheus text format, when [`Options::prometheus`] was set.
     pub fn prometheus_text(&self) -> Option<String> {
         let registry = self.registry.as_ref()?;
