@@ -61,14 +61,21 @@ async def start_runs(deployment, count: int) -> list[str]:
         return [await start(alice, "pause") for _ in range(count)]
 
 
+async def firing(deployment, count: int) -> list[str]:
+    """Starts `count` pause runs, makes their timers due, and returns once the first has
+    fired (the scheduler is mid-way through them)."""
+    runs = await start_runs(deployment, count)
+    deployment.advance(61)
+    while remaining(deployment) == len(runs):
+        await anyio.sleep(0.005)
+    return runs
+
+
 async def test_kill_9_mid_batch_then_restart(redis):
     # One timer at a time, so the batch is still under way when the kill comes.
     deployment = deploy(redis, "--timer-concurrency", "1")
     try:
-        runs = await start_runs(deployment, 120)
-        deployment.advance(61)
-        while remaining(deployment) == len(runs):
-            await anyio.sleep(0.005)
+        runs = await firing(deployment, 120)
         deployment.kill_scheduler(0)
         left = remaining(deployment)
         assert 0 < left < len(runs), f"the kill came mid-batch ({left} of {len(runs)} left)"
@@ -122,10 +129,7 @@ async def test_sigterm_mid_batch_finishes_the_pass_exits_0_and_loses_nothing(red
     # Passes of ten timers, one at a time, so passes are under way when the signal comes.
     deployment = deploy(redis, "--timer-concurrency", "1", "--timer-batch", "10")
     try:
-        runs = await start_runs(deployment, 120)
-        deployment.advance(61)
-        while remaining(deployment) == len(runs):
-            await anyio.sleep(0.005)
+        runs = await firing(deployment, 120)
         assert deployment.kill_scheduler(0, signal.SIGTERM) == 0, "a clean exit"
         left = remaining(deployment)
         # The pass under way was finished, whole, and no new one was taken.
