@@ -84,10 +84,10 @@ async fn read<S: Store, B: Blobs>(
         .get("idempotency-key")
         .and_then(|value| value.to_str().ok())
         .map(str::trim)
-        .filter(|key| !key.is_empty() && key.len() <= 200)
+        .filter(|key| !key.is_empty())
         .map(str::to_owned);
     if request_id.is_none() {
-        issues.push("Idempotency-Key: required, the requestId of this upload (at most 200 characters)".to_owned());
+        issues.push("Idempotency-Key: required, the requestId of this upload".to_owned());
     }
     let limit = service.settings().max_upload_bytes;
     let mut file: Option<(String, String, Vec<u8>)> = None;
@@ -130,6 +130,23 @@ async fn read<S: Store, B: Blobs>(
             issues.push(format!("file: more than maxUploadBytes ({limit}) bytes"));
         }
         file = Some((file_name, content_type, bytes));
+    }
+    // The upload tool's own bounds on what the form carries (the requestId is the
+    // header's, so its issues name the header).
+    if let Some(spec) = agentprocess_mcp::arguments::spec("upload") {
+        let mut arguments = Map::new();
+        if let Some((file_name, content_type, _)) = &file {
+            arguments.insert("fileName".to_owned(), json!(file_name));
+            arguments.insert("contentType".to_owned(), json!(content_type));
+        }
+        if let Some(request_id) = &request_id {
+            arguments.insert("requestId".to_owned(), json!(request_id));
+        }
+        issues.extend(
+            agentprocess_mcp::arguments::check_present(spec, &arguments)
+                .into_iter()
+                .map(|issue| issue.replacen("requestId:", "Idempotency-Key:", 1)),
+        );
     }
     match (file, request_id) {
         (Some((file_name, content_type, bytes)), Some(request_id)) if issues.is_empty() => Ok(Form {

@@ -3,27 +3,48 @@
 
 use serde_json::{Map, Value, json};
 
-/// The type of one argument.
+/// The type of one argument, with exactly the bounds of the official argument schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A string of 1 to `max` characters.
+    /// A string of `min` characters or more, and at most `max` when bounded.
     Text {
-        /// Longest allowed, in characters.
-        max: usize,
+        /// Fewest allowed, in characters (0 or 1 in the official schemas).
+        min: usize,
+        /// Most allowed, in characters; `None` for no bound.
+        max: Option<usize>,
     },
     /// An integer in `min..=max`.
     Integer {
-        /// Smallest allowed.
-        min: u64,
+        /// The lower bound.
+        min: Lower,
         /// Largest allowed.
         max: u64,
     },
-    /// A JSON object.
+    /// A JSON object with any members.
     Object,
     /// One of these strings.
     OneOf(&'static [&'static str]),
     /// A list of evidence items `{ kind: file | link, ref }`.
     Evidence,
+}
+
+/// The lower bound of an integer, written as the official schema writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lower {
+    /// `minimum`: this value or more.
+    AtLeast(u64),
+    /// `exclusiveMinimum`: more than this value.
+    Above(u64),
+}
+
+impl Lower {
+    /// The smallest integer allowed.
+    fn least(self) -> u64 {
+        match self {
+            Self::AtLeast(min) => min,
+            Self::Above(min) => min.saturating_add(1),
+        }
+    }
 }
 
 /// One argument of a tool.
@@ -48,15 +69,18 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// Its arguments.
     pub arguments: &'static [Argument],
-    /// Arguments that tools.md requires but whose absence is the engine's to report
-    /// (`summary: missing` is `not_accepted`, not `invalid`): advertised as required,
-    /// decoded as optional.
+    /// Arguments that the schema requires but whose absence is the engine's to report
+    /// (tools.md makes a missing `summary` `not_accepted`, not `invalid`): advertised as
+    /// required, decoded as optional.
     pub reported_by_engine: &'static [&'static str],
 }
 
-const ID: usize = 200;
-const TEXT: usize = 20_000;
-const TOKEN: usize = 512;
+/// Any string, the empty one included: what the official schemas say of ids and tokens.
+const ANY_TEXT: Kind = Kind::Text { min: 0, max: None };
+/// Free text written by a caller: a note, a reason, a progress report.
+const NOTE: Kind = Kind::Text { min: 0, max: Some(4000) };
+/// The largest integer a JSON number holds exactly (2^53 - 1).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 const fn required(name: &'static str, kind: Kind, description: &'static str) -> Argument {
     Argument {
@@ -78,19 +102,18 @@ const fn optional(name: &'static str, kind: Kind, description: &'static str) -> 
 
 const REQUEST_ID: Argument = required(
     "requestId",
-    Kind::Text { max: ID },
+    Kind::Text { min: 1, max: Some(128) },
     "A new UUID for this write. Repeating it with the same arguments returns the original result.",
 );
-const RUN_ID: Argument = required("runId", Kind::Text { max: ID }, "The run.");
-const TOKEN_ARG: Argument = required(
-    "token",
-    Kind::Text { max: TOKEN },
-    "The claim token from claim or renew.",
-);
-const CURSOR: Argument = optional("cursor", Kind::Text { max: 1000 }, "nextCursor from the previous page.");
+const RUN_ID: Argument = required("runId", ANY_TEXT, "The run.");
+const TOKEN_ARG: Argument = required("token", ANY_TEXT, "The claim token from claim or renew.");
+const CURSOR: Argument = optional("cursor", ANY_TEXT, "nextCursor from the previous page.");
 const LIMIT: Argument = optional(
     "limit",
-    Kind::Integer { min: 1, max: 100 },
+    Kind::Integer {
+        min: Lower::AtLeast(1),
+        max: 100,
+    },
     "Page size, 1 to 100 (default 20).",
 );
 const OUTPUT: Argument = optional("output", Kind::Object, "The step's output fields.");
@@ -99,12 +122,9 @@ const EVIDENCE: Argument = optional(
     Kind::Evidence,
     "Evidence items: { kind: file | link, ref }.",
 );
-const NEXT: Argument = optional(
-    "next",
-    Kind::Text { max: ID },
-    "The chosen route, when the step's next is a list.",
-);
-const REASON: Argument = optional("reason", Kind::Text { max: TEXT }, "Why that route.");
+const SUMMARY: Kind = Kind::Text { min: 0, max: Some(2000) };
+const NEXT: Argument = optional("next", ANY_TEXT, "The chosen route, when the step's next is a list.");
+const REASON: Argument = optional("reason", NOTE, "Why that route.");
 
 /// Every tool, in the order `describe` lists them.
 pub const ARGUMENTS: &[ToolSpec] = &[
@@ -124,12 +144,12 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         name: "start_run",
         description: "Start a run of a published process with inputs. Returns the run view.",
         arguments: &[
-            required("process", Kind::Text { max: ID }, "The process name."),
+            required("process", ANY_TEXT, "The process name."),
             optional(
                 "version",
                 Kind::Integer {
-                    min: 1,
-                    max: u32::MAX as u64,
+                    min: Lower::Above(0),
+                    max: MAX_SAFE_INTEGER,
                 },
                 "A published version; the latest by default.",
             ),
@@ -152,7 +172,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         arguments: &[
             LIMIT,
             CURSOR,
-            optional("process", Kind::Text { max: ID }, "Only this process."),
+            optional("process", ANY_TEXT, "Only this process."),
         ],
         reported_by_engine: &[],
     },
@@ -161,7 +181,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         description: "Claim a ready agent step: token, expiry, step, body and run data.",
         arguments: &[
             RUN_ID,
-            required("stepId", Kind::Text { max: ID }, "The step to claim."),
+            required("stepId", ANY_TEXT, "The step to claim."),
             REQUEST_ID,
         ],
         reported_by_engine: &[],
@@ -173,7 +193,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             TOKEN_ARG,
             optional(
                 "progress",
-                Kind::Text { max: TEXT },
+                NOTE,
                 "What is done so far, handed to the next claimant if this lease expires.",
             ),
             REQUEST_ID,
@@ -184,9 +204,9 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         name: "upload",
         description: "Store a file for use as evidence; returns its id and SHA-256.",
         arguments: &[
-            required("fileName", Kind::Text { max: 255 }, "The file's name."),
-            required("contentType", Kind::Text { max: 255 }, "Its media type."),
-            required("contentBase64", Kind::Text { max: usize::MAX }, "The bytes, base64."),
+            required("fileName", Kind::Text { min: 1, max: Some(255) }, "The file's name."),
+            required("contentType", Kind::Text { min: 1, max: Some(160) }, "Its media type."),
+            required("contentBase64", Kind::Text { min: 1, max: None }, "The bytes, base64."),
             REQUEST_ID,
         ],
         reported_by_engine: &[],
@@ -203,7 +223,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             EVIDENCE,
             required(
                 "summary",
-                Kind::Text { max: usize::MAX },
+                SUMMARY,
                 "What was done and found, 1 to 2000 characters.",
             ),
             NEXT,
@@ -217,7 +237,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         description: "Hand the claimed step to a person with a note. Returns the run view.",
         arguments: &[
             TOKEN_ARG,
-            required("note", Kind::Text { max: TEXT }, "What the person needs to know."),
+            required("note", NOTE, "What the person needs to know."),
             REQUEST_ID,
         ],
         reported_by_engine: &[],
@@ -227,10 +247,10 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         description: "Decide a work item: completed, approved, rejected, returned or failed. Returns the run view.",
         arguments: &[
             RUN_ID,
-            required("workItemId", Kind::Text { max: ID }, "The work item."),
+            required("workItemId", ANY_TEXT, "The work item."),
             required(
                 "snapshot",
-                Kind::Text { max: ID },
+                ANY_TEXT,
                 "The snapshot of the read this decision is based on.",
             ),
             required(
@@ -240,12 +260,12 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             ),
             OUTPUT,
             EVIDENCE,
-            optional("summary", Kind::Text { max: usize::MAX }, "What was done (completed)."),
+            optional("summary", SUMMARY, "What was done (completed)."),
             NEXT,
             REASON,
             optional(
                 "note",
-                Kind::Text { max: TEXT },
+                NOTE,
                 "Required for rejected, returned and failed.",
             ),
             REQUEST_ID,
@@ -255,7 +275,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
     ToolSpec {
         name: "cancel",
         description: "Cancel a run (operators). Returns the run view.",
-        arguments: &[RUN_ID, required("reason", Kind::Text { max: TEXT }, "Why."), REQUEST_ID],
+        arguments: &[RUN_ID, required("reason", NOTE, "Why."), REQUEST_ID],
         reported_by_engine: &[],
     },
     ToolSpec {
@@ -263,7 +283,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         description: "Send a named event to a run (agents and operators); a waiting wait_for consumes it.",
         arguments: &[
             RUN_ID,
-            required("name", Kind::Text { max: ID }, "The event name."),
+            required("name", ANY_TEXT, "The event name."),
             optional("data", Kind::Object, "The event's data."),
             REQUEST_ID,
         ],
@@ -273,7 +293,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         name: "list_runs",
         description: "Runs of this organization, oldest first, filtered by process, state and input values. Paged.",
         arguments: &[
-            optional("process", Kind::Text { max: ID }, "Only this process."),
+            optional("process", ANY_TEXT, "Only this process."),
             optional(
                 "state",
                 Kind::OneOf(&["active", "waiting", "ended", "cancelled"]),
@@ -292,15 +312,34 @@ pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
     ARGUMENTS.iter().find(|spec| spec.name == tool)
 }
 
-/// The JSON Schema (draft 2020-12) of a tool's arguments.
+/// The JSON Schema (draft 2020-12) of a tool's arguments: the official argument schema
+/// of `core-2`, with a description on the tool's arguments.
 pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut properties = Map::new();
     for argument in spec.arguments {
         let mut schema = match argument.kind {
-            Kind::Text { max } if max == usize::MAX => json!({ "type": "string", "minLength": 1 }),
-            Kind::Text { max } => json!({ "type": "string", "minLength": 1, "maxLength": max }),
-            Kind::Integer { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
-            Kind::Object => json!({ "type": "object" }),
+            Kind::Text { min, max } => {
+                let mut text = json!({ "type": "string" });
+                if min > 0 {
+                    text["minLength"] = json!(min);
+                }
+                if let Some(max) = max {
+                    text["maxLength"] = json!(max);
+                }
+                text
+            }
+            Kind::Integer { min, max } => {
+                let lower = match min {
+                    Lower::AtLeast(min) => ("minimum", min),
+                    Lower::Above(min) => ("exclusiveMinimum", min),
+                };
+                json!({ "type": "integer", lower.0: lower.1, "maximum": max })
+            }
+            Kind::Object => json!({
+                "type": "object",
+                "propertyNames": { "type": "string" },
+                "additionalProperties": {}
+            }),
             Kind::OneOf(values) => json!({ "type": "string", "enum": values }),
             Kind::Evidence => json!({
                 "type": "array",
@@ -315,19 +354,7 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
                 }
             }),
         };
-        if let Some(object) = schema.as_object_mut() {
-            // An optional argument may be sent as null: `cursor: nextCursor` on the
-            // first page, for one.
-            if !argument.required {
-                if let Some(kind) = object.get("type").cloned() {
-                    object.insert("type".to_owned(), json!([kind, "null"]));
-                }
-                if let Some(Value::Array(values)) = object.get_mut("enum") {
-                    values.push(Value::Null);
-                }
-            }
-            object.insert("description".to_owned(), json!(argument.description));
-        }
+        schema["description"] = json!(argument.description);
         properties.insert(argument.name.to_owned(), schema);
     }
     let required: Vec<&str> = spec
@@ -348,23 +375,31 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
 
 /// Checks a call's arguments against the declaration; returns every issue.
 pub fn check(spec: &ToolSpec, arguments: &Map<String, Value>) -> Vec<String> {
+    check_arguments(spec, arguments, true)
+}
+
+/// Checks the arguments a call carries, without asking for the ones it lacks: for a
+/// surface that gathers some of a tool's arguments itself (`POST /v1/uploads`).
+pub fn check_present(spec: &ToolSpec, arguments: &Map<String, Value>) -> Vec<String> {
+    check_arguments(spec, arguments, false)
+}
+
+fn check_arguments(spec: &ToolSpec, arguments: &Map<String, Value>, all_required: bool) -> Vec<String> {
     let mut issues = Vec::new();
     for argument in spec.arguments {
+        let reported_by_engine = spec.reported_by_engine.contains(&argument.name);
         match arguments.get(argument.name) {
-            None | Some(Value::Null) => {
-                if argument.required && !spec.reported_by_engine.contains(&argument.name) {
-                    issues.push(format!("{}: missing", argument.name));
-                }
+            None if argument.required && all_required && !reported_by_engine => {
+                issues.push(format!("{}: missing", argument.name));
             }
-            Some(value) if spec.reported_by_engine.contains(&argument.name) => {
-                check_type(argument.name, argument.kind, value, &mut issues);
-            }
+            None => {}
+            Some(value) if reported_by_engine => check_type(argument.name, argument.kind, value, &mut issues),
             Some(value) => check_value(argument.name, argument.kind, value, &mut issues),
         }
     }
     for name in arguments.keys() {
         if !spec.arguments.iter().any(|argument| argument.name == name) {
-            issues.push(format!("{name}: not an argument of {}", spec.name));
+            issues.push(format!("{}: not an argument of {}", name.escape_debug(), spec.name));
         }
     }
     issues
@@ -372,25 +407,15 @@ pub fn check(spec: &ToolSpec, arguments: &Map<String, Value>) -> Vec<String> {
 
 fn check_value(name: &str, kind: Kind, value: &Value, issues: &mut Vec<String>) {
     match kind {
-        Kind::Text { max } => match value.as_str() {
+        Kind::Text { min, max } => match value.as_str() {
             None => issues.push(format!("{name}: expected a string")),
-            Some("") => issues.push(format!("{name}: must not be empty")),
-            Some(text) if max != usize::MAX && text.chars().count() > max => {
-                issues.push(format!("{name}: longer than {max} characters"));
-            }
-            Some(_) => {}
+            Some(text) => check_text(name, text, min, max, issues),
         },
-        Kind::Integer { min, max } => match value.as_u64() {
-            Some(number) if (min..=max).contains(&number) => {}
-            Some(_) => issues.push(format!("{name}: must be between {min} and {max}")),
-            None if value.is_number() => issues.push(format!("{name}: must be an integer between {min} and {max}")),
-            None => issues.push(format!("{name}: expected an integer")),
+        Kind::Integer { min, max } => check_integer(name, value, min.least(), max, issues),
+        Kind::Object => match value.as_object() {
+            Some(object) => check_keys(name, object, issues),
+            None => issues.push(format!("{name}: expected an object")),
         },
-        Kind::Object => {
-            if !value.is_object() {
-                issues.push(format!("{name}: expected an object"));
-            }
-        }
         Kind::OneOf(values) => match value.as_str() {
             Some(text) if values.contains(&text) => {}
             _ => issues.push(format!("{name}: expected one of {}", values.join(", "))),
@@ -399,11 +424,71 @@ fn check_value(name: &str, kind: Kind, value: &Value, issues: &mut Vec<String>) 
     }
 }
 
+fn check_text(name: &str, text: &str, min: usize, max: Option<usize>, issues: &mut Vec<String>) {
+    // Counted as JSON Schema counts: in characters (code points).
+    let length = text.chars().count();
+    if length < min {
+        issues.push(if min == 1 {
+            format!("{name}: must not be empty")
+        } else {
+            format!("{name}: shorter than {min} characters")
+        });
+    }
+    if let Some(max) = max.filter(|max| length > *max) {
+        issues.push(format!("{name}: longer than {max} characters"));
+    }
+    check_no_nul(name, text, issues);
+}
+
+/// PostgreSQL cannot store U+0000 in text, so no string that reaches a column may
+/// hold it: refused here rather than failing the write as `retry` for ever.
+fn check_no_nul(name: &str, text: &str, issues: &mut Vec<String>) {
+    if text.contains('\0') {
+        issues.push(format!("{name}: must not contain the character U+0000"));
+    }
+}
+
+/// The member names of an object argument become column values (input filters,
+/// output field names in the record), so they are held to the same rule as strings.
+fn check_keys(name: &str, object: &Map<String, Value>, issues: &mut Vec<String>) {
+    for key in object.keys().filter(|key| key.contains('\0')) {
+        issues.push(format!(
+            "{name}.{}: a member name must not contain the character U+0000",
+            key.escape_debug()
+        ));
+    }
+}
+
+/// An integer as JSON Schema reads one: any number whose value is whole (`2`, `2.0`,
+/// `2e0`), within bounds.
+fn check_integer(name: &str, value: &Value, min: u64, max: u64, issues: &mut Vec<String>) {
+    let Value::Number(number) = value else {
+        issues.push(format!("{name}: expected an integer"));
+        return;
+    };
+    let whole = match number.as_u64() {
+        Some(whole) => Some(Ok(whole)),
+        None => number.as_f64().and_then(|float| {
+            let whole = float.is_infinite() || float.fract() == 0.0;
+            // Negative, beyond u64 or infinite (1e400): whole, but out of every range.
+            let fits = (0.0..=u64::MAX as f64).contains(&float).then(|| float as u64);
+            whole.then_some(fits.ok_or(()))
+        }),
+    };
+    match whole {
+        Some(Ok(whole)) if (min..=max).contains(&whole) => {}
+        Some(Ok(_) | Err(())) => issues.push(format!("{name}: must be between {min} and {max}")),
+        None => issues.push(format!("{name}: must be an integer between {min} and {max}")),
+    }
+}
+
 /// Only the JSON type, for arguments whose content the engine judges.
 fn check_type(name: &str, kind: Kind, value: &Value, issues: &mut Vec<String>) {
-    match kind {
-        Kind::Text { .. } if !value.is_string() => issues.push(format!("{name}: expected a string")),
-        Kind::Object if !value.is_object() => issues.push(format!("{name}: expected an object")),
+    match (kind, value) {
+        (Kind::Text { max, .. }, Value::String(text)) => check_text(name, text, 0, max, issues),
+        (Kind::Text { .. }, _) => issues.push(format!("{name}: expected a string")),
+        (Kind::Object, Value::Object(object)) => check_keys(name, object, issues),
+        (Kind::Object, _) => issues.push(format!("{name}: expected an object")),
         _ => {}
     }
 }
@@ -424,12 +509,11 @@ fn check_evidence(name: &str, value: &Value, issues: &mut Vec<String>) {
             _ => issues.push(format!("{at}.kind: expected file or link")),
         }
         match item.get("ref") {
-            Some(Value::String(reference)) if !reference.is_empty() => {}
-            Some(Value::String(_)) => issues.push(format!("{at}.ref: must not be empty")),
+            Some(Value::String(reference)) => check_text(&format!("{at}.ref"), reference, 1, None, issues),
             _ => issues.push(format!("{at}.ref: expected a string")),
         }
         for key in item.keys().filter(|key| !matches!(key.as_str(), "kind" | "ref")) {
-            issues.push(format!("{at}.{key}: not a field of an evidence item"));
+            issues.push(format!("{at}.{}: not a field of an evidence item", key.escape_debug()));
         }
     }
 }
@@ -454,12 +538,62 @@ mod tests {
             ]
         );
         assert_eq!(
-            issues("claim", json!({ "runId": "", "stepId": ["x"] })),
+            issues("claim", json!({ "runId": null, "stepId": ["x"] })),
             vec![
-                "runId: must not be empty",
+                "runId: expected a string",
                 "stepId: expected a string",
                 "requestId: missing"
             ]
+        );
+        assert_eq!(
+            issues("renew", json!({ "token": "", "requestId": "", "progress": "p".repeat(4001) })),
+            vec!["progress: longer than 4000 characters", "requestId: must not be empty"]
+        );
+    }
+
+    #[test]
+    fn a_nul_character_is_refused_wherever_a_string_is_stored() {
+        assert_eq!(
+            issues(
+                "start_run",
+                json!({ "process": "p\u{0}", "inputs": { "a\u{0}b": 1, "c": "\u{0}" }, "requestId": "\u{0}" })
+            ),
+            vec![
+                "process: must not contain the character U+0000",
+                "inputs.a\\0b: a member name must not contain the character U+0000",
+                "requestId: must not contain the character U+0000"
+            ]
+        );
+        assert_eq!(
+            issues(
+                "submit",
+                json!({ "token": "t", "requestId": "q", "summary": "\u{0}", "evidence": [{ "kind": "link", "ref": "\u{0}" }] })
+            ),
+            vec![
+                "evidence[0].ref: must not contain the character U+0000",
+                "summary: must not contain the character U+0000"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_integer_is_any_whole_number_within_bounds() {
+        for (limit, valid) in [
+            (json!(1), true),
+            (json!(100), true),
+            (serde_json::from_str::<Value>("2.0").expect("JSON"), true),
+            (serde_json::from_str::<Value>("1e2").expect("JSON"), true),
+            (serde_json::from_str::<Value>("2.5").expect("JSON"), false),
+            (serde_json::from_str::<Value>("1e400").expect("JSON"), false),
+            (json!(-3), false),
+            (json!("5"), false),
+        ] {
+            assert_eq!(issues("get_work", json!({ "limit": limit })).is_empty(), valid, "{limit}");
+        }
+        assert!(issues("start_run", json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 9_007_199_254_740_991_u64 })).is_empty());
+        assert_eq!(
+            issues("start_run", json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 0 })),
+            vec!["version: must be between 1 and 9007199254740991"]
         );
     }
 
@@ -506,7 +640,16 @@ mod tests {
             ),
             ("list_runs", json!({ "state": "ended", "inputs": { "a": 1 } }), true),
             ("describe", json!({ "x": 1 }), false),
-            ("list_processes", json!({ "cursor": null }), true),
+            ("list_processes", json!({ "cursor": null }), false),
+            ("list_processes", json!({ "cursor": "" }), true),
+            ("get_work", json!({ "limit": 2.0 }), true),
+            (
+                "start_run",
+                json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 9_007_199_254_740_992_u64 }),
+                false,
+            ),
+            ("upload", json!({ "fileName": "a", "contentType": "t".repeat(161), "contentBase64": "AA==", "requestId": "q" }), false),
+            ("renew", json!({ "token": "t", "requestId": "q".repeat(129) }), false),
             (
                 "claim",
                 json!({ "runId": null, "stepId": "s", "requestId": "q" }),

@@ -1,39 +1,31 @@
-//! The argument schemas the project publishes in `schemas/core-2/tools/` are exactly
-//! the ones `tools/list` advertises. `AGENTPROCESS_BLESS=1 cargo test -p
-//! agentprocess-mcp --test schemas` rewrites them after a change to the declarations.
+//! What `tools/list` advertises is the official argument schema of every tool, read
+//! from the protocol's schemas folder (`AGENTPROCESS_SCHEMAS`, by default
+//! `../shared/agentprocess/schemas/core-2`): the same types, bounds and required
+//! lists, descriptions aside. A drift on either side fails here.
 
-use std::path::PathBuf;
-
+use agentprocess_contract::{Contract, default_dir, differences};
 use agentprocess_mcp::arguments::{ARGUMENTS, input_schema};
-use serde_json::{Value, json};
-
-fn published(tool: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../schemas/core-2/tools/{tool}.arguments.json"))
-}
+use serde_json::Value;
 
 #[test]
-fn published_argument_schemas_match_what_tools_list_advertises() {
-    let bless = std::env::var_os("AGENTPROCESS_BLESS").is_some();
-    let mut stale = Vec::new();
+fn tools_list_advertises_exactly_the_official_argument_schemas() {
+    let contract = Contract::load(&default_dir()).expect("the official schemas load");
+    let mut drift = Vec::new();
     for spec in ARGUMENTS {
-        let mut schema = json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": format!("{} arguments", spec.name),
-            "description": spec.description,
-        });
-        if let (Some(head), Value::Object(body)) = (schema.as_object_mut(), Value::Object(input_schema(spec))) {
-            head.extend(body);
-        }
-        let text = format!("{}\n", serde_json::to_string_pretty(&schema).expect("serializes"));
-        let path = published(spec.name);
-        if bless {
-            std::fs::write(&path, &text).expect("writes the schema");
-        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            stale.push(spec.name);
-        }
+        let Some(official) = contract.arguments(spec.name) else {
+            drift.push(format!("{}: not a tool of the official contract", spec.name));
+            continue;
+        };
+        let advertised = Value::Object(input_schema(spec));
+        drift.extend(
+            differences(&advertised, official)
+                .into_iter()
+                .map(|difference| format!("{}{difference}", spec.name)),
+        );
     }
-    assert!(
-        stale.is_empty(),
-        "schemas/core-2/tools/ is out of date for {stale:?}; run AGENTPROCESS_BLESS=1 cargo test -p agentprocess-mcp --test schemas"
-    );
+    let ours: Vec<&str> = ARGUMENTS.iter().map(|spec| spec.name).collect();
+    for tool in contract.tools().filter(|tool| !ours.contains(tool)) {
+        drift.push(format!("{tool}: in the official contract, not offered"));
+    }
+    assert!(drift.is_empty(), "tools/list drifts from the official schemas:\n{}", drift.join("\n"));
 }
