@@ -48,6 +48,7 @@ pub struct Run {
     /// Set once the run has ended or been cancelled.
     pub end: Option<End>,
     /// The inputs, numbers kept as sent.
+    #[serde(deserialize_with = "agentprocess_format::exact::deserialize_object")]
     pub inputs: Map<String, Value>,
     /// One entry per step of the process, in the process's order.
     pub steps: Vec<StepRun>,
@@ -191,7 +192,11 @@ pub(crate) const RETIRED_TOKENS_KEPT: usize = 32;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// `output`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "agentprocess_format::exact::deserialize_optional_object"
+    )]
     pub output: Option<Map<String, Value>>,
     /// `evidence`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -312,6 +317,7 @@ pub struct HeldEvent {
     /// The event name.
     pub name: String,
     /// Its data, which becomes the wait's output.
+    #[serde(deserialize_with = "agentprocess_format::exact::deserialize_object")]
     pub data: Map<String, Value>,
     /// Who sent it.
     pub sender: String,

@@ -3,6 +3,7 @@
 mod capabilities;
 mod check;
 mod document;
+pub mod exact;
 mod fields;
 mod frontmatter;
 mod graph;

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+mod jsonrpc;
 mod lifecycle;
 mod observe;
 mod uploads;
@@ -90,16 +91,18 @@ pub fn with_test_clock<S: Store, B: Blobs>(
 
 /// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`.
 pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSettings) -> Router {
+    let max_body = max_body_bytes(service.settings().max_upload_bytes);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_allowed_hosts(settings.allowed_hosts.clone())
-        .with_allowed_origins(settings.allowed_origins.clone())
-        // Checked even when no origin is allowed: then every request that carries an
-        // Origin (a browser's) is refused, and clients that send none pass.
+        .with_allowed_origins(allowed_origins(settings, &service.settings().public_url))
+        // Checked on every request that carries an Origin (a browser's): the server's
+        // own origin and the configured ones pass, any other gets 403. Clients that send
+        // no Origin pass.
         .enforce_origin_validation()
-        .with_max_request_body_bytes(max_body_bytes(service.settings().max_upload_bytes));
+        .with_max_request_body_bytes(max_body);
     let server = McpServer::new(Arc::clone(&service));
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -112,8 +115,12 @@ pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSe
             service.settings().max_upload_bytes.saturating_add(64 << 10),
         ))
         .with_state(Arc::clone(&service));
-    let authenticated = Router::new()
+    let mcp = Router::new()
         .route_service("/mcp", mcp)
+        .layer(middleware::from_fn(move |request, next| {
+            jsonrpc::front(max_body, request, next)
+        }));
+    let authenticated = mcp
         .merge(rest)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&service),
@@ -348,6 +355,22 @@ pub enum AssembleError {
     /// The evidence store could not be opened.
     #[error(transparent)]
     Blobs(#[from] agentprocess_blobs::Error),
+}
+
+/// The origins a browser may call `/mcp` from: the configured ones and the server's
+/// own (the origin of its public URL).
+fn allowed_origins(settings: &HttpSettings, public_url: &str) -> Vec<String> {
+    let mut origins = settings.allowed_origins.clone();
+    origins.extend(origin_of(public_url));
+    origins
+}
+
+/// `scheme://host[:port]` of a URL, without path, query or user information.
+pub fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    (!authority.is_empty()).then(|| format!("{}://{}", scheme.to_ascii_lowercase(), authority.to_ascii_lowercase()))
 }
 
 /// The host name of a URL, without scheme, port or path.

@@ -4,4 +4,4 @@ pub mod arguments;
 mod server;
 pub mod tools;
 
-pub use server::{McpServer, record_outcome};
+pub use server::{CallArguments, McpServer, record_outcome};

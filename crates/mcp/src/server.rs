@@ -25,6 +25,11 @@ const INSTRUCTIONS: &str = "An Agent Process server (protocol core-2). Agents: c
     escalate). People: get_work lists your work items, each with the exact decide call. Every write takes a new \
     requestId; repeat it only to retry the same call. Every result is { ok, data } or { ok: false, error }.";
 
+/// A `tools/call`'s arguments as the HTTP layer read them, numbers spelled as sent
+/// (rmcp's own parse respells exponents). Left in the request's extensions.
+#[derive(Debug, Clone)]
+pub struct CallArguments(pub serde_json::Map<String, serde_json::Value>);
+
 /// One MCP server over a shared service. Cheap to clone: rmcp makes one per request.
 pub struct McpServer<S, B> {
     service: Arc<Service<S, B>>,
@@ -98,7 +103,13 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .filter(|meta| meta.get_traceparent().is_some())
             .unwrap_or(&context.meta);
         let span = tool_span(spec.name, &caller, &context, meta);
-        let arguments = request.arguments.unwrap_or_default();
+        // The HTTP layer's parse of the same message, whose numbers keep their text.
+        let exact = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CallArguments>())
+            .map(|arguments| arguments.0.clone());
+        let arguments = exact.or(request.arguments).unwrap_or_default();
         if let Some(run) = named_run(&arguments) {
             span.record("agentprocess.run", run);
         }

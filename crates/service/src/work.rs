@@ -52,7 +52,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let stored_item = |row: &WorkRow| {
             row.item
                 .as_deref()
-                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .and_then(|text| agentprocess_format::exact::parse(text).ok())
         };
         let mut wanted: Vec<String> = page
             .items

@@ -155,7 +155,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Vec::new(),
             ));
         }
-        let result = serde_json::from_str(&recorded.result).map_err(retry)?;
+        let result = agentprocess_format::exact::parse(&recorded.result).map_err(retry)?;
         Ok(self.present(caller.org(), result))
     }
 
