@@ -32,6 +32,12 @@ TOOL_ERROR = _validator("tool-error.json")
 
 RUN_VIEW_TOOLS = {"start_run", "get_run", "submit", "decide", "escalate", "cancel"}
 
+# Every tool's official result schema (`tools/<tool>.result.json`), as index.json lists them.
+TOOL_RESULT = {
+    tool: _validator(files["result"])
+    for tool, files in json.loads((SCHEMAS / "index.json").read_text())["tools"].items()
+}
+
 
 class ToolFailed(Exception):
     """A `{ ok: false }` result where success was expected."""
@@ -43,13 +49,15 @@ class ToolFailed(Exception):
 
 
 def check_result(tool: str, result: dict, is_error: bool) -> None:
-    """Every result is `{ ok, data }` or `{ ok: false, error }`, validated by shape."""
+    """Every result is `{ ok, data }` (valid against the tool's official result schema)
+    or `{ ok: false, error }` (valid against `tool-error.json`)."""
     assert set(result) == ({"ok", "error"} if not result.get("ok") else {"ok", "data"}), result
     assert is_error == (not result["ok"]), f"isError {is_error} on {result}"
     if not result["ok"]:
         TOOL_ERROR.validate(result["error"])
         return
     data = result["data"]
+    TOOL_RESULT[tool].validate(data)
     if tool in RUN_VIEW_TOOLS:
         RUN_VIEW.validate(data)
     elif tool == "claim":

@@ -116,21 +116,31 @@ impl Contract {
     /// Every way `envelope` (a tool's whole result: `{ ok: true, data }` or
     /// `{ ok: false, error }`) breaks the contract of `tool`; empty when it holds.
     pub fn check_result(&self, tool: &str, envelope: &Value) -> Vec<String> {
-        let Some(schemas) = self.tools.get(tool) else {
-            return vec![format!("{tool}: not a tool of the contract")];
-        };
         let Some(object) = envelope.as_object() else {
             return vec!["the result is not an object".to_owned()];
         };
         let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
         keys.sort_unstable();
         match (object.get("ok"), keys.as_slice()) {
-            (Some(Value::Bool(true)), ["data", "ok"]) => violations(&schemas.result, &object["data"], "data"),
-            (Some(Value::Bool(false)), ["error", "ok"]) => violations(&self.tool_error, &object["error"], "error"),
+            (Some(Value::Bool(true)), ["data", "ok"]) => self.check_data(tool, &object["data"]),
+            (Some(Value::Bool(false)), ["error", "ok"]) => self.check_error(&object["error"]),
             _ => vec![format!(
                 "the result must be {{ ok: true, data }} or {{ ok: false, error }}; it has {keys:?}"
             )],
         }
+    }
+
+    /// Every way `data`, the `data` of a successful call, breaks `tool`'s result schema.
+    pub fn check_data(&self, tool: &str, data: &Value) -> Vec<String> {
+        match self.tools.get(tool) {
+            Some(schemas) => violations(&schemas.result, data, ""),
+            None => vec![format!("{tool}: not a tool of the contract")],
+        }
+    }
+
+    /// Every way `error`, written as the protocol writes it, breaks `tool-error.json`.
+    pub fn check_error(&self, error: &Value) -> Vec<String> {
+        violations(&self.tool_error, error, "")
     }
 }
 

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::{Actor, Context, Settings};
 use crate::error::{Code, ToolError};
-use crate::model::{Assignee, Run, StepState};
+use crate::model::{Assignee, Handoff, Run, StepRun, StepState};
 
 /// `conflict` with `run_ended` when the run has ended or been cancelled.
 pub(crate) fn not_ended(run: &Run) -> Result<(), ToolError> {
@@ -67,15 +67,30 @@ pub(crate) fn token_hash(token: &str) -> String {
 /// is retired, and its last progress note goes to the handoff.
 pub(crate) fn expire_leases(run: &mut Run, now: Timestamp) {
     for step in &mut run.steps {
-        let expired =
-            step.state == Some(StepState::Claimed) && step.claim.as_ref().is_some_and(|c| c.expires_at <= now);
-        if expired && let Some(claim) = step.retire_claim() {
-            step.state = Some(StepState::Ready);
-            if claim.progress.is_some() {
-                step.handoff.progress = claim.progress;
+        if lease_ended(step, now) {
+            step.handoff = handoff_at(step, now);
+            if step.retire_claim().is_some() {
+                step.state = Some(StepState::Ready);
             }
         }
     }
+}
+
+/// Whether `step` is claimed on a lease that has ended by `now`.
+fn lease_ended(step: &StepRun, now: Timestamp) -> bool {
+    step.state == Some(StepState::Claimed) && step.claim.as_ref().is_some_and(|claim| claim.expires_at <= now)
+}
+
+/// What the next attempt at `step` is handed as of `now`: its handoff, with the last
+/// progress note of a claim whose lease has ended, which the next write moves there.
+pub(crate) fn handoff_at(step: &StepRun, now: Timestamp) -> Handoff {
+    let mut handoff = step.handoff.clone();
+    if lease_ended(step, now)
+        && let Some(progress) = step.claim.as_ref().and_then(|claim| claim.progress.clone())
+    {
+        handoff.progress = Some(progress);
+    }
+    handoff
 }
 
 /// The index of the step a token holds. A token whose lease ended or that was replaced

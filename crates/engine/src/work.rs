@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::context::{Actor, ProcessVersion, Settings};
-use crate::guard::assigned;
+use crate::guard::{assigned, handoff_at};
 use crate::model::{Run, StepState};
 use crate::view::{handoff, snapshot, step_state, work_item};
 
@@ -34,7 +34,7 @@ pub fn work_items(
                 let item = json!({
                     "runId": run.id, "stepId": step.id, "process": run.process, "version": run.version,
                     "mode": run.mode.as_str(), "readySince": since, "due": step.due_at, "overdue": step.overdue,
-                    "handoff": handoff(&step.handoff),
+                    "handoff": handoff(&handoff_at(step, now)),
                     "claim": { "tool": "claim", "arguments": { "runId": run.id, "stepId": step.id, "requestId": "<new UUID>" } }
                 });
                 found.push((since, item));

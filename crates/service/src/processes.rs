@@ -7,7 +7,14 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
-use crate::{MAX_PAGE, PROFILES, Service, TOOLS, invalid, retry};
+use crate::{PROFILES, Service, TOOLS, invalid, retry};
+
+/// The default yes-probability at which a check passes (check.md §5).
+const CHECK_PASS: f64 = 0.9;
+/// The default confidence a check's verdict needs (check.md §5).
+const CHECK_CONFIDENCE: f64 = 0.8;
+/// How much run data a check's evaluator is shown (check.md §5: 64 KB).
+const CHECK_STATE_BYTES: u64 = 64 * 1024;
 
 /// Processes per page of `list_processes`.
 const PROCESS_PAGE: u32 = 50;
@@ -26,11 +33,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
             "maxUploadBytes": settings.max_upload_bytes,
             "limits": {
                 "runDataBytes": settings.engine.run_data_bytes,
-                "maxUploadBytes": settings.max_upload_bytes,
-                "leaseSeconds": settings.engine.lease_seconds,
-                "pageSize": { "default": 20, "max": MAX_PAGE },
-                "summaryChars": agentprocess_engine::MAX_SUMMARY_CHARS,
-                "fileUrlSeconds": settings.url_seconds,
+                // check.md §5's server defaults, published even while check-1 is not
+                // offered: the official describe schema requires them.
+                "checkPass": CHECK_PASS,
+                "checkFail": Value::Null,
+                "checkConfidence": CHECK_CONFIDENCE,
+                "checkStateBytes": CHECK_STATE_BYTES,
             }
         })
     }

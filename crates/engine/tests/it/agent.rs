@@ -198,6 +198,9 @@ fn renew_replaces_the_token_and_keeps_progress_for_whoever_comes_next() {
     // The lease ends: the step is claimable at once, and the progress note is handed on.
     bench.wait(601);
     assert_eq!(bench.view()["steps"][0]["state"], "ready");
+    // get_work hands it on too, before any write has retired the claim.
+    let listed = bench.work(&other_agent());
+    assert_eq!(listed[0]["handoff"], json!({ "progress": "PO matched; receipt pending" }));
     assert_eq!(
         bench.renew(&agent(), &second, None).expect_err("lease over").code,
         Code::Stale

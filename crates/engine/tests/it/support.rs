@@ -169,10 +169,27 @@ fn compile(name: &str) -> jsonschema::Validator {
     jsonschema::draft202012::new(&schema).expect("a valid schema")
 }
 
-/// Asserts that `view` meets the official `run-view.json`, and each of its work
-/// items `work-item.json`.
+/// The official schemas, compiled once.
+fn contract() -> &'static agentprocess_contract::Contract {
+    static CONTRACT: OnceLock<agentprocess_contract::Contract> = OnceLock::new();
+    CONTRACT.get_or_init(|| {
+        agentprocess_contract::Contract::load(&shared().join("schemas/core-2")).expect("the official schemas load")
+    })
+}
+
+/// Asserts that `data` meets the official `<tool>.result.json`.
+#[track_caller]
+pub(crate) fn assert_result(tool: &str, data: &Value) {
+    let errors = contract().check_data(tool, data);
+    assert!(errors.is_empty(), "{tool} result breaks {tool}.result.json: {errors:?}\n{data:#}");
+}
+
+/// Asserts that `view` meets the official `run-view.json` and `get_run.result.json`
+/// (the result of every tool that returns the run view), and each of its work items
+/// `work-item.json`.
 #[track_caller]
 pub(crate) fn assert_valid_view(view: &Value) {
+    assert_result("get_run", view);
     static RUN_VIEW: OnceLock<jsonschema::Validator> = OnceLock::new();
     let run_view = RUN_VIEW.get_or_init(|| compile("run-view.json"));
     let errors: Vec<String> = run_view
@@ -189,14 +206,12 @@ pub(crate) fn assert_valid_view(view: &Value) {
 /// it (`{ code, message, issues? }`), meets the official `tool-error.json`.
 #[track_caller]
 pub(crate) fn checked<T>(result: Result<T, ToolError>) -> Result<T, ToolError> {
-    static TOOL_ERROR: OnceLock<jsonschema::Validator> = OnceLock::new();
     if let Err(error) = &result {
         let mut wire = json!({ "code": error.code.as_str(), "message": error.message });
         if !error.issues.is_empty() {
             wire["issues"] = json!(error.issues);
         }
-        let schema = TOOL_ERROR.get_or_init(|| compile("tool-error.json"));
-        let errors: Vec<String> = schema.iter_errors(&wire).map(|e| e.to_string()).collect();
+        let errors = contract().check_error(&wire);
         assert!(errors.is_empty(), "error breaks tool-error.json: {errors:?}\n{wire:#}");
         assert!(!error.message.is_empty(), "an error without a message");
     }
@@ -276,6 +291,7 @@ impl Bench {
         let (mut context, run, version) = self.context(actor);
         let claimed = checked(agentprocess_engine::claim(run, version, step, &mut context))?;
         *run = claimed.transition.run;
+        assert_result("claim", &claimed.result);
         Ok(claimed.result)
     }
 
@@ -297,6 +313,7 @@ impl Bench {
             &mut context,
         ))?;
         *run = transition.run;
+        assert_result("renew", &result);
         Ok(result)
     }
 
@@ -418,6 +435,7 @@ impl Bench {
         let (mut context, run, version) = self.context(actor);
         let (transition, consumed) = checked(agentprocess_engine::send_event(run, version, name, data, &mut context))?;
         *run = transition.run;
+        assert_result("send_event", &json!({ "consumedBy": consumed }));
         Ok(consumed)
     }
 
@@ -486,6 +504,7 @@ impl Bench {
     /// checked against work-item.json.
     pub(crate) fn work(&self, actor: &Actor) -> Vec<Value> {
         let items = agentprocess_engine::work_items(&self.run, &self.version, actor, &self.settings, self.now);
+        assert_result("get_work", &json!({ "items": items, "nextCursor": null }));
         for item in &items {
             if let Some(work_item) = item.get("workItem") {
                 assert_valid_work_item(work_item);
