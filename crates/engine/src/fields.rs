@@ -147,8 +147,9 @@ mod tests {
         )
     }
 
+    /// JSON read as the server reads what callers send: numbers keep their text.
     fn parse(text: &str) -> Value {
-        serde_json::from_str(text).expect("JSON")
+        agentprocess_format::exact::parse(text).expect("JSON")
     }
 
     #[test]
@@ -251,12 +252,13 @@ mod tests {
             check(vec![("amount", amount)], parse(r#"{ "amount": 1.500000000000000001 }"#)),
             ["output.amount: 1.500000000000000001 is not one of 1.5, 100"]
         );
-        // The number survives unrounded: 1.50 stays 1.50, and 1e400 is not infinity
-        // (serde_json's arbitrary_precision writes its exponent sign: 1e+400).
+        // The number survives as sent: 1.50 stays 1.50, and 1e400 is neither infinity
+        // nor respelled.
         assert_eq!(sent["amount"].to_string(), "1.50");
-        let huge = parse(r#"{ "n": 1e400 }"#);
-        assert!(check(vec![("n", field(FieldType::Number))], huge.clone()).is_empty());
-        assert_eq!(huge["n"].to_string(), "1e+400");
+        let huge = parse(r#"{ "n": 1e400, "m": 2.5E-3 }"#);
+        let fields = vec![("n", field(FieldType::Number)), ("m", field(FieldType::Number))];
+        assert!(check(fields, huge.clone()).is_empty());
+        assert_eq!(huge.to_string(), r#"{"n":1e400,"m":2.5E-3}"#);
     }
 
     #[test]

@@ -30,9 +30,7 @@ pub fn parse_object(text: &str) -> serde_json::Result<Map<String, Value>> {
 
 /// `#[serde(deserialize_with = "exact::deserialize_object")]` for a `Map` field read
 /// from JSON text by serde_json.
-pub fn deserialize_object<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Map<String, Value>, D::Error> {
+pub fn deserialize_object<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
     let raw = Box::<RawValue>::deserialize(deserializer)?;
     parse_object(raw.get()).map_err(serde::de::Error::custom)
 }
@@ -212,7 +210,10 @@ mod tests {
         assert_eq!(Value::Object(row.inputs).to_string(), r#"{"n":1E5}"#);
         assert!(row.output.is_none());
         let row: Row = serde_json::from_str(r#"{"inputs":{},"output":{"m":[5e1]}}"#).expect("JSON");
-        assert_eq!(row.output.map(|output| Value::Object(output).to_string()), Some(r#"{"m":[5e1]}"#.to_owned()));
+        assert_eq!(
+            row.output.map(|output| Value::Object(output).to_string()),
+            Some(r#"{"m":[5e1]}"#.to_owned())
+        );
     }
 
     #[test]

@@ -81,7 +81,9 @@ pub(crate) async fn front(max_bytes: usize, request: Request, next: Next) -> Res
             }
         }
     }
-    let response = next.run(Request::from_parts(parts, Body::from(Bytes::clone(&bytes)))).await;
+    let response = next
+        .run(Request::from_parts(parts, Body::from(Bytes::clone(&bytes))))
+        .await;
     // A well-formed message rmcp still could not read (`params` of the wrong shape for
     // its method) comes back as 415; it is a JSON-RPC error like any other.
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
@@ -132,7 +134,9 @@ fn shape(message: &Value) -> Result<(), &'static str> {
 
 /// The arguments of a `tools/call`, whose params must be `{ name: string, arguments?: object }`.
 fn call_arguments(message: &Value) -> Result<Option<&serde_json::Map<String, Value>>, &'static str> {
-    let params = message.get("params").ok_or("tools/call needs params { name, arguments }")?;
+    let params = message
+        .get("params")
+        .ok_or("tools/call needs params { name, arguments }")?;
     if !params.get("name").is_some_and(Value::is_string) {
         return Err("params.name must be the tool's name, a string");
     }
@@ -162,7 +166,10 @@ mod tests {
             (json!([{ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }]), false),
             (json!({ "jsonrpc": "2.0", "id": null, "method": "tools/list" }), false),
             (json!({ "jsonrpc": "2.0", "id": 1, "method": 5 }), false),
-            (json!({ "jsonrpc": "2.0", "id": 1, "method": "x", "params": [1] }), false),
+            (
+                json!({ "jsonrpc": "2.0", "id": 1, "method": "x", "params": [1] }),
+                false,
+            ),
             (json!({ "jsonrpc": "2.0", "id": 1 }), false),
             (json!("hello"), false),
         ] {

@@ -120,12 +120,10 @@ pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSe
         .layer(middleware::from_fn(move |request, next| {
             jsonrpc::front(max_body, request, next)
         }));
-    let authenticated = mcp
-        .merge(rest)
-        .layer(middleware::from_fn_with_state(
-            Arc::clone(&service),
-            authenticate::<S, B>,
-        ));
+    let authenticated = mcp.merge(rest).layer(middleware::from_fn_with_state(
+        Arc::clone(&service),
+        authenticate::<S, B>,
+    ));
     Router::new()
         .route("/files/{org}/{id}", get(download::<S, B>))
         .route("/healthz", get(|| async { "ok" }))

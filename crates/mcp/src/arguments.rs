@@ -78,7 +78,10 @@ pub struct ToolSpec {
 /// Any string, the empty one included: what the official schemas say of ids and tokens.
 const ANY_TEXT: Kind = Kind::Text { min: 0, max: None };
 /// Free text written by a caller: a note, a reason, a progress report.
-const NOTE: Kind = Kind::Text { min: 0, max: Some(4000) };
+const NOTE: Kind = Kind::Text {
+    min: 0,
+    max: Some(4000),
+};
 /// The largest integer a JSON number holds exactly (2^53 - 1).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -122,7 +125,10 @@ const EVIDENCE: Argument = optional(
     Kind::Evidence,
     "Evidence items: { kind: file | link, ref }.",
 );
-const SUMMARY: Kind = Kind::Text { min: 0, max: Some(2000) };
+const SUMMARY: Kind = Kind::Text {
+    min: 0,
+    max: Some(2000),
+};
 const NEXT: Argument = optional("next", ANY_TEXT, "The chosen route, when the step's next is a list.");
 const REASON: Argument = optional("reason", NOTE, "Why that route.");
 
@@ -169,21 +175,13 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         name: "get_work",
         description: "For an agent: ready agent steps with the exact claim call. For a person: open work items with \
                       the exact decide call. Oldest first, paged.",
-        arguments: &[
-            LIMIT,
-            CURSOR,
-            optional("process", ANY_TEXT, "Only this process."),
-        ],
+        arguments: &[LIMIT, CURSOR, optional("process", ANY_TEXT, "Only this process.")],
         reported_by_engine: &[],
     },
     ToolSpec {
         name: "claim",
         description: "Claim a ready agent step: token, expiry, step, body and run data.",
-        arguments: &[
-            RUN_ID,
-            required("stepId", ANY_TEXT, "The step to claim."),
-            REQUEST_ID,
-        ],
+        arguments: &[RUN_ID, required("stepId", ANY_TEXT, "The step to claim."), REQUEST_ID],
         reported_by_engine: &[],
     },
     ToolSpec {
@@ -221,11 +219,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
                 ..OUTPUT
             },
             EVIDENCE,
-            required(
-                "summary",
-                SUMMARY,
-                "What was done and found, 1 to 2000 characters.",
-            ),
+            required("summary", SUMMARY, "What was done and found, 1 to 2000 characters."),
             NEXT,
             REASON,
             REQUEST_ID,
@@ -263,11 +257,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             optional("summary", SUMMARY, "What was done (completed)."),
             NEXT,
             REASON,
-            optional(
-                "note",
-                NOTE,
-                "Required for rejected, returned and failed.",
-            ),
+            optional("note", NOTE, "Required for rejected, returned and failed."),
             REQUEST_ID,
         ],
         reported_by_engine: &[],
@@ -471,7 +461,7 @@ fn check_integer(name: &str, value: &Value, min: u64, max: u64, issues: &mut Vec
         None => number.as_f64().and_then(|float| {
             let whole = float.is_infinite() || float.fract() == 0.0;
             // Negative, beyond u64 or infinite (1e400): whole, but out of every range.
-            let fits = (0.0..=u64::MAX as f64).contains(&float).then(|| float as u64);
+            let fits = (0.0..=u64::MAX as f64).contains(&float).then_some(float as u64);
             whole.then_some(fits.ok_or(()))
         }),
     };
@@ -546,7 +536,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            issues("renew", json!({ "token": "", "requestId": "", "progress": "p".repeat(4001) })),
+            issues(
+                "renew",
+                json!({ "token": "", "requestId": "", "progress": "p".repeat(4001) })
+            ),
             vec!["progress: longer than 4000 characters", "requestId: must not be empty"]
         );
     }
@@ -588,11 +581,24 @@ mod tests {
             (json!(-3), false),
             (json!("5"), false),
         ] {
-            assert_eq!(issues("get_work", json!({ "limit": limit })).is_empty(), valid, "{limit}");
+            assert_eq!(
+                issues("get_work", json!({ "limit": limit })).is_empty(),
+                valid,
+                "{limit}"
+            );
         }
-        assert!(issues("start_run", json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 9_007_199_254_740_991_u64 })).is_empty());
+        assert!(
+            issues(
+                "start_run",
+                json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 9_007_199_254_740_991_u64 })
+            )
+            .is_empty()
+        );
         assert_eq!(
-            issues("start_run", json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 0 })),
+            issues(
+                "start_run",
+                json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 0 })
+            ),
             vec!["version: must be between 1 and 9007199254740991"]
         );
     }
@@ -648,7 +654,11 @@ mod tests {
                 json!({ "process": "p", "inputs": {}, "requestId": "q", "version": 9_007_199_254_740_992_u64 }),
                 false,
             ),
-            ("upload", json!({ "fileName": "a", "contentType": "t".repeat(161), "contentBase64": "AA==", "requestId": "q" }), false),
+            (
+                "upload",
+                json!({ "fileName": "a", "contentType": "t".repeat(161), "contentBase64": "AA==", "requestId": "q" }),
+                false,
+            ),
             ("renew", json!({ "token": "t", "requestId": "q".repeat(129) }), false),
             (
                 "claim",

@@ -27,5 +27,9 @@ fn tools_list_advertises_exactly_the_official_argument_schemas() {
     for tool in contract.tools().filter(|tool| !ours.contains(tool)) {
         drift.push(format!("{tool}: in the official contract, not offered"));
     }
-    assert!(drift.is_empty(), "tools/list drifts from the official schemas:\n{}", drift.join("\n"));
+    assert!(
+        drift.is_empty(),
+        "tools/list drifts from the official schemas:\n{}",
+        drift.join("\n")
+    );
 }

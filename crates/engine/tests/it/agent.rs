@@ -200,7 +200,10 @@ fn renew_replaces_the_token_and_keeps_progress_for_whoever_comes_next() {
     assert_eq!(bench.view()["steps"][0]["state"], "ready");
     // get_work hands it on too, before any write has retired the claim.
     let listed = bench.work(&other_agent());
-    assert_eq!(listed[0]["handoff"], json!({ "progress": "PO matched; receipt pending" }));
+    assert_eq!(
+        listed[0]["handoff"],
+        json!({ "progress": "PO matched; receipt pending" })
+    );
     assert_eq!(
         bench.renew(&agent(), &second, None).expect_err("lease over").code,
         Code::Stale

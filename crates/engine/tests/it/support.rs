@@ -181,7 +181,10 @@ fn contract() -> &'static agentprocess_contract::Contract {
 #[track_caller]
 pub(crate) fn assert_result(tool: &str, data: &Value) {
     let errors = contract().check_data(tool, data);
-    assert!(errors.is_empty(), "{tool} result breaks {tool}.result.json: {errors:?}\n{data:#}");
+    assert!(
+        errors.is_empty(),
+        "{tool} result breaks {tool}.result.json: {errors:?}\n{data:#}"
+    );
 }
 
 /// Asserts that `view` meets the official `run-view.json` and `get_run.result.json`
