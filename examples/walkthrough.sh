@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# An agent and a person take one incident-postmortem run to its finish over MCP,
-# with nothing but curl and python3. Start the dev server first:
+# An agent and a person take one purchase-order run (examples/processes/purchase-order)
+# to its finish over MCP, with nothing but curl and python3. Start the dev server first:
 #
 #   cargo run --release -- dev --details dev.json
 #
@@ -25,36 +25,43 @@ call() {
 }
 # pick JSON EXPRESSION: reads a result on stdin, prints one value of it (r is the result).
 pick() { python3 -c "import json,sys; r=json.load(sys.stdin); assert r['ok'], r; print($1)"; }
+# state STEP: the expression for that step's state in a run view.
+state() { echo "[s for s in r['data']['steps'] if s['id']=='$1'][0]['state']"; }
+# decide_call: reads Alice's get_work on stdin, prints the decide arguments of this run's item.
+decide_call() { pick "json.dumps([i for i in r['data']['items'] if i['runId']=='$run'][0]['workItem']['decide']['arguments'])"; }
 new_id() { python3 -c 'import uuid; print(uuid.uuid4())'; }
 
-echo "1. Alice starts a run of incident-postmortem."
-run=$(call "$ALICE" start_run "{\"process\":\"incident-postmortem\",\"requestId\":\"$(new_id)\",
-  \"inputs\":{\"incidentId\":\"INC-7\",\"incidentOwner\":\"alice@example.com\"}}" | pick 'r["data"]["run"]["id"]')
+echo "1. Alice starts a run of purchase-order for two monitors."
+run=$(call "$ALICE" start_run "{\"process\":\"purchase-order\",\"requestId\":\"$(new_id)\",
+  \"inputs\":{\"item\":\"Two 27-inch monitors\",\"supplier\":\"Nordic Displays\",\"amount\":640,
+  \"costCenter\":\"CC-4100\",\"neededBy\":\"2026-12-18\"}}" | pick 'r["data"]["run"]["id"]')
 echo "   run $run"
 
-echo "2. The agent finds the draft step in get_work, claims it and submits the report."
-step=$(call "$AGENT" get_work '{"process":"incident-postmortem"}' |
+echo "2. The agent finds check_budget in get_work, claims it, and routes the request to approval."
+step=$(call "$AGENT" get_work '{"process":"purchase-order"}' |
   pick "[i for i in r['data']['items'] if i['runId']=='$run'][0]['stepId']")
 token=$(call "$AGENT" claim "{\"runId\":\"$run\",\"stepId\":\"$step\",\"requestId\":\"$(new_id)\"}" | pick 'r["data"]["token"]')
 call "$AGENT" submit "{\"token\":\"$token\",\"requestId\":\"$(new_id)\",
-  \"output\":{\"report\":\"Timeline, impact and causes.\",\"proposedActions\":[{\"action\":\"Alert on queue depth\"}]},
-  \"evidence\":[{\"kind\":\"link\",\"ref\":\"https://wiki.example.com/INC-7\"}],
-  \"summary\":\"Drafted the postmortem from the incident record.\"}" | pick '"   draft: " + r["data"]["steps"][0]["state"]'
+  \"output\":{\"budgetRemaining\":12400,\"supplierActive\":true},
+  \"evidence\":[{\"kind\":\"link\",\"ref\":\"https://erp.example.com/budgets/CC-4100\"}],
+  \"next\":\"approval\",\"reason\":\"12,400 EUR left on CC-4100 covers 640 EUR; the supplier is active.\",
+  \"summary\":\"Checked the budget of CC-4100 and the supplier record.\"}" |
+  pick "'   $step: ' + $(state "$step") + ', approval: ' + $(state approval)"
 
-echo "3. Alice sees the review in her work items and approves it with the exact decide call."
-decide=$(call "$ALICE" get_work '{}' |
-  pick "json.dumps([i for i in r['data']['items'] if i['runId']=='$run'][0]['workItem']['decide']['arguments'])")
+echo "3. Alice sees the approval in her work items and approves it with the exact decide call."
+decide=$(call "$ALICE" get_work '{}' | decide_call)
 call "$ALICE" decide "$(python3 -c "import json,uuid; a=json.loads('$decide'); a.update(decision='approved', requestId=str(uuid.uuid4())); print(json.dumps(a))")" |
-  pick '"   review: " + r["data"]["steps"][1]["state"]'
+  pick "'   approval: ' + $(state approval)"
 
-echo "4. The agent registers the actions."
-token=$(call "$AGENT" claim "{\"runId\":\"$run\",\"stepId\":\"register_actions\",\"requestId\":\"$(new_id)\"}" | pick 'r["data"]["token"]')
+echo "4. The agent places the order in the ERP."
+token=$(call "$AGENT" claim "{\"runId\":\"$run\",\"stepId\":\"place_order\",\"requestId\":\"$(new_id)\"}" | pick 'r["data"]["token"]')
 call "$AGENT" submit "{\"token\":\"$token\",\"requestId\":\"$(new_id)\",
-  \"output\":{\"actionIds\":[\"OPS-12\"],\"trackerView\":\"https://tracker.example.com/v/INC-7\"},
-  \"evidence\":[{\"kind\":\"link\",\"ref\":\"https://tracker.example.com/v/INC-7\"}],
-  \"summary\":\"Created OPS-12 for the one approved action.\"}" | pick '"   register_actions: " + r["data"]["steps"][2]["state"]'
+  \"output\":{\"poNumber\":\"PO-2026-0142\"},
+  \"evidence\":[{\"kind\":\"link\",\"ref\":\"https://erp.example.com/po/PO-2026-0142\"}],
+  \"summary\":\"Created PO-2026-0142 and sent it through the supplier portal.\"}" |
+  pick "'   place_order: ' + $(state place_order) + ', supplier_confirmation: ' + $(state supplier_confirmation)"
 
-echo "5. Alice completes the closure task; the run finishes."
-item=$(call "$ALICE" get_work '{}' | pick "json.dumps([i for i in r['data']['items'] if i['runId']=='$run'][0]['workItem']['decide']['arguments'])")
-call "$ALICE" decide "$(python3 -c "import json,uuid; a=json.loads('$item'); a.update(decision='completed', requestId=str(uuid.uuid4()), summary='All actions closed.', output={'closures':[{'actionId':'OPS-12','evidence':'https://tracker.example.com/OPS-12'}],'closureSummary':'Alert shipped and verified.'}, evidence=[{'kind':'link','ref':'https://tracker.example.com/OPS-12'}]); print(json.dumps(a))")" >/dev/null
+echo "5. The supplier portal reports the confirmation as an event; the run finishes."
+call "$AGENT" send_event "{\"runId\":\"$run\",\"name\":\"supplier_confirmed\",\"requestId\":\"$(new_id)\",
+  \"data\":{\"confirmedDelivery\":\"2026-12-16\"}}" | pick '"   consumed by " + r["data"]["consumedBy"]'
 call "$ALICE" get_run "{\"runId\":\"$run\"}" | pick '"   run " + r["data"]["run"]["state"] + ", outcome " + str(r["data"]["run"]["outcome"])'

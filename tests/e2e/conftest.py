@@ -33,14 +33,35 @@ def server(request):
     servers.drop(started)
 
 
+async def sessions(stack: AsyncExitStack, server: servers.Server) -> dict:
+    """One MCP session per identity of `server`, against its first process."""
+    found = {}
+    for name, token in server.tokens.items():
+        found[name] = await connect(stack, server.mcp_url(), token, name)
+    return found
+
+
 @pytest.fixture
 async def clients(server):
     """One MCP session per identity, against the first server process."""
     async with AsyncExitStack() as stack:
-        found = {}
-        for name, token in server.tokens.items():
-            found[name] = await connect(stack, server.mcp_url(), token, name)
-        yield found
+        yield await sessions(stack, server)
+
+
+@pytest.fixture(scope="session")
+def examples_server():
+    """`agentprocess dev` without --processes, in a temporary working directory that
+    holds no process: it publishes the examples built into the binary."""
+    started = servers.start_sqlite(processes=None)
+    yield started
+    servers.drop(started)
+
+
+@pytest.fixture
+async def example_clients(examples_server):
+    """One MCP session per identity of the examples server."""
+    async with AsyncExitStack() as stack:
+        yield await sessions(stack, examples_server)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """Starting the built server binaries for the end-to-end suite.
 
 SQLite: `agentprocess dev`, which makes its own organization and publishes the
-example processes. PostgreSQL: a fresh database, seeded with the `agentprocess admin`
-commands, served by two `agentprocess-api` processes at once.
+official conformance fixtures (or, given no folder, its built-in examples).
+PostgreSQL: a fresh database, seeded with the `agentprocess admin` commands and the
+fixtures, served by two `agentprocess-api` processes at once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("AGENTPROCESS_BIN_DIR", REPO / "target" / "debug"))
+# The official conformance fixtures, from the protocol's repository beside this one.
+FIXTURES = Path(os.environ.get("AGENTPROCESS_FIXTURES", REPO.parent / "shared" / "agentprocess" / "conformance" / "fixtures"))
+# This project's own examples, built into `agentprocess`.
 EXAMPLES = REPO / "examples" / "processes"
 PG = os.environ.get("AGENTPROCESS_TEST_PG", "postgres://postgres@127.0.0.1:5432")
 
@@ -121,10 +125,13 @@ def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60, path: 
     raise RuntimeError(f"{base} did not become ready")
 
 
-def start_sqlite() -> Server:
+def start_sqlite(processes: Path | None = FIXTURES) -> Server:
+    """`agentprocess dev --processes <processes>`, or with its built-in examples when
+    `processes` is None; its working directory is a fresh temporary one."""
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sqlite-"))
     details = workdir / "details.json"
     port = free_port()
+    published = [] if processes is None else ["--processes", str(processes)]
 
     def launch() -> subprocess.Popen:
         details.unlink(missing_ok=True)
@@ -132,9 +139,9 @@ def start_sqlite() -> Server:
         process = subprocess.Popen(
             [
                 str(BIN / "agentprocess"), "dev", "--listen", f"127.0.0.1:{port}", "--data-dir",
-                str(workdir / "data"), "--processes", str(EXAMPLES), "--details", str(details), "--test-clock",
+                str(workdir / "data"), *published, "--details", str(details), "--test-clock",
             ],
-            stdout=log, stderr=subprocess.STDOUT,
+            stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
         )
         deadline = time.monotonic() + 60
         while not details.exists():
@@ -218,7 +225,7 @@ def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) 
 
 
 def start_postgres(processes: int = 2) -> Server:
-    database, url, tokens, persons = seed_postgres(sorted(EXAMPLES.iterdir()))
+    database, url, tokens, persons = seed_postgres(sorted(FIXTURES.iterdir()))
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
     server = Server("postgres", [], tokens, persons, database, url, "acme", workdir)
     secret = secrets.token_bytes(32)

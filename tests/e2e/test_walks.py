@@ -1,4 +1,4 @@
-"""Every published example process walked to its end along every route, over MCP,
+"""Every published conformance fixture walked to its end along every route, over MCP,
 with every result checked against the official schemas."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import anyio
 import pytest
 
 from client import request_id
-from walk import EXAMPLES, Plan, Walker, definition, fill
+from servers import FIXTURES
+from walk import Plan, Walker, definition, fill
 
-PROCESSES = sorted(p.name for p in EXAMPLES.iterdir() if p.name != "vendor-check")
+PROCESSES = sorted(p.name for p in FIXTURES.iterdir() if p.name != "vendor-check")
 WALKS = 8
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +25,7 @@ def declared_routes(process: str) -> set[tuple[str, str]]:
     return routes
 
 
-async def test_list_processes_shows_every_published_example(clients):
+async def test_list_processes_shows_every_published_fixture(clients):
     listed = await clients["agent-1"].call("list_processes")
     names = [item["name"] for item in listed["items"]]
     assert names == PROCESSES

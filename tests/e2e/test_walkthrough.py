@@ -1,4 +1,5 @@
-"""The README's walkthrough script works against the dev server as written."""
+"""The README's walkthrough script works against the dev server as written: plain
+`agentprocess dev`, which publishes the built-in examples and writes the details file."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ import subprocess
 
 from servers import REPO
 
-# The walkthrough is written for `agentprocess dev`, which writes the details file.
-BACKENDS = ["sqlite"]
 
-
-def test_the_readme_walkthrough_takes_a_run_to_its_finish(server):
+def test_the_readme_walkthrough_takes_a_run_to_its_finish(examples_server):
     completed = subprocess.run(
-        [str(REPO / "examples" / "walkthrough.sh"), str(server.workdir / "details.json")],
+        [str(REPO / "examples" / "walkthrough.sh"), str(examples_server.workdir / "details.json")],
         capture_output=True, text=True, timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    assert "run ended, outcome closed" in completed.stdout, completed.stdout
+    assert "consumed by supplier_confirmation" in completed.stdout, completed.stdout
+    assert "run ended, outcome ordered" in completed.stdout, completed.stdout

@@ -20,12 +20,12 @@ from pathlib import Path
 import yaml
 
 from client import Client, request_id
+from servers import FIXTURES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "processes"
 
-
-def definition(process: str) -> dict:
-    text = (EXAMPLES / process / "PROCESS.md").read_text()
+def definition(process: str, folder: Path = FIXTURES) -> dict:
+    """The frontmatter of `folder/<process>/PROCESS.md`."""
+    text = (folder / process / "PROCESS.md").read_text()
     return yaml.safe_load(text.split("\n---", 1)[0].removeprefix("---"))
 
 
@@ -80,18 +80,22 @@ class Walk:
 
 
 class Walker:
-    def __init__(self, clients: dict[str, Client], server, process: str, choice: int, plan: Plan):
+    """Walks runs of `process`, whose PROCESS.md is in `folder/<process>/`."""
+
+    def __init__(self, clients: dict[str, Client], server, process: str, choice: int, plan: Plan,
+                 folder: Path = FIXTURES):
         self.clients = clients
         self.plan = plan
         self.server = server
         self.process = process
         self.choice = choice
-        self.definition = definition(process)
+        self.definition = definition(process, folder)
         self.steps = {step["id"]: step for step in self.definition["steps"]}
         self.walk = Walk()
         self.rejected: set[str] = set()
         self.escalated = False
         self.file_id: str | None = None
+        self.mode: str | None = None  # the run's, read by drive()
 
     @property
     def persons(self) -> dict[str, str]:
@@ -105,10 +109,13 @@ class Walker:
             return self.clients["ops"]
         return self.clients["alice" if self.choice % 2 == 0 else "bob"]
 
-    async def run(self, inputs: dict) -> Walk:
+    async def run(self, inputs: dict, mode: str | None = None) -> Walk:
+        """Starts a run (in `mode`, when given) and takes it to its end."""
+        arguments = {"mode": mode} if mode else {}
         view = await self.clients["alice"].call(
-            "start_run", process=self.process, inputs=inputs, requestId=request_id()
+            "start_run", process=self.process, inputs=inputs, requestId=request_id(), **arguments
         )
+        assert view["run"]["mode"] == (mode or "live"), view["run"]
         return await self.drive(view["run"]["id"])
 
     async def drive(self, run_id: str) -> Walk:
@@ -116,6 +123,7 @@ class Walker:
         view = None
         for _ in range(200):
             view = await self.clients["alice"].call("get_run", runId=run_id)
+            self.mode = view["run"]["mode"]
             if view["run"]["ended"] is not None:
                 self.walk.view = view
                 return self.walk
@@ -136,6 +144,7 @@ class Walker:
             return False
         item = mine[0]
         claimed = await agent.call("claim", **{**item["claim"]["arguments"], "requestId": request_id()})
+        assert item["mode"] == claimed["mode"] == self.mode, (item, claimed["mode"])
         step = claimed["step"]
         if not self.escalated and self.plan.pick("escalate", 4) == 3:
             self.escalated = True
@@ -175,8 +184,12 @@ class Walker:
         for item in view["workItems"]:
             person = self.who(item["assignedTo"])
             work = await person.call("get_work", limit=100)
-            listed = [w["workItem"] for w in work["items"] if w["runId"] == view["run"]["id"]]
-            assert any(w["id"] == item["id"] for w in listed), f"{person.name} does not see {item['id']}"
+            listed = [w for w in work["items"] if w["runId"] == view["run"]["id"]]
+            mine = [w for w in listed if w["workItem"]["id"] == item["id"]]
+            assert mine, f"{person.name} does not see {item['id']}"
+            assert mine[0]["mode"] == self.mode, mine[0]
+            if self.mode == "test":
+                assert item.get("mode") == mine[0]["workItem"].get("mode") == "test", item
             arguments = dict(item["decide"]["arguments"], requestId=request_id())
             decision = self.decision(item)
             arguments["decision"] = decision
@@ -219,8 +232,8 @@ class Walker:
         return False
 
     async def let_time_pass(self, run_id: str, view: dict) -> None:
-        """Nothing to do but wait: move the clock past every duration the examples use
-        (the longest is 30 days) and wait for a timer to move the run."""
+        """Nothing to do but wait: move the clock past every duration the walked
+        processes use (the longest is 30 days) and wait for a timer to move the run."""
         before = view["run"]["updatedAt"], [s["state"] for s in view["steps"]]
         self.server.advance(31 * 24 * 3600)
         for _ in range(100):

@@ -12,6 +12,8 @@ use agentprocess_store::{IdentityKind, SqlStore};
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
+use crate::catalog::{self, Entry, Origin};
+
 /// The organization dev mode makes.
 pub(crate) const ORG: &str = "dev";
 
@@ -36,9 +38,22 @@ pub(crate) struct Dev {
     /// Where the SQLite database, uploaded files and the URL key live.
     #[arg(long, default_value = ".agentprocess")]
     data_dir: PathBuf,
-    /// A folder of process folders (each holding a PROCESS.md) to publish at start.
-    #[arg(long, default_value = "examples/processes")]
-    processes: PathBuf,
+    /// Publish the processes in DIR instead of the built-in examples.
+    ///
+    /// DIR is a folder of process folders, each named after its process and holding a
+    /// PROCESS.md, or one process folder itself. Without this flag the examples built
+    /// into this binary are published, whatever the working directory. A DIR that is
+    /// missing or holds no process folder is refused, and the server does not start.
+    #[arg(long, value_name = "DIR")]
+    processes: Option<PathBuf>,
+    /// A browser origin allowed to call /mcp, as scheme://host[:port], such as
+    /// http://localhost:5173 (repeat or comma-separate for several).
+    ///
+    /// Without one, every request that carries an Origin header (every browser's) is
+    /// refused, so no web page can call the dev server; agents and curl send none and
+    /// are not affected.
+    #[arg(long, value_name = "ORIGIN", value_delimiter = ',')]
+    allowed_origin: Vec<String>,
     /// Also write the URL and every identity's token as JSON to this file.
     #[arg(long, value_name = "FILE")]
     details: Option<PathBuf>,
@@ -62,6 +77,11 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         log_json: false,
         prometheus: false,
     })?);
+    // Read before anything is made, so a wrong --processes leaves nothing behind.
+    let (origin, processes) = match &dev.processes {
+        Some(folder) => (Origin::Folder(folder.clone()), catalog::read(folder)?),
+        None => (Origin::BuiltIn, catalog::built_in()),
+    };
     std::fs::create_dir_all(&dev.data_dir).with_context(|| format!("cannot create {}", dev.data_dir.display()))?;
     let listener = tokio::net::TcpListener::bind(dev.listen)
         .await
@@ -84,18 +104,19 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     .await?;
     let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email);
     let identities = identities(&admin).await?;
-    let published = publish_folder(&admin, &dev.processes).await?;
+    let published = publish_all(&admin, &processes).await?;
     let details = json!({ "url": format!("{public_url}/mcp"), "organization": ORG, "identities": identities });
-    print_welcome(&details, &published);
+    // The file first: whoever reads the welcome text can read the file too.
     if let Some(path) = &dev.details {
         std::fs::write(path, serde_json::to_vec_pretty(&details)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    print_welcome(&details, &origin, &published);
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     hosts.extend(agentprocess_http::host_of(&public_url));
     let http = agentprocess_http::HttpSettings {
         allowed_hosts: hosts,
-        allowed_origins: Vec::new(),
+        allowed_origins: dev.allowed_origin.clone(),
     };
     let router = agentprocess_http::with_test_clock(
         agentprocess_http::router(Arc::clone(&service), &http),
@@ -150,33 +171,19 @@ async fn identities(admin: &Admin<SqlStore>) -> anyhow::Result<Value> {
     Ok(Value::Object(found))
 }
 
-/// Publishes every process folder under `folder`, binding every role to the people
-/// group. Returns each folder's outcome.
-async fn publish_folder(admin: &Admin<SqlStore>, folder: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+/// Publishes every process, binding every role to the people group. Returns each
+/// process folder's outcome.
+async fn publish_all(admin: &Admin<SqlStore>, processes: &[Entry]) -> anyhow::Result<BTreeMap<String, String>> {
     let mut outcomes = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        tracing::warn!(folder = %folder.display(), "no process folder; nothing published");
-        return Ok(outcomes);
-    };
-    let mut folders: Vec<PathBuf> = entries.filter_map(Result::ok).map(|entry| entry.path()).collect();
-    folders.sort();
-    for path in folders {
-        let file = path.join("PROCESS.md");
-        let Ok(source) = std::fs::read(&file) else {
-            continue;
-        };
-        let name = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let outcome = match publish_one(admin, &source, &name).await {
+    for process in processes {
+        let outcome = match publish_one(admin, &process.source, &process.folder).await {
             Ok(text) => text,
             Err(agentprocess_service::admin::Error::Refused(issues)) => {
                 format!("not published:\n      {}", issues.join("\n      "))
             }
             Err(other) => return Err(other.into()),
         };
-        outcomes.insert(name, outcome);
+        outcomes.insert(process.folder.clone(), outcome);
     }
     Ok(outcomes)
 }
@@ -194,7 +201,7 @@ async fn publish_one(
     Ok(format!("version {}", published.number))
 }
 
-fn print_welcome(details: &Value, published: &BTreeMap<String, String>) {
+fn print_welcome(details: &Value, origin: &Origin, published: &BTreeMap<String, String>) {
     println!("agentprocess dev server (protocol core-2)\n");
     println!("  MCP endpoint: {}", details["url"].as_str().unwrap_or_default());
     println!("  organization: {ORG}\n");
@@ -209,7 +216,7 @@ fn print_welcome(details: &Value, published: &BTreeMap<String, String>) {
             );
         }
     }
-    println!("\n  processes (every role bound to group {PEOPLE:?}: alice and bob):");
+    println!("\n  processes from {origin} (every role bound to group {PEOPLE:?}: alice and bob):");
     for (name, outcome) in published {
         println!("    {name}: {outcome}");
     }

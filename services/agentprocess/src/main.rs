@@ -1,6 +1,7 @@
 //! `agentprocess`: the command line for process authors and operators.
 
 mod admin;
+mod catalog;
 mod dev;
 mod validate;
 
@@ -66,6 +67,11 @@ enum Command {
     /// Run the whole server on this machine: SQLite and files in a data directory,
     /// timers in process, a dev organization with two agents, two people and an
     /// operator (their tokens are printed), and the example processes published.
+    ///
+    /// The examples (the repository's examples/processes) are built into the binary,
+    /// so this works the same from any directory; `--processes DIR` publishes your own
+    /// processes instead. Every role of every process is bound to the group of the two
+    /// people; the welcome text lists what was published.
     Dev(dev::Dev),
     /// Administer organizations, identities, tokens and processes in a database.
     Admin(admin::AdminArgs),

@@ -262,3 +262,280 @@ fn admin_identities_get_tokens_shown_once() {
     let again = db.run(&["revoke-tokens", "--org", "acme", "mira"]);
     assert_eq!(text(&again.stdout).trim(), "0 token(s) of mira revoked");
 }
+
+/// The repository's example processes, the ones built into the binary, by name.
+fn example_names() -> Vec<String> {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/processes");
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .expect("examples/processes")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.join("PROCESS.md").is_file())
+        .map(|path| path.file_name().expect("a name").to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_example_validates_without_check_1() {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/processes");
+    let dirs: Vec<String> = example_names().iter().map(|name| show(&folder.join(name))).collect();
+    assert!(dirs.len() >= 4, "{dirs:?}");
+    let mut args = vec!["validate", "--without", "check-1"];
+    args.extend(dirs.iter().map(String::as_str));
+    let out = run(&args);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+}
+
+/// A fresh, empty temp dir that goes when the value does.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("agentprocess-cli-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        Self(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `agentprocess dev ARGS…` on a free port with `cwd` as its working directory and its
+/// data there, up to the end of its welcome text; killed when the value goes.
+struct DevServer {
+    child: std::process::Child,
+    welcome: String,
+    details: serde_json::Value,
+}
+
+impl Drop for DevServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl DevServer {
+    fn start(cwd: &Path, args: &[&str]) -> Self {
+        use std::io::BufRead as _;
+
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentprocess"))
+            .current_dir(cwd)
+            .args([
+                "dev",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+                "data",
+                "--details",
+                "details.json",
+            ])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary runs");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut welcome = String::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match received.recv_timeout(left) {
+                Ok(line) => {
+                    welcome.push_str(&line);
+                    welcome.push('\n');
+                    if line.contains("ctrl-c stops the server") {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    let _ = child.kill();
+                    panic!("dev server gave no welcome ({error}); so far:\n{welcome}");
+                }
+            }
+        }
+        let details = std::fs::read(cwd.join("details.json")).expect("the details file, written before the welcome");
+        let details = serde_json::from_slice(&details).expect("details JSON");
+        Self {
+            child,
+            welcome,
+            details,
+        }
+    }
+
+    /// One MCP `tools/call` over plain HTTP/1.1 as `identity`, with an `Origin` header
+    /// when given: the status and the body.
+    fn call(&self, identity: &str, tool: &str, origin: Option<&str>) -> (u16, String) {
+        use std::io::{Read as _, Write as _};
+
+        let url = self.details["url"].as_str().expect("url");
+        let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+        let token = self.details["identities"][identity]["token"].as_str().expect("token");
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+        );
+        let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n{origin}\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = std::net::TcpStream::connect(address).expect("connect");
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("receive");
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .expect("a status line");
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// The names list_processes returns.
+    fn listed(&self) -> Vec<String> {
+        let (status, body) = self.call("agent-1", "list_processes", None);
+        assert_eq!(status, 200, "{body}");
+        let envelope: serde_json::Value = serde_json::from_str(&body).expect("JSON-RPC");
+        let result = &envelope["result"]["structuredContent"];
+        assert_eq!(result["ok"], true, "{body}");
+        result["data"]["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|item| item["name"].as_str().expect("name").to_owned())
+            .collect()
+    }
+}
+
+#[test]
+fn dev_publishes_the_built_in_examples_from_any_directory() {
+    let elsewhere = Scratch::new("dev-elsewhere");
+    let dev = DevServer::start(&elsewhere.0, &[]);
+    for name in example_names() {
+        assert!(
+            dev.welcome.contains(&format!("    {name}: version 1\n")),
+            "{}",
+            dev.welcome
+        );
+    }
+    assert!(
+        dev.welcome
+            .contains("processes from the examples built into agentprocess"),
+        "{}",
+        dev.welcome
+    );
+    assert_eq!(dev.listed(), example_names());
+}
+
+#[test]
+fn dev_refuses_a_processes_folder_that_is_missing_or_holds_no_process() {
+    let scratch = Scratch::new("dev-refusals");
+    let empty = scratch.0.join("empty");
+    std::fs::create_dir_all(empty.join("not-a-process")).expect("dirs");
+    let missing = scratch.0.join("missing");
+    for (folder, complaint) in [(&empty, "no process folder in it"), (&missing, "no such folder")] {
+        let out = run(&[
+            "dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            &show(&scratch.0.join("data")),
+            "--processes",
+            &show(folder),
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("--processes {}: {complaint}", show(folder))),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("expected a folder of process folders (each holding a PROCESS.md), or one process folder"),
+            "{stderr}"
+        );
+    }
+    assert!(
+        !scratch.0.join("data").exists(),
+        "a refused start made its data directory"
+    );
+}
+
+#[test]
+fn dev_takes_one_process_folder_as_a_folder_of_one() {
+    let one = folder(
+        "one-step",
+        "---\nname: one-step\ndescription: One agent step.\nsteps:\n  - id: work\n    agent: Do it.\n  - id: done\n    finish: done\n---\n\nOne step.\n",
+    );
+    let dev = DevServer::start(&one.root, &["--processes", "one-step"]);
+    assert!(dev.welcome.contains("processes from one-step ("), "{}", dev.welcome);
+    assert!(dev.welcome.contains("    one-step: version 1\n"), "{}", dev.welcome);
+    assert_eq!(dev.listed(), ["one-step"]);
+}
+
+#[test]
+fn dev_lets_only_the_allowed_browser_origins_call_mcp() {
+    let scratch = Scratch::new("dev-origins");
+    let dev = DevServer::start(
+        &scratch.0,
+        &[
+            "--allowed-origin",
+            "http://localhost:5173",
+            "--allowed-origin",
+            "https://app.example",
+        ],
+    );
+    for origin in ["http://localhost:5173", "https://app.example"] {
+        let (status, body) = dev.call("alice", "describe", Some(origin));
+        assert_eq!(status, 200, "{origin}: {body}");
+    }
+    let (status, _) = dev.call("alice", "describe", Some("http://elsewhere.example"));
+    assert_eq!(status, 403);
+
+    let help = text(&run(&["dev", "--help"]).stdout);
+    assert!(
+        help.contains("--allowed-origin <ORIGIN>") && help.contains("Origin header"),
+        "{help}"
+    );
+    assert!(
+        help.contains("--processes <DIR>") && help.contains("built-in examples"),
+        "{help}"
+    );
+}
+
+#[test]
+fn the_annotated_example_in_the_authors_guide_is_the_purchase_order_example() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let guide = std::fs::read_to_string(root.join("docs/process-authors.md")).expect("the guide");
+    let (_, after) = guide.split_once("```markdown\n").expect("a markdown block");
+    let (annotated, _) = after.split_once("\n```\n").expect("its end");
+    assert!(annotated.contains("\n# "), "the copy has comments");
+    let copy = folder("purchase-order", &format!("{annotated}\n"));
+    let documented = run(&["hash", &show(&copy)]);
+    assert!(documented.status.success(), "{}", text(&documented.stderr));
+    let example = run(&["hash", &show(&root.join("examples/processes/purchase-order"))]);
+    assert_eq!(
+        text(&documented.stdout),
+        text(&example.stdout),
+        "the guide's copy differs from the example"
+    );
+}
