@@ -76,7 +76,9 @@ class Client:
         self.name = name
 
     async def raw(self, tool: str, **arguments) -> dict:
-        """The structured result, checked; `requestId` added to writes that lack one."""
+        """The structured result, checked. An argument given as None is left out (the
+        official schemas allow no null), so `cursor=None` asks for a first page."""
+        arguments = {name: value for name, value in arguments.items() if value is not None}
         result = await self.session.call_tool(tool, arguments)
         structured = result.structured_content
         assert structured is not None, f"{tool} gave no structured content"

@@ -30,6 +30,7 @@ pub enum Error {
 /// One tool's two schemas.
 struct ToolSchemas {
     arguments: Value,
+    arguments_validator: jsonschema::Validator,
     result: jsonschema::Validator,
 }
 
@@ -80,10 +81,19 @@ impl Contract {
                     .map(|name| dir.join(name))
                     .ok_or_else(|| malformed(&format!("tools.{tool}.{key}: expected a file name")))
             };
-            let arguments = read_json(&file("arguments")?)?;
+            let arguments_path = file("arguments")?;
+            let arguments = read_json(&arguments_path)?;
+            let arguments_validator = compile(&arguments_path, &arguments)?;
             let result_path = file("result")?;
             let result = compile(&result_path, &read_json(&result_path)?)?;
-            tools.insert(tool.clone(), ToolSchemas { arguments, result });
+            tools.insert(
+                tool.clone(),
+                ToolSchemas {
+                    arguments,
+                    arguments_validator,
+                    result,
+                },
+            );
         }
         let error_name = index
             .pointer("/shared/tool-error")
@@ -134,6 +144,14 @@ impl Contract {
     pub fn check_data(&self, tool: &str, data: &Value) -> Vec<String> {
         match self.tools.get(tool) {
             Some(schemas) => violations(&schemas.result, data, ""),
+            None => vec![format!("{tool}: not a tool of the contract")],
+        }
+    }
+
+    /// Every way `arguments` break `tool`'s official argument schema.
+    pub fn check_arguments(&self, tool: &str, arguments: &Value) -> Vec<String> {
+        match self.tools.get(tool) {
+            Some(schemas) => violations(&schemas.arguments_validator, arguments, ""),
             None => vec![format!("{tool}: not a tool of the contract")],
         }
     }
@@ -267,7 +285,8 @@ mod tests {
     #[test]
     fn differences_name_each_place() {
         let ours = json!({ "type": "object", "properties": { "a": { "type": "string", "maxLength": 200 } } });
-        let theirs = json!({ "type": "object", "properties": { "a": { "type": "string", "maxLength": 128 }, "b": {} } });
+        let theirs =
+            json!({ "type": "object", "properties": { "a": { "type": "string", "maxLength": 128 }, "b": {} } });
         assert_eq!(
             differences(&ours, &theirs),
             vec![

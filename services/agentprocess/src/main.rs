@@ -2,6 +2,7 @@
 
 mod admin;
 mod catalog;
+mod conformance;
 mod dev;
 mod validate;
 
@@ -75,6 +76,14 @@ enum Command {
     Dev(dev::Dev),
     /// Administer organizations, identities, tokens and processes in a database.
     Admin(admin::AdminArgs),
+    /// Test any Agent Process server over MCP against the protocol (core-2).
+    ///
+    /// Publishes nothing: reads describe and the catalog, walks every conformance
+    /// fixture the server publishes along every route, provokes every error code,
+    /// replays and races writes, and validates every result against the official JSON
+    /// Schemas. Prints one line per case and `conformance: P passed, F failed, S
+    /// skipped`. What each case checks: docs/conformance.md.
+    Conformance(conformance::Conformance),
 }
 
 /// A profile or optional tool that a server may leave out.
@@ -105,6 +114,7 @@ fn main() -> ExitCode {
         Command::Hash { path } => validate::hash(&path),
         Command::Dev(options) => dev::run(options).map(|()| ExitCode::SUCCESS),
         Command::Admin(options) => admin::run(options).map(|()| ExitCode::SUCCESS),
+        Command::Conformance(options) => conformance::run(options),
     };
     match outcome {
         Ok(code) => code,

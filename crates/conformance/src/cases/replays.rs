@@ -1,0 +1,126 @@
+//! Idempotency: a `requestId` replays its original result, a reused one with other
+//! arguments is `conflict`, and a refused call records nothing.
+
+use serde_json::json;
+
+use super::{Env, Runner, agent_run, issues, skip};
+use crate::report::{Outcome, ensure};
+use crate::session::{Context, request_id};
+
+pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) {
+    runner
+        .case(
+            "replays/claim-returns-the-original-token",
+            "specification §4.2; tools.md, claim",
+            async {
+                let Some((_, run, step)) = agent_run(cx, env).await? else {
+                    return skip("no published fixture starts with an agent step");
+                };
+                let arguments = json!({ "runId": run, "stepId": step, "requestId": request_id() });
+                let first = cx.agents[0].ok("claim", arguments.clone()).await?;
+                let again = cx.agents[0].ok("claim", arguments).await?;
+                ensure!(first["token"] == again["token"], "the replay gave another token");
+                ensure!(
+                    first["expiresAt"] == again["expiresAt"],
+                    "the replay gave another expiry"
+                );
+                Ok(Outcome::Passed)
+            },
+        )
+        .await;
+    runner
+        .case(
+            "replays/start-run-returns-the-same-run",
+            "specification §4.2; tools.md, start_run",
+            async {
+                let Some((fixture, _, _)) = agent_run(cx, env).await? else {
+                    return skip("no published fixture starts with an agent step");
+                };
+                let inputs = env
+                    .listed(&fixture.name)
+                    .map(|item| item["inputs"].clone())
+                    .unwrap_or(json!({}));
+                let person = cx.people[0].person.clone().unwrap_or_default();
+                let arguments = json!({
+                    "process": fixture.name, "inputs": crate::sample::fill(&inputs, &person), "requestId": request_id()
+                });
+                let first = cx.people[0].ok("start_run", arguments.clone()).await?;
+                let again = cx.people[0].ok("start_run", arguments).await?;
+                ensure!(
+                    first["run"]["id"] == again["run"]["id"],
+                    "the replay started another run"
+                );
+                Ok(Outcome::Passed)
+            },
+        )
+        .await;
+    runner
+        .case(
+            "replays/same-request-id-other-arguments-is-conflict",
+            "specification §4.2",
+            async {
+                let Some((_, run, step)) = agent_run(cx, env).await? else {
+                    return skip("no published fixture starts with an agent step");
+                };
+                let reused = request_id();
+                cx.agents[0]
+                    .ok("claim", json!({ "runId": run, "stepId": step, "requestId": reused }))
+                    .await?;
+                let other = cx.agents[0]
+                    .refused(
+                        "send_event",
+                        json!({ "runId": run, "name": "conformance-reuse", "requestId": reused }),
+                        "conflict",
+                    )
+                    .await?;
+                ensure!(
+                    !issues(&other).contains(&"run_ended"),
+                    "the reuse was refused for another reason: {other}"
+                );
+                Ok(Outcome::Passed)
+            },
+        )
+        .await;
+    runner
+        .case(
+            "replays/a-refused-call-records-nothing",
+            "specification §4.2 (a failed call changes nothing)",
+            async {
+                let Some((_, run, step)) = agent_run(cx, env).await? else {
+                    return skip("no published fixture starts with an agent step");
+                };
+                let claimed = cx.agents[0]
+                    .ok(
+                        "claim",
+                        json!({ "runId": run, "stepId": step, "requestId": request_id() }),
+                    )
+                    .await?;
+                let reused = request_id();
+                cx.agents[0]
+                    .refused(
+                        "escalate",
+                        json!({ "token": claimed["token"], "note": "x".repeat(4001), "requestId": reused }),
+                        "invalid",
+                    )
+                    .await?;
+                let view = cx.agents[0]
+                    .ok(
+                        "escalate",
+                        json!({ "token": claimed["token"], "note": "A person should look.", "requestId": reused }),
+                    )
+                    .await?;
+                let escalated = view["workItems"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|item| !item["escalation"].is_null());
+                ensure!(
+                    escalated,
+                    "the retried escalation should have opened a work item: {}",
+                    view["workItems"]
+                );
+                Ok(Outcome::Passed)
+            },
+        )
+        .await;
+}

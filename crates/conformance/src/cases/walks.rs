@@ -1,0 +1,163 @@
+//! Every published fixture walked to its end along every route.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::{Env, Runner, skip};
+use crate::fixtures::Fixture;
+use crate::report::{Failure, Outcome, ensure};
+use crate::session::{Context, request_id};
+use crate::walk::{End, Plan, Walker};
+
+/// Walks of one fixture: at least this many (so rejections, escalations and returns
+/// come round), and more until every route is taken, up to the most.
+const LEAST_WALKS: usize = 8;
+const MOST_WALKS: usize = 16;
+
+pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) {
+    for fixture in &env.published {
+        let name = format!("walk/{}", fixture.name);
+        runner
+            .case(
+                &name,
+                "specification §3, §6; tools.md",
+                walk_every_route(cx, env, fixture),
+            )
+            .await;
+    }
+    for fixture in env.published.iter().filter(|fixture| has_wait_for(fixture)) {
+        let name = format!("walk/{}/event-before-its-wait", fixture.name);
+        runner
+            .case(
+                &name,
+                "tools.md, send_event (held events)",
+                event_before_wait(cx, env, fixture),
+            )
+            .await;
+    }
+    runner
+        .case(
+            "walk/test-mode",
+            "specification §3 (mode: test); tools.md, start_run",
+            async {
+                let Some(fixture) = env.starting_with(&["agent"]).into_iter().next() else {
+                    return skip("no published fixture starts with an agent step");
+                };
+                let inputs = env
+                    .listed(&fixture.name)
+                    .map(|item| item["inputs"].clone())
+                    .unwrap_or(json!({}));
+                let mut plan = Plan::default();
+                let mut walker = Walker::new(cx, fixture, &mut plan, 0);
+                let inputs = walker.inputs(&inputs);
+                // The walker checks every get_work item and claim of the run for its mode.
+                match walker.run(&inputs, "test").await? {
+                    End::Ended(view) => {
+                        ensure!(
+                            view["run"]["mode"] == "test",
+                            "the ended run's mode is {}",
+                            view["run"]["mode"]
+                        );
+                        Ok(Outcome::Passed)
+                    }
+                    End::NeedsClock(reason) => skip(reason),
+                }
+            },
+        )
+        .await;
+}
+
+async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Result<Outcome, Failure> {
+    let declared: BTreeSet<(String, String)> = fixture.routes().into_iter().collect();
+    let inputs = env
+        .listed(&fixture.name)
+        .map(|item| item["inputs"].clone())
+        .unwrap_or(json!({}));
+    let mut plan = Plan::default();
+    let mut taken = BTreeSet::new();
+    let mut outcomes = BTreeSet::new();
+    for choice in 0..MOST_WALKS {
+        if choice >= LEAST_WALKS && declared.is_subset(&taken) {
+            break;
+        }
+        let mut walker = Walker::new(cx, fixture, &mut plan, choice);
+        let filled = walker.inputs(&inputs);
+        let end = walker.run(&filled, "live").await?;
+        taken.extend(walker.routes.iter().cloned());
+        match end {
+            End::Ended(view) => {
+                ensure!(
+                    view["run"]["state"] == "ended",
+                    "walk {choice} ended in state {}: {}",
+                    view["run"]["state"],
+                    view["run"]
+                );
+                outcomes.insert(view["run"]["outcome"].to_string());
+            }
+            End::NeedsClock(reason) => return skip(format!("{reason} (walk {choice}; every result until then held)")),
+        }
+    }
+    let never: Vec<String> = declared
+        .difference(&taken)
+        .map(|(step, to)| format!("{step} → {to}"))
+        .collect();
+    ensure!(never.is_empty(), "routes never taken in {MOST_WALKS} walks: {never:?}");
+    Ok(Outcome::Passed)
+}
+
+fn has_wait_for(fixture: &Fixture) -> bool {
+    fixture.frontmatter["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|step| step.get("wait_for").is_some())
+}
+
+/// An event sent before its wait is held (`consumedBy: null`) and consumed when the
+/// wait is reached, so the run goes on without a second event.
+async fn event_before_wait(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Result<Outcome, Failure> {
+    let steps = fixture.frontmatter["steps"].as_array().cloned().unwrap_or_default();
+    let Some(wait) = steps.iter().find(|step| step.get("wait_for").is_some()) else {
+        return skip("no wait_for step");
+    };
+    let event = wait["wait_for"].as_str().unwrap_or_default();
+    let run = super::start(cx, env, fixture).await?;
+    let view = cx.agents[0].ok("get_run", json!({ "runId": run })).await?;
+    let reached = view["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|step| step["id"] == wait["id"] && !step["state"].is_null());
+    if reached {
+        return skip(format!("{} is reached at start; there is no before", wait["id"]));
+    }
+    let sent = cx.agents[0]
+        .ok(
+            "send_event",
+            json!({ "runId": run, "name": event, "data": { "reference": "early" }, "requestId": request_id() }),
+        )
+        .await?;
+    ensure!(
+        sent["consumedBy"].is_null(),
+        "an event before its wait must be held: {sent}"
+    );
+    let mut plan = Plan::default();
+    let mut walker = Walker::new(cx, fixture, &mut plan, 0);
+    match walker.drive(&run).await? {
+        End::NeedsClock(reason) => skip(reason),
+        End::Ended(view) => {
+            let id = wait["id"].as_str().unwrap_or_default();
+            let recorded = &view["data"]["steps"][id];
+            ensure!(
+                walker.events_sent.get(id).copied().unwrap_or(0) == 0 || recorded.is_null(),
+                "{id} waited for a second event although one was held for it"
+            );
+            ensure!(
+                recorded.is_null() || recorded["output"]["reference"] == "early",
+                "{id} should have consumed the held event's data: {recorded}"
+            );
+            Ok(Outcome::Passed)
+        }
+    }
+}
