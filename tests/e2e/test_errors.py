@@ -80,7 +80,7 @@ async def test_a_token_that_does_not_verify_is_invalid(clients, server):
 async def test_not_accepted_lists_every_issue_and_keeps_the_claim(clients, server):
     view, claim = await claimed(clients, server)
     error = await clients["agent-1"].error(
-        "submit", token=claim["token"], output={"bogus": 1},
+        "submit", token=claim["token"], output={"bogus": 1}, summary="",
         evidence=[{"kind": "file", "ref": "f_000"}], requestId=request_id(),
     )
     assert error["code"] == "not_accepted"
@@ -212,3 +212,13 @@ def storage_failing(server):
         finally:
             files.unlink()
             aside.rename(files)
+
+
+async def test_a_submission_without_its_required_arguments_breaks_the_schema_and_is_invalid(clients, server):
+    # Specification §6.3: arguments that break the tool's schema are invalid before
+    # acceptance is judged; the claim stands.
+    _, claim = await claimed(clients, server)
+    error = await clients["agent-1"].error("submit", token=claim["token"], requestId=request_id())
+    assert error["code"] == "invalid"
+    assert error["issues"] == ["output: missing", "summary: missing"]
+    await clients["agent-1"].call("renew", token=claim["token"], requestId=request_id())

@@ -69,10 +69,6 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// Its arguments.
     pub arguments: &'static [Argument],
-    /// Arguments that the schema requires but whose absence is the engine's to report
-    /// (tools.md makes a missing `summary` `not_accepted`, not `invalid`): advertised as
-    /// required, decoded as optional.
-    pub reported_by_engine: &'static [&'static str],
 }
 
 /// Any string, the empty one included: what the official schemas say of ids and tokens.
@@ -138,13 +134,11 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         name: "describe",
         description: "Protocol version, profiles, lease seconds, person format, tools and limits of this server.",
         arguments: &[],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "list_processes",
         description: "Published processes: name, description, latest version, inputs (and requires). Paged.",
         arguments: &[CURSOR],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "start_run",
@@ -163,26 +157,22 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             optional("mode", Kind::OneOf(&["live", "test"]), "live (default) or test."),
             REQUEST_ID,
         ],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "get_run",
         description: "The run view: run data, step states, open work items. Never a token.",
         arguments: &[RUN_ID],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "get_work",
         description: "For an agent: ready agent steps with the exact claim call. For a person: open work items with \
                       the exact decide call. Oldest first, paged.",
         arguments: &[LIMIT, CURSOR, optional("process", ANY_TEXT, "Only this process.")],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "claim",
         description: "Claim a ready agent step: token, expiry, step, body and run data.",
         arguments: &[RUN_ID, required("stepId", ANY_TEXT, "The step to claim."), REQUEST_ID],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "renew",
@@ -196,7 +186,6 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             ),
             REQUEST_ID,
         ],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "upload",
@@ -207,7 +196,6 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             required("contentBase64", Kind::Text { min: 1, max: None }, "The bytes, base64."),
             REQUEST_ID,
         ],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "submit",
@@ -224,7 +212,6 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             REASON,
             REQUEST_ID,
         ],
-        reported_by_engine: &["output", "summary"],
     },
     ToolSpec {
         name: "escalate",
@@ -234,7 +221,6 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             required("note", NOTE, "What the person needs to know."),
             REQUEST_ID,
         ],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "decide",
@@ -260,13 +246,11 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             optional("note", NOTE, "Required for rejected, returned and failed."),
             REQUEST_ID,
         ],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "cancel",
         description: "Cancel a run (operators). Returns the run view.",
         arguments: &[RUN_ID, required("reason", NOTE, "Why."), REQUEST_ID],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "send_event",
@@ -277,7 +261,6 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             optional("data", Kind::Object, "The event's data."),
             REQUEST_ID,
         ],
-        reported_by_engine: &[],
     },
     ToolSpec {
         name: "list_runs",
@@ -293,7 +276,6 @@ pub const ARGUMENTS: &[ToolSpec] = &[
             LIMIT,
             CURSOR,
         ],
-        reported_by_engine: &[],
     },
 ];
 
@@ -377,13 +359,9 @@ pub fn check_present(spec: &ToolSpec, arguments: &Map<String, Value>) -> Vec<Str
 fn check_arguments(spec: &ToolSpec, arguments: &Map<String, Value>, all_required: bool) -> Vec<String> {
     let mut issues = Vec::new();
     for argument in spec.arguments {
-        let reported_by_engine = spec.reported_by_engine.contains(&argument.name);
         match arguments.get(argument.name) {
-            None if argument.required && all_required && !reported_by_engine => {
-                issues.push(format!("{}: missing", argument.name));
-            }
+            None if argument.required && all_required => issues.push(format!("{}: missing", argument.name)),
             None => {}
-            Some(value) if reported_by_engine => check_type(argument.name, argument.kind, value, &mut issues),
             Some(value) => check_value(argument.name, argument.kind, value, &mut issues),
         }
     }
@@ -472,17 +450,6 @@ fn check_integer(name: &str, value: &Value, min: u64, max: u64, issues: &mut Vec
     }
 }
 
-/// Only the JSON type, for arguments whose content the engine judges.
-fn check_type(name: &str, kind: Kind, value: &Value, issues: &mut Vec<String>) {
-    match (kind, value) {
-        (Kind::Text { max, .. }, Value::String(text)) => check_text(name, text, 0, max, issues),
-        (Kind::Text { .. }, _) => issues.push(format!("{name}: expected a string")),
-        (Kind::Object, Value::Object(object)) => check_keys(name, object, issues),
-        (Kind::Object, _) => issues.push(format!("{name}: expected an object")),
-        _ => {}
-    }
-}
-
 fn check_evidence(name: &str, value: &Value, issues: &mut Vec<String>) {
     let Some(items) = value.as_array() else {
         issues.push(format!("{name}: expected a list of {{ kind, ref }}"));
@@ -560,7 +527,7 @@ mod tests {
         assert_eq!(
             issues(
                 "submit",
-                json!({ "token": "t", "requestId": "q", "summary": "\u{0}", "evidence": [{ "kind": "link", "ref": "\u{0}" }] })
+                json!({ "token": "t", "requestId": "q", "output": {}, "summary": "\u{0}", "evidence": [{ "kind": "link", "ref": "\u{0}" }] })
             ),
             vec![
                 "evidence[0].ref: must not contain the character U+0000",
@@ -604,12 +571,24 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_summary_or_output_is_left_to_the_engine() {
-        assert!(issues("submit", json!({ "token": "t", "requestId": "q" })).is_empty());
+    fn a_missing_summary_or_output_breaks_the_schema_and_is_invalid() {
+        // Specification §6.3: a call whose arguments break the tool's schema is
+        // `invalid` before acceptance. An empty summary is acceptance's to refuse.
+        assert_eq!(
+            issues("submit", json!({ "token": "t", "requestId": "q" })),
+            vec!["output: missing", "summary: missing"]
+        );
+        assert!(
+            issues(
+                "submit",
+                json!({ "token": "t", "requestId": "q", "output": {}, "summary": "" })
+            )
+            .is_empty()
+        );
         assert_eq!(
             issues(
                 "submit",
-                json!({ "token": "t", "requestId": "q", "summary": 3, "evidence": [{ "kind": "photo" }] })
+                json!({ "token": "t", "requestId": "q", "output": {}, "summary": 3, "evidence": [{ "kind": "photo" }] })
             ),
             vec![
                 "evidence[0].kind: expected file or link",

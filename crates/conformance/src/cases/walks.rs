@@ -1,6 +1,6 @@
 //! Every published fixture walked to its end along every route.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
@@ -76,6 +76,7 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
         .unwrap_or(json!({}));
     let mut plan = Plan::default();
     let mut taken = BTreeSet::new();
+    let mut decided: BTreeMap<String, (usize, BTreeSet<String>)> = BTreeMap::new();
     let mut outcomes = BTreeSet::new();
     for choice in 0..MOST_WALKS {
         if choice >= LEAST_WALKS && declared.is_subset(&taken) {
@@ -85,6 +86,11 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
         let filled = walker.inputs(&inputs);
         let end = walker.run(&filled, "live").await?;
         taken.extend(walker.routes.iter().cloned());
+        for (step, decision) in &walker.decisions {
+            let (walks, decisions) = decided.entry(step.clone()).or_default();
+            *walks += 1;
+            decisions.insert(decision.clone());
+        }
         match end {
             End::Ended(view) => {
                 ensure!(
@@ -103,6 +109,18 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
         .map(|(step, to)| format!("{step} → {to}"))
         .collect();
     ensure!(never.is_empty(), "routes never taken in {MOST_WALKS} walks: {never:?}");
+    // An approval decided in three walks or more has been rejected in one of them.
+    let never_rejected: Vec<&String> = decided
+        .iter()
+        .filter(|(_, (walks, decisions))| {
+            *walks >= 3 && decisions.contains("approved") && !decisions.contains("rejected")
+        })
+        .map(|(step, _)| step)
+        .collect();
+    ensure!(
+        never_rejected.is_empty(),
+        "approvals never rejected: {never_rejected:?}"
+    );
     Ok(Outcome::Passed)
 }
 
