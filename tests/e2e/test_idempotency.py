@@ -40,7 +40,7 @@ async def test_a_refused_submission_records_nothing_so_its_request_id_can_succee
     view = await started(clients, server)
     claim = await clients["agent-1"].call("claim", runId=view["run"]["id"], stepId="draft", requestId=request_id())
     reused = request_id()
-    error = await clients["agent-1"].error("submit", token=claim["token"], output={}, requestId=reused)
+    error = await clients["agent-1"].error("submit", token=claim["token"], output={}, summary="", requestId=reused)
     assert error["code"] == "not_accepted"
     done = await clients["agent-1"].call("submit", token=claim["token"], requestId=reused,
                                          **good_submission(claim, server))

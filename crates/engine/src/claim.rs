@@ -81,7 +81,7 @@ pub fn claim(
 
     let written = &version.process.frontmatter()["steps"][index];
     let evidence: Vec<&str> = definition.evidence.iter().map(|kind| kind.name()).collect();
-    let result = json!({
+    let mut result = json!({
         "token": token,
         "expiresAt": expires_at,
         "mode": run.mode.as_str(),
@@ -94,8 +94,10 @@ pub fn claim(
         },
         "handoff": step_handoff,
         "body": version.process.body(),
-        "data": run_data(&run),
+        "data": null,
     });
+    // Set after `json!`, which would respell the numbers of the run data.
+    result["data"] = run_data(&run);
     Ok(Claimed {
         transition: Transition {
             run,

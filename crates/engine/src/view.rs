@@ -43,17 +43,22 @@ pub fn run_data(run: &Run) -> Value {
         if step.record.is_none() && step.history.is_empty() {
             continue;
         }
-        let mut entry = match step.record.as_ref().map(serde_json::to_value) {
+        // `exact::to_value`, not serde_json's, and no `json!` around caller data: those
+        // respell exponents, and numbers come back as they were sent.
+        let mut entry = match step.record.as_ref().map(agentprocess_format::exact::to_value) {
             Some(Ok(Value::Object(record))) => record,
             _ => Map::new(),
         };
         entry.insert(
             "history".to_owned(),
-            serde_json::to_value(&step.history).unwrap_or(Value::Array(Vec::new())),
+            agentprocess_format::exact::to_value(&step.history).unwrap_or(Value::Array(Vec::new())),
         );
         steps.insert(step.id.clone(), Value::Object(entry));
     }
-    json!({ "inputs": run.inputs, "steps": steps })
+    let mut data = Map::new();
+    data.insert("inputs".to_owned(), Value::Object(run.inputs.clone()));
+    data.insert("steps".to_owned(), Value::Object(steps));
+    Value::Object(data)
 }
 
 /// How many bytes `value` takes as JSON: what `limits.runDataBytes` counts.
@@ -98,17 +103,20 @@ pub fn run_view(run: &Run, version: &ProcessVersion, now: Timestamp) -> Value {
     let work_items: Vec<Value> = (0..run.steps.len())
         .filter_map(|index| work_item(run, version, index, &snapshot))
         .collect();
-    json!({
+    let mut view = json!({
         "run": {
             "id": run.id, "process": run.process, "version": run.version, "mode": run.mode.as_str(),
             "state": run_state(run, now), "outcome": run.end.as_ref().and_then(|end| end.outcome.clone()),
             "ended": ended, "startedBy": run.started_by, "startedAt": run.started_at, "updatedAt": run.updated_at
         },
-        "data": run_data(run),
+        "data": null,
         "steps": steps,
         "workItems": work_items,
         "body": version.process.body(),
-    })
+    });
+    // Set after `json!`, which would respell the numbers of the run data.
+    view["data"] = run_data(run);
+    view
 }
 
 /// The open work item of step `index`, as `get_run` and `get_work` show it.

@@ -28,6 +28,13 @@ pub fn parse_object(text: &str) -> serde_json::Result<Map<String, Value>> {
     }
 }
 
+/// `value` as JSON, numbers kept as they are held. Use it instead of
+/// `serde_json::to_value` (and of `json!` around a value that holds a caller's numbers):
+/// those rebuild each number from its text and respell its exponent.
+pub fn to_value<T: serde::Serialize>(value: &T) -> serde_json::Result<Value> {
+    parse(&serde_json::to_string(value)?)
+}
+
 /// `#[serde(deserialize_with = "exact::deserialize_object")]` for a `Map` field read
 /// from JSON text by serde_json.
 pub fn deserialize_object<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
@@ -214,6 +221,16 @@ mod tests {
             row.output.map(|output| Value::Object(output).to_string()),
             Some(r#"{"m":[5e1]}"#.to_owned())
         );
+    }
+
+    #[test]
+    fn to_value_keeps_what_serde_json_to_value_respells() {
+        let value = parse(r#"{"n":[1E5]}"#).expect("JSON");
+        assert_eq!(
+            serde_json::to_value(&value).expect("value").to_string(),
+            r#"{"n":[1e+5]}"#
+        );
+        assert_eq!(to_value(&value).expect("value").to_string(), r#"{"n":[1E5]}"#);
     }
 
     #[test]

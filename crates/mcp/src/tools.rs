@@ -15,7 +15,13 @@ use crate::arguments::{ToolSpec, check};
 /// The envelope of a result.
 pub fn envelope(result: Result<Value, ToolError>) -> Value {
     match result {
-        Ok(data) => json!({ "ok": true, "data": data }),
+        // Built by hand: `json!` would respell the numbers in `data`.
+        Ok(data) => {
+            let mut body = Map::new();
+            body.insert("ok".to_owned(), Value::Bool(true));
+            body.insert("data".to_owned(), data);
+            Value::Object(body)
+        }
         Err(error) => {
             let mut body = Map::new();
             body.insert("code".to_owned(), json!(error.code.as_str()));

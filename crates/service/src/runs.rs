@@ -103,13 +103,18 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut items = Vec::with_capacity(page.items.len());
         for stored in page.items {
             let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
-            items.push(json!({
+            let mut item = json!({
                 "id": run.id, "process": run.process, "version": run.version,
                 "state": run_state(&run, now), "outcome": run.end.as_ref().and_then(|end| end.outcome.clone()),
-                "startedAt": run.started_at, "updatedAt": run.updated_at, "inputs": run.inputs,
-            }));
+                "startedAt": run.started_at, "updatedAt": run.updated_at, "inputs": null,
+            });
+            // Set after `json!`, which would respell the numbers of the inputs.
+            item["inputs"] = Value::Object(run.inputs);
+            items.push(item);
         }
-        Ok(json!({ "items": items, "nextCursor": page.next.as_ref().map(cursor::encode) }))
+        let mut result = json!({ "items": [], "nextCursor": page.next.as_ref().map(cursor::encode) });
+        result["items"] = Value::Array(items);
+        Ok(result)
     }
 
     /// `cancel`.
