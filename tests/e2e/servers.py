@@ -125,9 +125,10 @@ def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60, path: 
     raise RuntimeError(f"{base} did not become ready")
 
 
-def start_sqlite(processes: Path | None = FIXTURES) -> Server:
+def start_sqlite(processes: Path | None = FIXTURES, extra: tuple[str, ...] = ()) -> Server:
     """`agentprocess dev --processes <processes>`, or with its built-in examples when
-    `processes` is None; its working directory is a fresh temporary one."""
+    `processes` is None, and `extra` options; its working directory is a fresh
+    temporary one."""
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sqlite-"))
     details = workdir / "details.json"
     port = free_port()
@@ -139,7 +140,7 @@ def start_sqlite(processes: Path | None = FIXTURES) -> Server:
         process = subprocess.Popen(
             [
                 str(BIN / "agentprocess"), "dev", "--listen", f"127.0.0.1:{port}", "--data-dir",
-                str(workdir / "data"), *published, "--details", str(details), "--test-clock",
+                str(workdir / "data"), *published, "--details", str(details), "--test-clock", *extra,
             ],
             stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
         )
