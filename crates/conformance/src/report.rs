@@ -4,14 +4,40 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Why a case failed.
+/// Why a case stopped before it could pass: something it checks did not hold, or
+/// (`skipped`) the server offers nothing it could run on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Failure(pub(crate) String);
+pub(crate) struct Failure {
+    /// The explanation.
+    pub(crate) reason: String,
+    /// Whether the case could not run rather than failed.
+    pub(crate) skipped: bool,
+}
 
 impl Failure {
     /// A failure with this explanation.
     pub(crate) fn new(reason: impl Into<String>) -> Self {
-        Self(reason.into())
+        Self {
+            reason: reason.into(),
+            skipped: false,
+        }
+    }
+
+    /// The case cannot run against this server, for this reason.
+    pub(crate) fn skip(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            skipped: true,
+        }
+    }
+
+    /// The outcome this stop gives its case.
+    pub(crate) fn outcome(self) -> Outcome {
+        if self.skipped {
+            Outcome::Skipped(self.reason)
+        } else {
+            Outcome::Failed(self.reason)
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Env, Runner, agent_run, claim, issues, shared_item, skip};
+use super::{Env, Runner, agent_run, claim, issues, no_agent_first, no_shared_item, shared_item, skip};
 use crate::report::{Outcome, ensure};
 use crate::session::{Context, request_id};
 
@@ -55,9 +55,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "errors/forbidden-agent-decides",
             "specification §5; tools.md, decide",
             async {
-                let Some((run, [item, _])) = shared_item(cx, env).await? else {
-                    return skip("no published fixture opens a work item both people see");
-                };
+                let (run, [item, _]) = shared_item(cx, env).await?.ok_or_else(no_shared_item)?;
                 let arguments = json!({
                     "runId": run, "workItemId": item["id"], "snapshot": item["snapshot"], "decision": "failed",
                     "note": "An agent must not decide.", "requestId": request_id()
@@ -72,9 +70,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "errors/forbidden-agent-cancels",
             "specification §5; tools.md, cancel",
             async {
-                let Some((_, run, _)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
+                let (_, run, _) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
                 cx.agents[0]
                     .refused(
                         "cancel",
@@ -88,9 +84,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
         .await;
     runner
         .case("errors/forbidden-person-sends-event", "tools.md, send_event", async {
-            let Some((_, run, _)) = agent_run(cx, env).await? else {
-                return skip("no published fixture starts with an agent step");
-            };
+            let (_, run, _) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
             cx.people[0]
                 .refused(
                     "send_event",
@@ -106,9 +100,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "errors/conflict-claimed-by-other-and-by-you",
             "tools.md, claim",
             async {
-                let Some((_, run, step)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
+                let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
                 claim(&cx.agents[0], &run, &step).await?;
                 let arguments = || json!({ "runId": run, "stepId": step, "requestId": request_id() });
                 let other = cx.agents[1].refused("claim", arguments(), "conflict").await?;
@@ -124,9 +116,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
         .await;
     runner
         .case("errors/conflict-not-ready", "tools.md, claim", async {
-            let Some((fixture, run, _)) = agent_run(cx, env).await? else {
-                return skip("no published fixture starts with an agent step");
-            };
+            let (fixture, run, _) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
             let later = fixture.frontmatter["steps"]
                 .as_array()
                 .into_iter()
@@ -150,9 +140,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
         .await;
     runner
         .case("errors/stale-after-renew", "tools.md, renew", async {
-            let Some((_, run, step)) = agent_run(cx, env).await? else {
-                return skip("no published fixture starts with an agent step");
-            };
+            let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
             let claimed = claim(&cx.agents[0], &run, &step).await?;
             let renewed = cx.agents[0]
                 .ok(
@@ -199,9 +187,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "errors/already-decided-for-a-second-group-member",
             "specification §4.4; tools.md, decide",
             async {
-                let Some((run, [first, second])) = shared_item(cx, env).await? else {
-                    return skip("no published fixture opens a work item both people see");
-                };
+                let (run, [first, second]) = shared_item(cx, env).await?.ok_or_else(no_shared_item)?;
                 let decision = if first["kind"] == "approve" {
                     "approved"
                 } else {
@@ -237,9 +223,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
         .await;
     runner
         .case("errors/run-ended-checked-before-everything-else", "tools.md, submit, decide, cancel, send_event", async {
-            let Some((_, run, step)) = agent_run(cx, env).await? else {
-                return skip("no published fixture starts with an agent step");
-            };
+            let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
             let claimed = claim(&cx.agents[0], &run, &step).await?;
             let view = cx.operator
                 .ok("cancel", json!({ "runId": run, "reason": "Conformance: cancelled.", "requestId": request_id() }))
@@ -261,9 +245,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
         .await;
     runner
         .case("errors/not-accepted-names-every-issue", "tools.md, submit", async {
-            let Some((_, run, step)) = agent_run(cx, env).await? else {
-                return skip("no published fixture starts with an agent step");
-            };
+            let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
             let claimed = claim(&cx.agents[0], &run, &step).await?;
             let error = cx.agents[0]
                 .refused(

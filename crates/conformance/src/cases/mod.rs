@@ -53,7 +53,7 @@ pub(crate) async fn all(cx: &Context, fixtures: &[Fixture], only: Option<&str>, 
             report.record(
                 "surface/describe-and-catalog".to_owned(),
                 "tools.md, describe",
-                Outcome::Failed(failure.0),
+                failure.outcome(),
             );
             return;
         }
@@ -82,25 +82,26 @@ impl Runner<'_> {
         }
         let outcome = match body.await {
             Ok(outcome) => outcome,
-            Err(failure) => Outcome::Failed(failure.0),
+            Err(failure) => failure.outcome(),
         };
         self.report.record(name.to_owned(), source, outcome);
     }
 }
 
-/// A run of `fixture` started by the first person; its id.
-pub(crate) async fn start(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Result<String, Failure> {
+/// `start_run` arguments for a run of `fixture`: its declared inputs filled, a fresh
+/// `requestId`.
+pub(crate) fn start_arguments(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Value {
     let inputs = env
         .listed(&fixture.name)
         .map(|item| item["inputs"].clone())
         .unwrap_or(json!({}));
     let person = cx.people[0].person.clone().unwrap_or_default();
-    let view = cx.people[0]
-        .ok(
-            "start_run",
-            json!({ "process": fixture.name, "inputs": fill(&inputs, &person), "requestId": request_id() }),
-        )
-        .await?;
+    json!({ "process": fixture.name, "inputs": fill(&inputs, &person), "requestId": request_id() })
+}
+
+/// A run of `fixture` started by the first person; its id.
+pub(crate) async fn start(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Result<String, Failure> {
+    let view = cx.people[0].ok("start_run", start_arguments(cx, env, fixture)).await?;
     view["run"]["id"]
         .as_str()
         .map(str::to_owned)
@@ -171,6 +172,16 @@ pub(crate) fn issues(error: &Value) -> Vec<&str> {
         .flatten()
         .filter_map(Value::as_str)
         .collect()
+}
+
+/// The skip of a case that needs a fixture starting with an agent step.
+pub(crate) fn no_agent_first() -> Failure {
+    Failure::skip("no published fixture starts with an agent step")
+}
+
+/// The skip of a case that needs a work item both people see.
+pub(crate) fn no_shared_item() -> Failure {
+    Failure::skip("no published fixture opens a work item both people see")
 }
 
 /// A skip, with its reason.

@@ -3,7 +3,7 @@
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
-use super::{Env, Runner, agent_run, issues, shared_item, skip};
+use super::{Env, Runner, agent_run, issues, no_agent_first, no_shared_item, shared_item};
 use crate::report::{Outcome, ensure};
 use crate::session::{Answer, Context, request_id};
 
@@ -18,9 +18,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "races/parallel-claims-give-one-token",
             "specification §4.1; tools.md, claim",
             async {
-                let Some((_, run, step)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
+                let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
                 let calls = (0..CLAIMS).map(|index| {
                     cx.agents[index % 2].call(
                         "claim",
@@ -52,9 +50,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "races/two-people-deciding-one-item-give-one-decision",
             "specification §4.4; tools.md, decide",
             async {
-                let Some((run, [first, second])) = shared_item(cx, env).await? else {
-                    return skip("no published fixture opens a work item both people see");
-                };
+                let (run, [first, second]) = shared_item(cx, env).await?.ok_or_else(no_shared_item)?;
                 let arguments = |item: &Value| {
                     let mut arguments = json!({
                         "runId": run, "workItemId": item["id"], "snapshot": item["snapshot"], "requestId": request_id()
@@ -92,17 +88,8 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "races/one-request-id-sent-at-once-gives-one-effect",
             "specification §4.2",
             async {
-                let Some((fixture, _, _)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
-                let inputs = env
-                    .listed(&fixture.name)
-                    .map(|item| item["inputs"].clone())
-                    .unwrap_or(json!({}));
-                let person = cx.people[0].person.clone().unwrap_or_default();
-                let arguments = json!({
-                    "process": fixture.name, "inputs": crate::sample::fill(&inputs, &person), "requestId": request_id()
-                });
+                let (fixture, _, _) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
+                let arguments = super::start_arguments(cx, env, fixture);
                 let calls = (0..COPIES).map(|_| cx.people[0].ok("start_run", arguments.clone()));
                 let mut runs = Vec::new();
                 for started in join_all(calls).await {

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Env, Runner, agent_run, issues, skip};
+use super::{Env, Runner, agent_run, issues, no_agent_first};
 use crate::report::{Outcome, ensure};
 use crate::session::{Context, request_id};
 
@@ -13,9 +13,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "replays/claim-returns-the-original-token",
             "specification §4.2; tools.md, claim",
             async {
-                let Some((_, run, step)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
+                let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
                 let arguments = json!({ "runId": run, "stepId": step, "requestId": request_id() });
                 let first = cx.agents[0].ok("claim", arguments.clone()).await?;
                 let again = cx.agents[0].ok("claim", arguments).await?;
@@ -33,17 +31,8 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "replays/start-run-returns-the-same-run",
             "specification §4.2; tools.md, start_run",
             async {
-                let Some((fixture, _, _)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
-                let inputs = env
-                    .listed(&fixture.name)
-                    .map(|item| item["inputs"].clone())
-                    .unwrap_or(json!({}));
-                let person = cx.people[0].person.clone().unwrap_or_default();
-                let arguments = json!({
-                    "process": fixture.name, "inputs": crate::sample::fill(&inputs, &person), "requestId": request_id()
-                });
+                let (fixture, _, _) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
+                let arguments = super::start_arguments(cx, env, fixture);
                 let first = cx.people[0].ok("start_run", arguments.clone()).await?;
                 let again = cx.people[0].ok("start_run", arguments).await?;
                 ensure!(
@@ -59,9 +48,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "replays/same-request-id-other-arguments-is-conflict",
             "specification §4.2",
             async {
-                let Some((_, run, step)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
+                let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
                 let reused = request_id();
                 cx.agents[0]
                     .ok("claim", json!({ "runId": run, "stepId": step, "requestId": reused }))
@@ -86,9 +73,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "replays/a-refused-call-records-nothing",
             "specification §4.2 (a failed call changes nothing)",
             async {
-                let Some((_, run, step)) = agent_run(cx, env).await? else {
-                    return skip("no published fixture starts with an agent step");
-                };
+                let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
                 let claimed = cx.agents[0]
                     .ok(
                         "claim",

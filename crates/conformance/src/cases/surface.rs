@@ -8,24 +8,6 @@ use crate::fixtures::Fixture;
 use crate::report::{Failure, Outcome, ensure};
 use crate::session::Context;
 
-/// The tools of core-2 (tools.md).
-const TOOLS: [&str; 14] = [
-    "describe",
-    "list_processes",
-    "start_run",
-    "get_run",
-    "get_work",
-    "claim",
-    "renew",
-    "upload",
-    "submit",
-    "escalate",
-    "decide",
-    "cancel",
-    "send_event",
-    "list_runs",
-];
-
 /// Reads `describe` and the whole catalog, and matches the fixtures against it.
 pub(crate) async fn read_server<'a>(cx: &Context, fixtures: &'a [Fixture]) -> Result<Env<'a>, Failure> {
     let describe = cx.agents[0].ok("describe", json!({})).await?;
@@ -100,7 +82,12 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
                 .flatten()
                 .filter_map(Value::as_str)
                 .collect();
-            let missing: Vec<&str> = TOOLS.iter().copied().filter(|tool| !tools.contains(tool)).collect();
+            // The tools the official schemas' index names: the fourteen of core-2.
+            let missing: Vec<&str> = cx.agents[0]
+                .contract()
+                .tools()
+                .filter(|tool| !tools.contains(tool))
+                .collect();
             ensure!(missing.is_empty(), "describe.tools lacks {missing:?}");
             Ok(Outcome::Passed)
         })
@@ -112,7 +99,7 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             async {
                 let listed = cx.agents[0].list_tools().await?;
                 let mut problems = Vec::new();
-                for tool in TOOLS {
+                for tool in cx.agents[0].contract().tools() {
                     let Some(advertised) = listed.iter().find(|listed| listed.name == tool) else {
                         problems.push(format!("{tool}: not in tools/list"));
                         continue;
