@@ -46,12 +46,12 @@ pub(crate) struct Dev {
     /// missing or holds no process folder is refused, and the server does not start.
     #[arg(long, value_name = "DIR")]
     processes: Option<PathBuf>,
-    /// A browser origin allowed to call /mcp, as scheme://host[:port], such as
-    /// http://localhost:5173 (repeat or comma-separate for several).
+    /// A browser origin allowed to call /mcp, as `scheme://host[:port]`, such as
+    /// `http://localhost:5173` (repeat or comma-separate for several).
     ///
-    /// Without one, every request that carries an Origin header (every browser's) is
-    /// refused, so no web page can call the dev server; agents and curl send none and
-    /// are not affected.
+    /// Without one, only pages served from the dev server's own origin may call it:
+    /// every other request that carries an Origin header (every browser's) is refused.
+    /// Agents and curl send none and are not affected.
     #[arg(long, value_name = "ORIGIN", value_delimiter = ',')]
     allowed_origin: Vec<String>,
     /// Also write the URL and every identity's token as JSON to this file.

@@ -1,6 +1,9 @@
 //! Every case, in the order they run, and what they share.
 
 mod errors;
+mod evidence;
+mod leases;
+mod lists;
 mod races;
 mod replays;
 mod surface;
@@ -64,6 +67,9 @@ pub(crate) async fn all(cx: &Context, fixtures: &[Fixture], only: Option<&str>, 
     errors::cases(cx, &env, &mut runner).await;
     replays::cases(cx, &env, &mut runner).await;
     races::cases(cx, &env, &mut runner).await;
+    leases::cases(cx, &env, &mut runner).await;
+    evidence::cases(cx, &env, &mut runner).await;
+    lists::cases(cx, &env, &mut runner).await;
 }
 
 /// Runs one case at a time, when its name matches the filter.
