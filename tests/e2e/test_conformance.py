@@ -56,7 +56,7 @@ def test_every_case_passes_with_an_empty_expected_failures_list(server, tmp_path
                  "errors/run-ended-checked-before-everything-else", "replays/claim-returns-the-original-token",
                  "leases/an-ended-lease-is-stale-and-hands-on-its-progress",
                  "evidence/a-file-url-serves-the-uploaded-bytes", "lists/get-work-pages-oldest-first-with-its-cursor",
-                 "lists/list-runs-filters-by-process-state-and-inputs"):
+                 "lists/list-runs-filters-by-process-state-and-inputs", "timers/a-due-step-turns-overdue-and-stays-open"):
         assert f"pass  {case} " in ran.stdout, (case, ran.stdout)
     suite = ElementTree.parse(junit).getroot()
     assert suite.get("failures") == "0" and int(suite.get("tests")) == len(suite.findall("testcase"))

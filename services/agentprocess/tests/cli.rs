@@ -408,6 +408,9 @@ impl DevServer {
             .split_once("\r\n\r\n")
             .map(|(_, body)| body.to_owned())
             .unwrap_or_default();
+        if status == 200 {
+            assert_meets_contract(tool, &body);
+        }
         (status, body)
     }
 
@@ -537,5 +540,19 @@ fn the_annotated_example_in_the_authors_guide_is_the_purchase_order_example() {
         text(&documented.stdout),
         text(&example.stdout),
         "the guide's copy differs from the example"
+    );
+}
+
+/// A tool call's answer meets the tool's official result schema (or tool-error.json).
+fn assert_meets_contract(tool: &str, body: &str) {
+    static CONTRACT: std::sync::OnceLock<agentprocess_contract::Contract> = std::sync::OnceLock::new();
+    let contract = CONTRACT.get_or_init(|| {
+        agentprocess_contract::Contract::load(&agentprocess_contract::default_dir()).expect("the official schemas")
+    });
+    let envelope: serde_json::Value = serde_json::from_str(body).expect("JSON-RPC");
+    let violations = contract.check_result(tool, &envelope["result"]["structuredContent"]);
+    assert!(
+        violations.is_empty(),
+        "{tool} breaks the official schema: {violations:?}\n{body}"
     );
 }

@@ -7,6 +7,7 @@ mod lists;
 mod races;
 mod replays;
 mod surface;
+mod timers;
 mod walks;
 
 use std::future::Future;
@@ -70,6 +71,7 @@ pub(crate) async fn all(cx: &Context, fixtures: &[Fixture], only: Option<&str>, 
     leases::cases(cx, &env, &mut runner).await;
     evidence::cases(cx, &env, &mut runner).await;
     lists::cases(cx, &env, &mut runner).await;
+    timers::cases(cx, &env, &mut runner).await;
 }
 
 /// Runs one case at a time, when its name matches the filter.
