@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import itertools
 import threading
 
 # Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the proxy sets itself.
@@ -14,12 +15,14 @@ SKIPPED = {"connection", "keep-alive", "transfer-encoding", "content-length", "a
 
 
 class BearerProxy:
-    """Listens on 127.0.0.1 (a free port, known at once) and forwards to `target`
-    (`host:port`) with `token`, both of which may be set after it was made."""
+    """Listens on 127.0.0.1 (a free port, known at once) and forwards to the `targets`
+    (`host:port`) in turn, one request each, with `token`; both may be set after it was
+    made. Several targets spread the calls over the processes of one server."""
 
-    def __init__(self, target: str = "", token: str = ""):
-        self.target = target
+    def __init__(self, targets: tuple[str, ...] = (), token: str = ""):
+        self.targets = list(targets)
         self.token = token
+        self.turn = itertools.count()
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -28,7 +31,8 @@ class BearerProxy:
             def forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                host, port = proxy.target.rsplit(":", 1)
+                target = proxy.targets[next(proxy.turn) % len(proxy.targets)]
+                host, port = target.rsplit(":", 1)
                 connection = http.client.HTTPConnection(host, int(port), timeout=60)
                 connection.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
                 for name, value in self.headers.items():

