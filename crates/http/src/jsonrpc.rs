@@ -40,7 +40,7 @@ pub(crate) async fn front(max_bytes: usize, request: Request, next: Next) -> Res
             );
         }
     };
-    let message = match std::str::from_utf8(&bytes)
+    let mut message = match std::str::from_utf8(&bytes)
         .map_err(|error| error.to_string())
         .and_then(|text| agentprocess_format::exact::parse(text).map_err(|error| error.to_string()))
     {
@@ -64,9 +64,9 @@ pub(crate) async fn front(max_bytes: usize, request: Request, next: Next) -> Res
         );
     }
     if message["method"] == "tools/call" {
-        match call_arguments(&message) {
+        match call_arguments(&mut message) {
             Ok(Some(arguments)) => {
-                parts.extensions.insert(CallArguments(arguments.clone()));
+                parts.extensions.insert(CallArguments(arguments));
             }
             Ok(None) => {}
             // A request, well formed, whose parameters do not fit: a JSON-RPC error
@@ -132,15 +132,16 @@ fn shape(message: &Value) -> Result<(), &'static str> {
     }
 }
 
-/// The arguments of a `tools/call`, whose params must be `{ name: string, arguments?: object }`.
-fn call_arguments(message: &Value) -> Result<Option<&serde_json::Map<String, Value>>, &'static str> {
+/// The arguments of a `tools/call`, whose params must be `{ name: string, arguments?: object }`,
+/// taken out of `message` (an upload's are up to the body limit; they are not copied).
+fn call_arguments(message: &mut Value) -> Result<Option<serde_json::Map<String, Value>>, &'static str> {
     let params = message
-        .get("params")
+        .get_mut("params")
         .ok_or("tools/call needs params { name, arguments }")?;
     if !params.get("name").is_some_and(Value::is_string) {
         return Err("params.name must be the tool's name, a string");
     }
-    match params.get("arguments") {
+    match params.get_mut("arguments").map(Value::take) {
         None => Ok(None),
         Some(Value::Object(arguments)) => Ok(Some(arguments)),
         Some(_) => Err("params.arguments must be an object"),

@@ -81,7 +81,7 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = spec(&request.name) else {
             return Err(ErrorData::invalid_params(
@@ -103,12 +103,13 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .filter(|meta| meta.get_traceparent().is_some())
             .unwrap_or(&context.meta);
         let span = tool_span(spec.name, &caller, &context, meta);
-        // The HTTP layer's parse of the same message, whose numbers keep their text.
+        // The HTTP layer's parse of the same message, whose numbers keep their text;
+        // taken, not copied (an upload's arguments are up to the body limit).
         let exact = context
             .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<CallArguments>())
-            .map(|arguments| arguments.0.clone());
+            .get_mut::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.remove::<CallArguments>())
+            .map(|arguments| arguments.0);
         let arguments = exact.or(request.arguments).unwrap_or_default();
         if let Some(run) = named_run(&arguments) {
             span.record("agentprocess.run", run);
