@@ -84,14 +84,10 @@ impl<'a> Walker<'a> {
         self.cx.people[0].person.as_deref().unwrap_or_default()
     }
 
-    /// Starts a run with `inputs` (in `mode`) and walks it.
-    pub(crate) async fn run(&mut self, inputs: &Value, mode: &str) -> Result<End, Failure> {
-        let view = self.cx.people[0]
-            .ok(
-                "start_run",
-                json!({ "process": self.fixture.name, "inputs": inputs, "mode": mode, "requestId": request_id() }),
-            )
-            .await?;
+    /// Starts a run with `start` (its `start_run` arguments) in `mode`, and walks it.
+    pub(crate) async fn run(&mut self, mut start: Value, mode: &str) -> Result<End, Failure> {
+        start["mode"] = json!(mode);
+        let view = self.cx.people[0].ok("start_run", start).await?;
         ensure!(
             view["run"]["mode"] == mode,
             "start_run in {mode} mode gave {}",
@@ -99,11 +95,6 @@ impl<'a> Walker<'a> {
         );
         let run = view["run"]["id"].as_str().unwrap_or_default().to_owned();
         self.drive(&run).await
-    }
-
-    /// The inputs list_processes declares for this fixture, filled.
-    pub(crate) fn inputs(&self, declared: &Value) -> Value {
-        fill(declared, self.person())
     }
 
     /// Takes a run to its end.

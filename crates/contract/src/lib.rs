@@ -108,11 +108,6 @@ impl Contract {
         })
     }
 
-    /// The folder the schemas were read from.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The tools the contract names, in name order.
     pub fn tools(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)

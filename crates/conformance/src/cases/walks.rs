@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
-use super::{Env, Runner, skip};
+use super::{Env, Runner, no_agent_first, skip, start_arguments};
 use crate::fixtures::Fixture;
 use crate::report::{Failure, Outcome, ensure};
 use crate::session::{Context, request_id};
@@ -41,18 +41,15 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
             "walk/test-mode",
             "specification §3 (mode: test); tools.md, start_run",
             async {
-                let Some(fixture) = env.starting_with(&["agent"]).into_iter().next() else {
-                    return skip("no published fixture starts with an agent step");
-                };
-                let inputs = env
-                    .listed(&fixture.name)
-                    .map(|item| item["inputs"].clone())
-                    .unwrap_or(json!({}));
+                let fixture = env
+                    .starting_with(&["agent"])
+                    .into_iter()
+                    .next()
+                    .ok_or_else(no_agent_first)?;
                 let mut plan = Plan::default();
                 let mut walker = Walker::new(cx, fixture, &mut plan, 0);
-                let inputs = walker.inputs(&inputs);
                 // The walker checks every get_work item and claim of the run for its mode.
-                match walker.run(&inputs, "test").await? {
+                match walker.run(start_arguments(cx, env, fixture), "test").await? {
                     End::Ended(view) => {
                         ensure!(
                             view["run"]["mode"] == "test",
@@ -70,21 +67,15 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
 
 async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Result<Outcome, Failure> {
     let declared: BTreeSet<(String, String)> = fixture.routes().into_iter().collect();
-    let inputs = env
-        .listed(&fixture.name)
-        .map(|item| item["inputs"].clone())
-        .unwrap_or(json!({}));
     let mut plan = Plan::default();
     let mut taken = BTreeSet::new();
     let mut decided: BTreeMap<String, (usize, BTreeSet<String>)> = BTreeMap::new();
-    let mut outcomes = BTreeSet::new();
     for choice in 0..MOST_WALKS {
         if choice >= LEAST_WALKS && declared.is_subset(&taken) {
             break;
         }
         let mut walker = Walker::new(cx, fixture, &mut plan, choice);
-        let filled = walker.inputs(&inputs);
-        let end = walker.run(&filled, "live").await?;
+        let end = walker.run(start_arguments(cx, env, fixture), "live").await?;
         taken.extend(walker.routes.iter().cloned());
         for (step, decision) in &walker.decisions {
             let (walks, decisions) = decided.entry(step.clone()).or_default();
@@ -99,7 +90,6 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
                     view["run"]["state"],
                     view["run"]
                 );
-                outcomes.insert(view["run"]["outcome"].to_string());
             }
             End::NeedsClock(reason) => return skip(format!("{reason} (walk {choice}; every result until then held)")),
         }
