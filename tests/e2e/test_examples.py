@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from servers import EXAMPLES
-from walk import Plan, Walker, definition, fill
+from walk import Plan, Walker, declared_routes, definition, fill
 
 pytestmark = pytest.mark.anyio
 
@@ -19,16 +19,9 @@ WALKS = 8
 TEST_MODE = "laptop-provisioning"
 
 
-def declared(process: str) -> tuple[set[tuple[str, str]], set[str]]:
-    """The routes of every step whose `next` is a list, and the finish outcomes."""
-    routes, finishes = set(), set()
-    for step in definition(process, EXAMPLES)["steps"]:
-        if isinstance(step.get("next"), list):
-            for route in step["next"]:
-                routes.add((step["id"], route if isinstance(route, str) else route["to"]))
-        if "finish" in step:
-            finishes.add(step["finish"])
-    return routes, finishes
+def finishes(process: str) -> set[str]:
+    """The outcomes of the process's finish steps."""
+    return {step["finish"] for step in definition(process, EXAMPLES)["steps"] if "finish" in step}
 
 
 async def test_dev_without_processes_publishes_exactly_the_built_in_examples(example_clients, examples_server):
@@ -46,7 +39,7 @@ async def test_dev_without_processes_publishes_exactly_the_built_in_examples(exa
 @pytest.mark.parametrize("process", PROCESSES)
 async def test_every_route_and_finish_of_the_example_is_reached(example_clients, examples_server, process):
     inputs = definition(process, EXAMPLES).get("inputs") or {}
-    routes, finishes = declared(process)
+    routes, ends = declared_routes(process, EXAMPLES), finishes(process)
     taken: set[tuple[str, str]] = set()
     outcomes = set()
     plan = Plan()
@@ -58,7 +51,7 @@ async def test_every_route_and_finish_of_the_example_is_reached(example_clients,
         outcomes.add(run["outcome"])
         taken |= walk.routes
     assert routes <= taken, f"routes never taken: {routes - taken}"
-    assert finishes <= outcomes, f"finishes never reached: {finishes - outcomes}"
+    assert ends <= outcomes, f"finishes never reached: {ends - outcomes}"
 
 
 async def test_the_test_mode_example_walks_to_an_end_as_a_test(example_clients, examples_server):

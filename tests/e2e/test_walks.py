@@ -8,21 +8,12 @@ import pytest
 
 from client import request_id
 from servers import FIXTURES
-from walk import Plan, Walker, definition, fill
+from walk import Plan, Walker, declared_routes, definition, fill
 
 PROCESSES = sorted(p.name for p in FIXTURES.iterdir() if p.name != "vendor-check")
 WALKS = 8
 
 pytestmark = pytest.mark.anyio
-
-
-def declared_routes(process: str) -> set[tuple[str, str]]:
-    routes = set()
-    for step in definition(process)["steps"]:
-        if isinstance(step.get("next"), list):
-            for route in step["next"]:
-                routes.add((step["id"], route if isinstance(route, str) else route["to"]))
-    return routes
 
 
 async def test_list_processes_shows_every_published_fixture(clients):

@@ -29,6 +29,16 @@ def definition(process: str, folder: Path = FIXTURES) -> dict:
     return yaml.safe_load(text.split("\n---", 1)[0].removeprefix("---"))
 
 
+def declared_routes(process: str, folder: Path = FIXTURES) -> set[tuple[str, str]]:
+    """`(step, to)` for every route of every step whose `next` is a list."""
+    routes = set()
+    for step in definition(process, folder)["steps"]:
+        if isinstance(step.get("next"), list):
+            for route in step["next"]:
+                routes.add((step["id"], route if isinstance(route, str) else route["to"]))
+    return routes
+
+
 def sample(declaration, persons: dict[str, str]):
     """A value of a declared field type."""
     if isinstance(declaration, str):

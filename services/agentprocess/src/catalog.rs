@@ -73,18 +73,12 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
     folders.iter().map(|folder| entry(folder)).collect()
 }
 
-/// The process in `folder`, named after the folder (resolved, so `.` has a name too).
+/// The process in `folder`, named after the folder.
 fn entry(folder: &Path) -> anyhow::Result<Entry> {
-    let file = folder.join("PROCESS.md");
+    let crate::validate::Source { file, folder: name } = crate::validate::source(folder)?;
     let source = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    let resolved = folder
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", folder.display()))?;
-    let name = resolved
-        .file_name()
-        .with_context(|| format!("{} has no folder name", resolved.display()))?;
     Ok(Entry {
-        folder: name.to_string_lossy().into_owned(),
+        folder: name.with_context(|| format!("{} has no folder name", folder.display()))?,
         source,
     })
 }

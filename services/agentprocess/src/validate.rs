@@ -9,13 +9,15 @@ use serde_json::json;
 
 use crate::Capability;
 
-/// A file to validate and the folder name its process must carry, if any.
-struct Source {
-    file: PathBuf,
-    folder: Option<String>,
+/// A PROCESS.md to read and the folder name its process must carry, if any.
+pub(crate) struct Source {
+    pub(crate) file: PathBuf,
+    pub(crate) folder: Option<String>,
 }
 
-fn source(path: &Path) -> Result<Source> {
+/// `path` as a process: a folder holding PROCESS.md (named after the folder, resolved
+/// so that `.` has a name too), or the file itself.
+pub(crate) fn source(path: &Path) -> Result<Source> {
     if path.is_dir() {
         let folder = path
             .canonicalize()
