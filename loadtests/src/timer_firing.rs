@@ -23,7 +23,7 @@ use agentprocess_engine::{Mode, PersonFormat};
 use agentprocess_service::{
     Admin, Caller, Clock as _, SchedulerSettings, Service, Settings, StartRunArgs, TestClock, Write,
 };
-use agentprocess_store::{IdentityKind, SqlStore, Store as _};
+use agentprocess_store::{SqlStore, Store as _};
 use agentprocess_timers::{RedisQueue, RedisSettings, TimerQueue as _};
 use anyhow::{Context as _, bail};
 use clap::Parser;
@@ -179,7 +179,7 @@ async fn seed(store: &SqlStore) -> anyhow::Result<Caller> {
     );
     admin.create_org(ORG, "Benchmark").await?;
     let identity = admin
-        .create_identity(ORG, IdentityKind::Agent, "starter", "starter", None, &[])
+        .create_identity(ORG, None, "starter", "starter", None, &[])
         .await?;
     admin.import_draft(ORG, PROCESS.as_bytes(), Some("publish-at")).await?;
     admin.publish(ORG, "publish-at").await?;

@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Options, ValidatedProcess};
-use agentprocess_store::{DeliveryRecord, Identity, IdentityKind, NewVersion, Store, StoreTx, StoredVersion, Webhook};
+use agentprocess_store::{
+    Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, NewVersion, Role, Store, StoreTx, StoredVersion,
+    TokenRow, Webhook,
+};
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
 use crate::{CAPABILITIES, Clock, millis};
@@ -71,7 +74,7 @@ impl<S: Store> Admin<S> {
         check_id("organization id", id, &mut issues);
         refuse(issues)?;
         let mut tx = self.store.begin().await?;
-        tx.create_org(id, name, millis(self.now())).await?;
+        tx.create_org(id, id, name, millis(self.now())).await?;
         Ok(tx.commit().await?)
     }
 
@@ -85,12 +88,13 @@ impl<S: Store> Admin<S> {
         Ok(tx.commit().await?)
     }
 
-    /// Creates an identity in `groups` (each created if missing). People and
-    /// operators need a person value (an email).
+    /// Creates an identity in `groups` (each created if missing): a person with
+    /// `role`, or an agent when `role` is `None`. People need a person value (an
+    /// email).
     pub async fn create_identity(
         &self,
         org: &str,
-        kind: IdentityKind,
+        role: Option<Role>,
         id: &str,
         name: &str,
         person: Option<&str>,
@@ -98,12 +102,13 @@ impl<S: Store> Admin<S> {
     ) -> Result<Identity, Error> {
         let mut issues = Vec::new();
         check_id("identity id", id, &mut issues);
+        let kind = if role.is_some() { IdentityKind::Person } else { IdentityKind::Agent };
         match (kind, person) {
             (IdentityKind::Agent, Some(_)) => issues.push("person: agents have no person value".to_owned()),
-            (IdentityKind::Person | IdentityKind::Operator, None) => {
+            (IdentityKind::Person, None) => {
                 issues.push(format!("person: required for a {kind}"));
             }
-            (IdentityKind::Person | IdentityKind::Operator, Some(value)) if !self.person.accepts(value) => {
+            (IdentityKind::Person, Some(value)) if !self.person.accepts(value) => {
                 issues.push(format!("person: {value:?} is not an email"));
             }
             _ => {}
@@ -119,9 +124,11 @@ impl<S: Store> Admin<S> {
             org: org.to_owned(),
             id: id.to_owned(),
             kind,
+            role,
             person: person.map(str::to_lowercase),
             name: name.to_owned(),
             groups,
+            deactivated_at: None,
         };
         let now = millis(self.now());
         let mut tx = self.store.begin().await?;
@@ -140,9 +147,22 @@ impl<S: Store> Admin<S> {
             return Err(Error::NotFound(format!("identity {identity:?}")));
         }
         let token = format!("apt_{}", secret());
+        let now = millis(self.now());
         let mut tx = self.store.begin().await?;
-        tx.add_token(org, identity, &sha256_hex(token.as_bytes()), millis(self.now()))
-            .await?;
+        tx.add_token(&TokenRow {
+            id: agentprocess_auth::secrets::new_id("tok_"),
+            org: org.to_owned(),
+            identity: identity.to_owned(),
+            token_hash: sha256_hex(token.as_bytes()),
+            audience: Audience::Mcp,
+            scope: None,
+            name: None,
+            expires_at: None,
+            created_by: None,
+            created_at: now,
+            revoked_at: None,
+        })
+        .await?;
         tx.commit().await?;
         Ok(token)
     }

@@ -4,7 +4,6 @@ pub mod admin;
 mod agent;
 mod clock;
 mod cursor;
-mod endpoints;
 mod files;
 mod ids;
 mod index;
@@ -24,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, Code, Context, ToolError};
-use agentprocess_store::{Identity, IdentityKind, Store};
+use agentprocess_store::{Identity, IdentityKind, Role, Store};
 use agentprocess_timers::TimerQueue;
 use tokio::sync::Notify;
 
@@ -135,10 +134,10 @@ impl Caller {
             IdentityKind::Agent => Actor::Agent {
                 id: identity.id.clone(),
             },
-            IdentityKind::Person | IdentityKind::Operator => Actor::Person {
+            IdentityKind::Person => Actor::Person {
                 person: identity.person.clone().unwrap_or_else(|| identity.id.clone()),
                 groups: identity.groups.clone(),
-                operator: identity.kind == IdentityKind::Operator,
+                operator: identity.has_role(Role::Operator),
             },
         }
     }
@@ -214,7 +213,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         {
             return Ok(Some(caller.clone()));
         }
-        let identity = self.store.identity_by_token(&hash).await.map_err(retry)?;
+        let identity = self.store.identity_by_token(&hash, millis(now)).await.map_err(retry)?;
         let caller = identity.map(|identity| Caller { identity });
         if let Some(caller) = &caller
             && let Ok(mut callers) = self.callers.lock()

@@ -19,7 +19,7 @@ use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::endpoints::{PublicOnly, literal_refusal};
+use agentprocess_auth::outbound::{PublicOnly, literal_refusal};
 use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
 

@@ -3,12 +3,13 @@
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
-use crate::model::{Identity, IdentityKind, NewVersion, StoredVersion};
+use crate::model::{Identity, IdentityKind, NewVersion, Role, StoredVersion};
 use crate::{Error, Result};
 
-pub(crate) async fn create_org(connection: &mut AnyConnection, id: &str, name: &str, now: i64) -> Result<()> {
-    sqlx::query("INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)")
+pub(crate) async fn create_org(connection: &mut AnyConnection, id: &str, slug: &str, name: &str, now: i64) -> Result<()> {
+    sqlx::query("INSERT INTO organizations (id, slug, name, created_at) VALUES ($1, $2, $3, $4)")
         .bind(id)
+        .bind(slug)
         .bind(name)
         .bind(now)
         .execute(connection)
@@ -27,15 +28,20 @@ pub(crate) async fn create_group(connection: &mut AnyConnection, org: &str, id: 
 }
 
 pub(crate) async fn create_identity(connection: &mut AnyConnection, identity: &Identity, now: i64) -> Result<()> {
-    sqlx::query("INSERT INTO identities (org_id, id, kind, person, name, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
-        .bind(&identity.org)
-        .bind(&identity.id)
-        .bind(identity.kind.as_str())
-        .bind(identity.person.as_deref())
-        .bind(&identity.name)
-        .bind(now)
-        .execute(&mut *connection)
-        .await?;
+    sqlx::query(
+        "INSERT INTO identities (org_id, id, kind, role, person, name, created_at, deactivated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&identity.org)
+    .bind(&identity.id)
+    .bind(identity.kind.as_str())
+    .bind(identity.role.map(Role::as_str))
+    .bind(identity.person.as_deref())
+    .bind(&identity.name)
+    .bind(now)
+    .bind(identity.deactivated_at)
+    .execute(&mut *connection)
+    .await?;
     for group in &identity.groups {
         add_member(connection, &identity.org, group, &identity.id).await?;
     }
@@ -47,23 +53,6 @@ pub(crate) async fn add_member(connection: &mut AnyConnection, org: &str, group:
         .bind(org)
         .bind(group)
         .bind(identity)
-        .execute(connection)
-        .await?;
-    Ok(())
-}
-
-pub(crate) async fn add_token(
-    connection: &mut AnyConnection,
-    org: &str,
-    identity: &str,
-    token_hash: &str,
-    now: i64,
-) -> Result<()> {
-    sqlx::query("INSERT INTO access_tokens (token_hash, org_id, identity_id, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(token_hash)
-        .bind(org)
-        .bind(identity)
-        .bind(now)
         .execute(connection)
         .await?;
     Ok(())
@@ -81,21 +70,31 @@ pub(crate) async fn revoke_tokens(connection: &mut AnyConnection, org: &str, ide
     Ok(revoked.rows_affected())
 }
 
-pub(crate) async fn identity_by_token(connection: &mut AnyConnection, token_hash: &str) -> Result<Option<Identity>> {
-    let row = sqlx::query("SELECT org_id, identity_id FROM access_tokens WHERE token_hash = $1 AND revoked_at IS NULL")
-        .bind(token_hash)
-        .fetch_optional(&mut *connection)
-        .await?;
+pub(crate) async fn identity_by_token(
+    connection: &mut AnyConnection,
+    token_hash: &str,
+    now: i64,
+) -> Result<Option<Identity>> {
+    let row = sqlx::query(
+        "SELECT org_id, identity_id FROM access_tokens WHERE token_hash = $1 AND audience = 'mcp' \
+         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)",
+    )
+    .bind(token_hash)
+    .bind(now)
+    .fetch_optional(&mut *connection)
+    .await?;
     let Some(row) = row else {
         return Ok(None);
     };
     let org: String = row.try_get("org_id")?;
     let id: String = row.try_get("identity_id")?;
-    identity(connection, &org, &id).await
+    Ok(identity(connection, &org, &id)
+        .await?
+        .filter(|identity| identity.deactivated_at.is_none()))
 }
 
 pub(crate) async fn identity(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<Identity>> {
-    let row = sqlx::query("SELECT org_id, id, kind, person, name FROM identities WHERE org_id = $1 AND id = $2")
+    let row = sqlx::query("SELECT org_id, id, kind, role, person, name, deactivated_at FROM identities WHERE org_id = $1 AND id = $2")
         .bind(org)
         .bind(id)
         .fetch_optional(&mut *connection)
@@ -134,13 +133,19 @@ pub(crate) async fn identities(connection: &mut AnyConnection, org: &str) -> Res
 
 fn identity_row(row: &AnyRow, groups: Vec<String>) -> Result<Identity> {
     let kind: String = row.try_get("kind")?;
+    let role: Option<String> = row.try_get("role")?;
+    let role = role
+        .map(|role| Role::parse(&role).ok_or_else(|| Error::Corrupt(format!("identity role {role:?}"))))
+        .transpose()?;
     Ok(Identity {
         org: row.try_get("org_id")?,
         id: row.try_get("id")?,
         kind: IdentityKind::parse(&kind).ok_or_else(|| Error::Corrupt(format!("identity kind {kind:?}")))?,
+        role,
         person: row.try_get("person")?,
         name: row.try_get("name")?,
         groups,
+        deactivated_at: row.try_get("deactivated_at")?,
     })
 }
 

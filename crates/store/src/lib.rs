@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod admin;
+mod directory;
 mod model;
 mod outbox;
 mod runs;
@@ -10,9 +11,12 @@ mod timers;
 use std::future::Future;
 
 pub use model::{
-    AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
+    AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, Role, NewNotification,
     NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer,
     TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
+};
+pub use directory::{
+    Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Organization, Provider, SessionRow, TokenRow,
 };
 pub use sql::{Dialect, SqlStore, SqlTx};
 
@@ -36,7 +40,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Reads, and the start of every write. Implemented for PostgreSQL and SQLite by
 /// [`SqlStore`]; every method filters by organization.
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Directory {
     /// A write transaction.
     type Tx: StoreTx;
 
@@ -53,8 +57,9 @@ pub trait Store: Send + Sync + 'static {
     /// Starts a write transaction.
     fn begin(&self) -> impl Future<Output = Result<Self::Tx>> + Send;
 
-    /// The identity holding the bearer token with this SHA-256, unless revoked.
-    fn identity_by_token(&self, token_hash: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
+    /// The active identity holding the MCP bearer token with this SHA-256, unless the
+    /// token is revoked or expired at `now`.
+    fn identity_by_token(&self, token_hash: &str, now: i64) -> impl Future<Output = Result<Option<Identity>>> + Send;
 
     /// One identity with its groups.
     fn identity(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
@@ -143,7 +148,7 @@ pub trait Store: Send + Sync + 'static {
 /// One write transaction. Nothing is visible to others until [`StoreTx::commit`];
 /// dropping it rolls everything back. Reads a write needs go through it: on SQLite
 /// the transaction holds the only connection.
-pub trait StoreTx: Send {
+pub trait StoreTx: DirectoryTx {
     /// Records the result of this write under `(org, request_id)`. Returns `false`,
     /// recording nothing, when the id is already recorded: then another write with the
     /// same id committed first (a concurrent one is waited for), and the caller must
@@ -227,7 +232,7 @@ pub trait StoreTx: Send {
     fn put_upload(&mut self, org: &str, upload: &NewUpload) -> impl Future<Output = Result<()>> + Send;
 
     /// Creates an organization.
-    fn create_org(&mut self, id: &str, name: &str, now: i64) -> impl Future<Output = Result<()>> + Send;
+    fn create_org(&mut self, id: &str, slug: &str, name: &str, now: i64) -> impl Future<Output = Result<()>> + Send;
 
     /// Creates a group, if it does not exist.
     fn create_group(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<()>> + Send;
@@ -237,15 +242,6 @@ pub trait StoreTx: Send {
 
     /// Adds an identity to a group.
     fn add_member(&mut self, org: &str, group: &str, identity: &str) -> impl Future<Output = Result<()>> + Send;
-
-    /// Stores a bearer token's hash for an identity.
-    fn add_token(
-        &mut self,
-        org: &str,
-        identity: &str,
-        token_hash: &str,
-        now: i64,
-    ) -> impl Future<Output = Result<()>> + Send;
 
     /// Revokes every live bearer token of an identity; returns how many.
     fn revoke_tokens(&mut self, org: &str, identity: &str, now: i64) -> impl Future<Output = Result<u64>> + Send;

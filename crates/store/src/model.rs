@@ -7,11 +7,8 @@ use std::fmt;
 pub enum IdentityKind {
     /// Claims and submits agent steps.
     Agent,
-    /// Decides work items.
+    /// Decides work items; what else a person may do follows from their [`Role`].
     Person,
-    /// A person with the operator role: also cancels runs, sends events, and takes
-    /// escalations.
-    Operator,
 }
 
 impl IdentityKind {
@@ -20,7 +17,6 @@ impl IdentityKind {
         match self {
             IdentityKind::Agent => "agent",
             IdentityKind::Person => "person",
-            IdentityKind::Operator => "operator",
         }
     }
 
@@ -29,13 +25,48 @@ impl IdentityKind {
         match text {
             "agent" => Some(IdentityKind::Agent),
             "person" => Some(IdentityKind::Person),
-            "operator" => Some(IdentityKind::Operator),
             _ => None,
         }
     }
 }
 
 impl fmt::Display for IdentityKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A person's role in an organization. Each role can do what the ones before it can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// Decides the work items of their groups and starts runs.
+    Member,
+    /// Also cancels runs, sends events and decides escalations.
+    Operator,
+    /// Also manages members, groups, agents, tokens, sign-in, processes and webhooks.
+    Admin,
+}
+
+impl Role {
+    /// Every role, from least to most.
+    pub const ALL: [Role; 3] = [Role::Member, Role::Operator, Role::Admin];
+
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// The role a name stands for.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|role| role.as_str() == text)
+    }
+}
+
+impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -48,14 +79,25 @@ pub struct Identity {
     pub org: String,
     /// The identity's id, unique in the organization.
     pub id: String,
-    /// Agent, person or operator.
+    /// Agent or person.
     pub kind: IdentityKind,
-    /// For people and operators: the person value (an email, lowercase).
+    /// For people: their role. `None` for agents.
+    pub role: Option<Role>,
+    /// For people: the person value (an email, lowercase).
     pub person: Option<String>,
     /// A display name.
     pub name: String,
     /// Ids of the groups the identity belongs to, sorted.
     pub groups: Vec<String>,
+    /// When the identity was deactivated; it can then do nothing.
+    pub deactivated_at: Option<i64>,
+}
+
+impl Identity {
+    /// Whether the identity is a person with at least `role`.
+    pub fn has_role(&self, role: Role) -> bool {
+        self.deactivated_at.is_none() && self.role.is_some_and(|held| held >= role)
+    }
 }
 
 /// A published version as stored.

@@ -12,6 +12,11 @@ use crate::model::{
     RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkLevels,
     WorkQuery, WorkRow,
 };
+use crate::directory::{
+    self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, OrgKey, Organization, Provider, SessionRow,
+    TokenRow,
+};
+use crate::model::Role;
 use crate::{Result, Store, StoreTx, admin, outbox, runs, timers};
 
 /// Connections idle longer than this are checked before use.
@@ -177,9 +182,9 @@ impl Store for SqlStore {
         })
     }
 
-    async fn identity_by_token(&self, token_hash: &str) -> Result<Option<Identity>> {
+    async fn identity_by_token(&self, token_hash: &str, now: i64) -> Result<Option<Identity>> {
         let mut connection = self.pool.acquire().await?;
-        admin::identity_by_token(&mut connection, token_hash).await
+        admin::identity_by_token(&mut connection, token_hash, now).await
     }
 
     async fn identity(&self, org: &str, id: &str) -> Result<Option<Identity>> {
@@ -376,8 +381,8 @@ impl StoreTx for SqlTx {
         runs::put_upload(&mut self.tx, org, upload).await
     }
 
-    async fn create_org(&mut self, id: &str, name: &str, now: i64) -> Result<()> {
-        admin::create_org(&mut self.tx, id, name, now).await
+    async fn create_org(&mut self, id: &str, slug: &str, name: &str, now: i64) -> Result<()> {
+        admin::create_org(&mut self.tx, id, slug, name, now).await
     }
 
     async fn create_group(&mut self, org: &str, id: &str, now: i64) -> Result<()> {
@@ -390,10 +395,6 @@ impl StoreTx for SqlTx {
 
     async fn add_member(&mut self, org: &str, group: &str, identity: &str) -> Result<()> {
         admin::add_member(&mut self.tx, org, group, identity).await
-    }
-
-    async fn add_token(&mut self, org: &str, identity: &str, token_hash: &str, now: i64) -> Result<()> {
-        admin::add_token(&mut self.tx, org, identity, token_hash, now).await
     }
 
     async fn revoke_tokens(&mut self, org: &str, identity: &str, now: i64) -> Result<u64> {
@@ -411,5 +412,153 @@ impl StoreTx for SqlTx {
     async fn commit(self) -> Result<()> {
         self.tx.commit().await?;
         Ok(())
+    }
+}
+
+impl Directory for SqlStore {
+    async fn organization(&self, org: &str) -> Result<Option<Organization>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::organization(&mut connection, OrgKey::Id, org).await
+    }
+
+    async fn organization_by_slug(&self, slug: &str) -> Result<Option<Organization>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::organization(&mut connection, OrgKey::Slug, slug).await
+    }
+
+    async fn org_of_verified_domain(&self, domain: &str) -> Result<Option<String>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::org_of_verified_domain(&mut connection, domain).await
+    }
+
+    async fn provider(&self, org: &str) -> Result<Option<Provider>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::provider(&mut connection, org).await
+    }
+
+    async fn login(&self, org: &str, issuer: &str, subject: &str) -> Result<Option<Identity>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::login(&mut connection, org, issuer, subject).await
+    }
+
+    async fn identity_by_person(&self, org: &str, person: &str) -> Result<Option<Identity>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::identity_by_person(&mut connection, org, person).await
+    }
+
+    async fn groups(&self, org: &str) -> Result<Vec<String>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::groups(&mut connection, org).await
+    }
+
+    async fn domains(&self, org: &str) -> Result<Vec<Domain>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::domains(&mut connection, org).await
+    }
+
+    async fn session(&self, id_hash: &str, now: i64) -> Result<Option<SessionRow>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::session(&mut connection, id_hash, now).await
+    }
+
+    async fn token_by_hash(&self, token_hash: &str) -> Result<Option<TokenRow>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::token_by_hash(&mut connection, token_hash).await
+    }
+
+    async fn tokens(&self, org: &str, audience: Audience) -> Result<Vec<TokenRow>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::tokens(&mut connection, org, audience).await
+    }
+
+    async fn audit(&self, org: &str, filter: &AuditFilter) -> Result<(Vec<AuditRow>, bool)> {
+        let mut connection = self.pool.acquire().await?;
+        directory::audit(&mut connection, org, filter).await
+    }
+}
+
+impl DirectoryTx for SqlTx {
+    async fn lock_org(&mut self, org: &str) -> Result<Option<i64>> {
+        directory::lock_org(&mut self.tx, self.dialect, org).await
+    }
+
+    async fn organization(&mut self, org: &str) -> Result<Option<Organization>> {
+        directory::organization(&mut self.tx, OrgKey::Id, org).await
+    }
+
+    async fn update_org(&mut self, organization: &Organization) -> Result<()> {
+        directory::update_org(&mut self.tx, organization).await
+    }
+
+    async fn put_provider(&mut self, provider: &Provider, now: i64) -> Result<()> {
+        directory::put_provider(&mut self.tx, provider, now).await
+    }
+
+    async fn add_login(&mut self, org: &str, issuer: &str, subject: &str, identity: &str, now: i64) -> Result<()> {
+        directory::add_login(&mut self.tx, org, issuer, subject, identity, now).await
+    }
+
+    async fn has_login(&mut self, org: &str, identity: &str) -> Result<bool> {
+        directory::has_login(&mut self.tx, org, identity).await
+    }
+
+    async fn identity(&mut self, org: &str, id: &str) -> Result<Option<Identity>> {
+        admin::identity(&mut self.tx, org, id).await
+    }
+
+    async fn identity_by_person(&mut self, org: &str, person: &str) -> Result<Option<Identity>> {
+        directory::identity_by_person(&mut self.tx, org, person).await
+    }
+
+    async fn set_person(&mut self, org: &str, id: &str, role: Option<Role>, deactivated_at: Option<i64>) -> Result<()> {
+        directory::set_person(&mut self.tx, org, id, role, deactivated_at).await
+    }
+
+    async fn active_admins(&mut self, org: &str) -> Result<i64> {
+        directory::active_admins(&mut self.tx, org).await
+    }
+
+    async fn groups(&mut self, org: &str) -> Result<Vec<String>> {
+        directory::groups(&mut self.tx, org).await
+    }
+
+    async fn remove_member(&mut self, org: &str, group: &str, identity: &str) -> Result<()> {
+        directory::remove_member(&mut self.tx, org, group, identity).await
+    }
+
+    async fn put_domain(&mut self, org: &str, domain: &Domain, now: i64) -> Result<()> {
+        directory::put_domain(&mut self.tx, org, domain, now).await
+    }
+
+    async fn remove_domain(&mut self, org: &str, domain: &str) -> Result<bool> {
+        directory::remove_domain(&mut self.tx, org, domain).await
+    }
+
+    async fn put_session(&mut self, session: &SessionRow, only_new: bool) -> Result<bool> {
+        directory::put_session(&mut self.tx, session, only_new).await
+    }
+
+    async fn delete_session(&mut self, id_hash: &str) -> Result<()> {
+        directory::delete_session(&mut self.tx, id_hash).await
+    }
+
+    async fn delete_sessions_of(&mut self, org: &str, identity: &str) -> Result<u64> {
+        directory::delete_sessions_of(&mut self.tx, org, identity).await
+    }
+
+    async fn delete_expired_sessions(&mut self, now: i64, limit: u32) -> Result<u64> {
+        directory::delete_expired_sessions(&mut self.tx, now, limit).await
+    }
+
+    async fn add_token(&mut self, token: &TokenRow) -> Result<()> {
+        directory::add_token(&mut self.tx, token).await
+    }
+
+    async fn revoke_token(&mut self, org: &str, id: &str, now: i64) -> Result<bool> {
+        directory::revoke_token(&mut self.tx, org, id, now).await
+    }
+
+    async fn append_audit(&mut self, org: &str, entry: &AuditRow) -> Result<()> {
+        directory::append_audit(&mut self.tx, org, entry).await
     }
 }

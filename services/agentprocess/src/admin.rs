@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentprocess_engine::PersonFormat;
 use agentprocess_service::{Admin, SystemClock};
-use agentprocess_store::{IdentityKind, SqlStore};
+use agentprocess_store::{Role, SqlStore};
 use anyhow::Context as _;
 use clap::{Subcommand, ValueEnum};
 
@@ -163,6 +163,8 @@ enum Kind {
     Person,
     /// A person who also cancels runs, sends events and takes escalations.
     Operator,
+    /// A person who also manages the organization.
+    Admin,
 }
 
 pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
@@ -196,16 +198,17 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             person,
             groups,
         } => {
-            let kind = match kind {
-                Kind::Agent => IdentityKind::Agent,
-                Kind::Person => IdentityKind::Person,
-                Kind::Operator => IdentityKind::Operator,
+            let role = match kind {
+                Kind::Agent => None,
+                Kind::Person => Some(Role::Member),
+                Kind::Operator => Some(Role::Operator),
+                Kind::Admin => Some(Role::Admin),
             };
             let name = name.unwrap_or_else(|| id.clone());
             admin
-                .create_identity(&org, kind, &id, &name, person.as_deref(), &groups)
+                .create_identity(&org, role, &id, &name, person.as_deref(), &groups)
                 .await?;
-            println!("{kind} {id} created");
+            println!("{} {id} created", role.map_or("agent", Role::as_str));
         }
         Action::IssueToken { org, identity } => println!("{}", admin.issue_token(&org, &identity).await?),
         Action::RevokeTokens { org, identity } => {
@@ -218,7 +221,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 println!(
                     "{}\t{}\t{person}\t{}",
                     identity.id,
-                    identity.kind,
+                    identity.role.map_or("agent", Role::as_str),
                     identity.groups.join(",")
                 );
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agentprocess_engine::PersonFormat;
 use agentprocess_service::{Admin, SystemClock, random_id};
-use agentprocess_store::{IdentityKind, SqlStore};
+use agentprocess_store::{Role, SqlStore};
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
@@ -20,13 +20,14 @@ pub(crate) const ORG: &str = "dev";
 /// The group every role of every published process is bound to.
 const PEOPLE: &str = "people";
 
-/// id, kind, person value, groups.
-const IDENTITIES: [(&str, IdentityKind, Option<&str>, &[&str]); 5] = [
-    ("agent-1", IdentityKind::Agent, None, &[]),
-    ("agent-2", IdentityKind::Agent, None, &[]),
-    ("alice", IdentityKind::Person, Some("alice@example.com"), &[PEOPLE]),
-    ("bob", IdentityKind::Person, Some("bob@example.com"), &[PEOPLE]),
-    ("ops", IdentityKind::Operator, Some("ops@example.com"), &[]),
+/// id, role (none for an agent), person value, groups.
+const IDENTITIES: [(&str, Option<Role>, Option<&str>, &[&str]); 6] = [
+    ("agent-1", None, None, &[]),
+    ("agent-2", None, None, &[]),
+    ("alice", Some(Role::Member), Some("alice@example.com"), &[PEOPLE]),
+    ("bob", Some(Role::Member), Some("bob@example.com"), &[PEOPLE]),
+    ("ops", Some(Role::Operator), Some("ops@example.com"), &[]),
+    ("admin", Some(Role::Admin), Some("admin@example.com"), &[]),
 ];
 
 /// Options of `agentprocess dev`.
@@ -162,7 +163,13 @@ async fn identities(admin: &Admin<SqlStore>) -> anyhow::Result<Value> {
     let mut found = serde_json::Map::new();
     for (id, kind, person, _) in IDENTITIES {
         let token = admin.issue_token(ORG, id).await?;
-        let mut entry = json!({ "kind": kind.as_str(), "token": token });
+        // `person` for members, as the tokens file has always said.
+        let kind = match kind {
+            None => "agent",
+            Some(Role::Member) => "person",
+            Some(role) => role.as_str(),
+        };
+        let mut entry = json!({ "kind": kind, "token": token });
         if let Some(person) = person {
             entry["person"] = json!(person);
         }

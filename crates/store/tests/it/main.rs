@@ -2,5 +2,6 @@
 //! SQLite file and once on a fresh PostgreSQL database of the machine's server.
 
 mod concurrency;
+mod directory;
 mod rows;
 mod support;

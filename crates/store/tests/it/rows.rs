@@ -2,7 +2,7 @@
 //! versions, uploads, timers, and the notification outbox.
 
 use agentprocess_store::{
-    AttemptResult, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification, NewRequest, NewUpload, NewVersion,
+    AttemptResult, DeliveryStatus, DirectoryTx as _, Keyset, Role, NewNotification, NewRequest, NewUpload, NewVersion,
     RunFilter, Store, StoreTx, TimerRow, Upload, Webhook, WorkKind, WorkQuery,
 };
 
@@ -266,17 +266,10 @@ on_both!(identities_tokens_and_versions_round_trip, identities_and_versions);
 async fn identities_and_versions(db: &TestDb) {
     let store = &db.store;
     let mut tx = store.begin().await.expect("begin");
-    tx.create_org("o", "Org", 1).await.expect("org");
-    let ann = Identity {
-        org: "o".to_owned(),
-        id: "ann".to_owned(),
-        kind: IdentityKind::Operator,
-        person: Some("ann@example.com".to_owned()),
-        name: "Ann".to_owned(),
-        groups: vec!["finance".to_owned(), "legal".to_owned()],
-    };
+    tx.create_org("o", "o", "Org", 1).await.expect("org");
+    let ann = crate::support::person("o", "ann", Role::Operator, &["finance", "legal"]);
     tx.create_identity(&ann, 1).await.expect("identity");
-    tx.add_token("o", "ann", "hash-1", 1).await.expect("token");
+    tx.add_token(&crate::support::mcp_token("o", "ann", "hash-1")).await.expect("token");
     for (process, source) in [("b", "v1"), ("b", "v2"), ("a", "v1")] {
         let version = NewVersion {
             process: process.to_owned(),
@@ -291,14 +284,14 @@ async fn identities_and_versions(db: &TestDb) {
     tx.commit().await.expect("commit");
 
     assert_eq!(
-        store.identity_by_token("hash-1").await.expect("read"),
+        store.identity_by_token("hash-1", 2).await.expect("read"),
         Some(ann.clone())
     );
-    assert_eq!(store.identity_by_token("hash-2").await.expect("read"), None);
+    assert_eq!(store.identity_by_token("hash-2", 2).await.expect("read"), None);
     let mut tx = store.begin().await.expect("begin");
     assert_eq!(tx.revoke_tokens("o", "ann", 3).await.expect("revoke"), 1);
     tx.commit().await.expect("commit");
-    assert_eq!(store.identity_by_token("hash-1").await.expect("read"), None);
+    assert_eq!(store.identity_by_token("hash-1", 2).await.expect("read"), None);
     let latest = store.latest_versions("o", None, 10).await.expect("latest");
     let names: Vec<(String, u32)> = latest.iter().map(|v| (v.process.clone(), v.number)).collect();
     assert_eq!(names, [("a".to_owned(), 1), ("b".to_owned(), 2)]);

@@ -122,3 +122,32 @@ pub(crate) fn work_row(run: &str, step: &str, kind: WorkKind, since: i64) -> Wor
         item: None,
     }
 }
+
+pub(crate) fn person(org: &str, id: &str, role: agentprocess_store::Role, groups: &[&str]) -> agentprocess_store::Identity {
+    agentprocess_store::Identity {
+        org: org.to_owned(),
+        id: id.to_owned(),
+        kind: agentprocess_store::IdentityKind::Person,
+        role: Some(role),
+        person: Some(format!("{id}@example.com")),
+        name: id.to_owned(),
+        groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+        deactivated_at: None,
+    }
+}
+
+pub(crate) fn mcp_token(org: &str, identity: &str, hash: &str) -> agentprocess_store::TokenRow {
+    agentprocess_store::TokenRow {
+        id: format!("tok-{hash}"),
+        org: org.to_owned(),
+        identity: identity.to_owned(),
+        token_hash: hash.to_owned(),
+        audience: agentprocess_store::Audience::Mcp,
+        scope: None,
+        name: None,
+        expires_at: None,
+        created_by: None,
+        created_at: 1,
+        revoked_at: None,
+    }
+}

@@ -1,12 +1,12 @@
-//! Where webhooks may go. By default only to public addresses: an endpoint that
-//! names (or resolves to) a loopback, private, link-local or otherwise internal
-//! address is refused, so a webhook cannot be aimed at the service's own network.
-//! Operators who deliver inside their network turn this off.
+//! Where the server may send requests of its own (webhooks, OpenID discovery): by
+//! default only to public addresses. A URL that names (or resolves to) a loopback,
+//! private, link-local or otherwise internal address is refused, so no caller can aim
+//! the server at its own network. Operators who need internal endpoints turn this off.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Whether `ip` is an address on the public internet.
-pub(crate) fn is_public(ip: IpAddr) -> bool {
+pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -45,7 +45,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 }
 
 /// Resolves names as the system does, keeping only public addresses.
-pub(crate) struct PublicOnly;
+pub struct PublicOnly;
 
 impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
@@ -63,7 +63,7 @@ impl reqwest::dns::Resolve for PublicOnly {
 }
 
 /// Why a URL whose host is an address literal may not be posted to, if it may not.
-pub(crate) fn literal_refusal(url: &str) -> Option<String> {
+pub fn literal_refusal(url: &str) -> Option<String> {
     let parsed = reqwest::Url::parse(url).ok()?;
     let host = parsed.host_str()?;
     let ip: IpAddr = host.trim_start_matches('[').trim_end_matches(']').parse().ok()?;

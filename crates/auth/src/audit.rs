@@ -1,0 +1,66 @@
+//! The audit log: who did what, when, from where. Append-only: the store offers no
+//! way to change or remove an entry.
+
+use agentprocess_store::{AuditFilter, AuditRow, Directory, DirectoryTx};
+use serde_json::{Map, Value};
+
+use crate::secrets::random_bytes;
+
+/// Who acts, and from which address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// The identity id, or `anonymous` for someone not signed in.
+    pub id: String,
+    /// The caller's network address, when known.
+    pub address: Option<String>,
+}
+
+impl Actor {
+    /// Someone not (yet) signed in.
+    pub fn anonymous(address: Option<String>) -> Self {
+        Self {
+            id: "anonymous".to_owned(),
+            address,
+        }
+    }
+}
+
+/// An entry to append.
+pub(crate) fn entry(actor: &Actor, kind: &str, target: Option<&str>, detail: Map<String, Value>, at: i64) -> AuditRow {
+    let suffix: String = random_bytes::<6>().iter().map(|byte| format!("{byte:02x}")).collect();
+    AuditRow {
+        // Zero-padded milliseconds first, so ids sort by time.
+        id: format!("{at:015}-{suffix}"),
+        at,
+        actor: actor.id.clone(),
+        kind: kind.to_owned(),
+        target: target.map(str::to_owned),
+        detail: Value::Object(detail).to_string(),
+        address: actor.address.clone(),
+    }
+}
+
+/// Appends one entry inside a transaction.
+pub(crate) async fn append(
+    tx: &mut impl DirectoryTx,
+    org: &str,
+    actor: &Actor,
+    kind: &str,
+    target: Option<&str>,
+    detail: Map<String, Value>,
+    at: i64,
+) -> Result<(), agentprocess_store::Error> {
+    tx.append_audit(org, &entry(actor, kind, target, detail, at)).await
+}
+
+/// A JSON object from pairs, for an entry's detail.
+pub(crate) fn detail<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
+}
+
+impl<S: Directory> crate::Auth<S> {
+    /// Entries of an organization's log, in order, and whether more follow.
+    pub async fn audit(&self, org: &str, filter: &AuditFilter) -> Result<(Vec<AuditRow>, bool), crate::Error> {
+        Ok(self.store.audit(org, filter).await?)
+    }
+}

@@ -1,0 +1,99 @@
+//! Identity for the process server: organizations that sign up through their own
+//! OpenID provider, people who sign in through it, roles, browser sessions, API
+//! tokens and the audit log. The rows live in the store ([`agentprocess_store::Directory`]);
+//! this crate holds the rules. It reads no clock: every operation is given `now`.
+
+pub mod audit;
+mod error;
+pub mod members;
+pub mod oidc;
+pub mod outbound;
+pub mod secrets;
+pub mod sessions;
+pub mod signin;
+pub mod tokens;
+
+use std::time::Duration;
+
+pub use agentprocess_store::{Identity, IdentityKind, Role};
+pub use error::Error;
+pub use oidc::{Oidc, OidcSettings};
+pub use secrets::SecretKey;
+
+/// Who may sign up an organization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignupPolicy {
+    /// Anyone.
+    Open,
+    /// Whoever holds a sign-up code the operator gave out.
+    Invite,
+    /// Nobody: an operator creates organizations with `agentprocess admin create-org`.
+    Closed,
+}
+
+impl std::str::FromStr for SignupPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "open" => Ok(Self::Open),
+            "invite" => Ok(Self::Invite),
+            "closed" => Ok(Self::Closed),
+            other => Err(format!("{other:?} is not a sign-up policy: use open, invite or closed")),
+        }
+    }
+}
+
+/// The rules of identity that an operator sets.
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    /// Who may sign up an organization.
+    pub signup: SignupPolicy,
+    /// SHA-256 hex of each sign-up code accepted under [`SignupPolicy::Invite`].
+    pub signup_code_hashes: Vec<String>,
+    /// A session unused this long ends.
+    pub session_idle: Duration,
+    /// A session ends this long after sign-in, used or not.
+    pub session_absolute: Duration,
+}
+
+/// Identity's operations over a store.
+#[derive(Debug, Clone)]
+pub struct Auth<S> {
+    store: S,
+    key: SecretKey,
+    oidc: Oidc,
+    settings: AuthSettings,
+}
+
+impl<S> Auth<S> {
+    /// Identity over `store`, sealing secrets with `key`.
+    pub fn new(store: S, key: SecretKey, oidc: Oidc, settings: AuthSettings) -> Self {
+        Self {
+            store,
+            key,
+            oidc,
+            settings,
+        }
+    }
+
+    /// The operator's settings.
+    pub fn settings(&self) -> &AuthSettings {
+        &self.settings
+    }
+
+    /// The client for identity providers.
+    pub fn oidc(&self) -> &Oidc {
+        &self.oidc
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+}
+
+/// Milliseconds since the epoch.
+pub(crate) fn millis(now: jiff::Timestamp) -> i64 {
+    now.as_millisecond()
+}

@@ -1,0 +1,486 @@
+//! Signing in at an organization's OpenID provider: discovery, the authorization
+//! request (code flow, PKCE S256, `state`, `nonce`), and the checks of the ID token
+//! (issuer, audience, signature against the provider's JWKS, expiry, nonce).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
+use openidconnect::{
+    AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, SignatureVerificationError,
+    TokenResponse as _,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::outbound;
+
+/// How long a provider's metadata and keys are used before they are fetched again.
+const METADATA_SECONDS: u64 = 600;
+
+/// What the server does when it talks to identity providers.
+#[derive(Debug, Clone)]
+pub struct OidcSettings {
+    /// Where providers send people back: `<public-url>/auth/callback`.
+    pub redirect_uri: String,
+    /// Let issuers on loopback and private addresses, and plain `http`, be used. Only
+    /// for development and tests: a sign-up form could otherwise aim the server at its
+    /// own network.
+    pub allow_private_issuers: bool,
+    /// How long one request to a provider may take.
+    pub timeout: Duration,
+}
+
+/// Talks to identity providers, keeping each one's metadata for a while.
+#[derive(Clone)]
+pub struct Oidc {
+    http: reqwest::Client,
+    settings: OidcSettings,
+    metadata: Arc<Mutex<HashMap<String, (Instant, CoreProviderMetadata)>>>,
+}
+
+impl std::fmt::Debug for Oidc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Oidc").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+/// A sign-in that went to the provider and has not come back yet. Kept in the
+/// browser's session until the callback.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The issuer the person was sent to.
+    pub issuer: String,
+    /// The client id used.
+    pub client_id: String,
+    /// `state`, compared with the callback's.
+    pub state: String,
+    /// `nonce`, compared with the ID token's.
+    pub nonce: String,
+    /// The PKCE verifier.
+    pub verifier: String,
+}
+
+/// An organization's client at its provider.
+#[derive(Debug, Clone)]
+pub struct ClientConfig<'a> {
+    /// The issuer URL.
+    pub issuer: &'a str,
+    /// The client id.
+    pub client_id: &'a str,
+    /// The client secret, for a confidential client.
+    pub client_secret: Option<&'a str>,
+}
+
+/// What a verified ID token says about the person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claims {
+    /// `iss`.
+    pub issuer: String,
+    /// `sub`.
+    pub subject: String,
+    /// `email`, if present.
+    pub email: Option<String>,
+    /// `email_verified`, if present.
+    pub email_verified: Option<bool>,
+    /// `name`, if present.
+    pub name: Option<String>,
+    /// Every claim of the token, for the configurable ones (groups, Google's `hd`).
+    pub all: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Why a sign-in at a provider failed, in words for the person trying.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OidcError {
+    /// The issuer URL is not one the server may use.
+    #[error("issuer: {0}")]
+    Issuer(String),
+    /// Discovery failed.
+    #[error("discovery at {issuer} failed: {reason}")]
+    Discovery {
+        /// The issuer tried.
+        issuer: String,
+        /// Why.
+        reason: String,
+    },
+    /// The provider refused the authorization request before any login.
+    #[error("the identity provider refused the sign-in request (HTTP {status}): {text}")]
+    Refused {
+        /// Its HTTP status.
+        status: u16,
+        /// What its page said.
+        text: String,
+    },
+    /// The callback is not the answer to this sign-in.
+    #[error("{0}")]
+    Callback(String),
+    /// The code could not be exchanged for tokens.
+    #[error("the identity provider did not give tokens for the code: {0}")]
+    Exchange(String),
+    /// The ID token failed a check.
+    #[error("the ID token was refused: {0}")]
+    IdToken(String),
+}
+
+impl Oidc {
+    /// A client for providers; no redirects are followed (a provider's metadata and
+    /// keys come from where its issuer says, nowhere else).
+    pub fn new(settings: OidcSettings) -> Result<Self, String> {
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(settings.timeout)
+            .user_agent("agentprocess");
+        if !settings.allow_private_issuers {
+            builder = builder.dns_resolver(Arc::new(outbound::PublicOnly));
+        }
+        Ok(Self {
+            http: builder.build().map_err(|error| error.to_string())?,
+            settings,
+            metadata: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
+
+    /// The redirect URI to register at providers.
+    pub fn redirect_uri(&self) -> &str {
+        &self.settings.redirect_uri
+    }
+
+    /// Every reason `issuer` cannot be used, at once (empty when it can).
+    pub fn issuer_issues(&self, issuer: &str) -> Vec<String> {
+        let Ok(url) = reqwest::Url::parse(issuer) else {
+            return vec![format!("issuer: {issuer:?} is not a URL")];
+        };
+        let mut issues = Vec::new();
+        if url.scheme() != "https" && !(self.settings.allow_private_issuers && url.scheme() == "http") {
+            issues.push(format!("issuer: {issuer} must use https"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            issues.push(format!("issuer: {issuer} must have no query or fragment"));
+        }
+        if !self.settings.allow_private_issuers
+            && let Some(refusal) = outbound::literal_refusal(issuer)
+        {
+            issues.push(format!("issuer: {refusal}"));
+        }
+        issues
+    }
+
+    /// The provider's metadata and keys, from the cache unless `fresh`.
+    async fn metadata(&self, issuer: &str, fresh: bool) -> Result<CoreProviderMetadata, OidcError> {
+        if !fresh
+            && let Ok(cache) = self.metadata.lock()
+            && let Some((at, metadata)) = cache.get(issuer)
+            && at.elapsed() < Duration::from_secs(METADATA_SECONDS)
+        {
+            return Ok(metadata.clone());
+        }
+        let discovery = |reason: String| OidcError::Discovery {
+            issuer: issuer.to_owned(),
+            reason,
+        };
+        let url = IssuerUrl::new(issuer.to_owned()).map_err(|error| OidcError::Issuer(error.to_string()))?;
+        let metadata = CoreProviderMetadata::discover_async(url, &self.http)
+            .await
+            .map_err(|error| {
+                discovery(match error {
+                    openidconnect::DiscoveryError::Request(error) => {
+                        format!("the provider could not be reached ({})", chain(&error))
+                    }
+                    openidconnect::DiscoveryError::Response(status, _, _) => {
+                        format!("{issuer}/.well-known/openid-configuration answered HTTP {status}")
+                    }
+                    openidconnect::DiscoveryError::Parse(error) => {
+                        format!("the provider's metadata or keys are not valid ({error})")
+                    }
+                    // The metadata names another issuer than the one asked for.
+                    openidconnect::DiscoveryError::Validation(reason) => format!("issuer mismatch: {reason}"),
+                    other => other.to_string(),
+                })
+            })?;
+        if let Ok(mut cache) = self.metadata.lock() {
+            cache.insert(issuer.to_owned(), (Instant::now(), metadata.clone()));
+        }
+        Ok(metadata)
+    }
+
+    /// Runs discovery for `config` and makes the authorization request: the URL to
+    /// send the person to, and what to keep until they come back. The request is
+    /// tried once by the server first, so a provider that refuses it (an unknown
+    /// client, an unregistered redirect URI) is reported before anyone leaves.
+    pub async fn begin(&self, config: &ClientConfig<'_>) -> Result<(String, Pending), OidcError> {
+        let metadata = self.metadata(config.issuer, false).await?;
+        let client = self.client(metadata, config)?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (url, state, nonce) = client
+            .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
+            .add_scope(Scope::new("email".to_owned()))
+            .add_scope(Scope::new("profile".to_owned()))
+            .set_pkce_challenge(challenge)
+            .url();
+        self.preflight(url.as_str()).await?;
+        Ok((
+            url.to_string(),
+            Pending {
+                issuer: config.issuer.to_owned(),
+                client_id: config.client_id.to_owned(),
+                state: state.secret().clone(),
+                nonce: nonce.secret().clone(),
+                verifier: verifier.secret().clone(),
+            },
+        ))
+    }
+
+    async fn preflight(&self, url: &str) -> Result<(), OidcError> {
+        let response = self.http.get(url).send().await.map_err(|error| OidcError::Refused {
+            status: 0,
+            text: format!("the authorization endpoint could not be reached ({})", chain(&error)),
+        })?;
+        let status = response.status();
+        if status.is_success() || status.is_redirection() {
+            return Ok(());
+        }
+        let body = response.text().await.unwrap_or_default();
+        Err(OidcError::Refused {
+            status: status.as_u16(),
+            text: page_text(&body),
+        })
+    }
+
+    /// Finishes a sign-in: the callback's `state` and `iss` must be this sign-in's,
+    /// the code is exchanged (with the PKCE verifier), and the ID token is checked.
+    /// A signature by a key the cached keys do not have sends the server for fresh
+    /// keys once.
+    pub async fn finish(
+        &self,
+        config: &ClientConfig<'_>,
+        pending: &Pending,
+        callback: &Callback,
+    ) -> Result<Claims, OidcError> {
+        if let Some(error) = &callback.error {
+            let description = callback.error_description.as_deref().unwrap_or("");
+            return Err(OidcError::Callback(format!(
+                "the identity provider answered {error}{}{description}",
+                if description.is_empty() { "" } else { ": " }
+            )));
+        }
+        let state = callback.state.as_deref().unwrap_or("");
+        if !crate::secrets::same(state, &pending.state) {
+            return Err(OidcError::Callback(
+                "the sign-in's state does not match: start the sign-in again".to_owned(),
+            ));
+        }
+        // RFC 9207: a provider that names itself must be the one the person went to.
+        if let Some(iss) = &callback.iss
+            && iss != &pending.issuer
+        {
+            return Err(OidcError::Callback(format!(
+                "the answer came from {iss}, not from {}",
+                pending.issuer
+            )));
+        }
+        let Some(code) = callback.code.as_deref().filter(|code| !code.is_empty()) else {
+            return Err(OidcError::Callback("the identity provider sent no code".to_owned()));
+        };
+        let metadata = self.metadata(config.issuer, false).await?;
+        let client = self.client(metadata, config)?;
+        let response = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(|error| OidcError::Exchange(error.to_string()))?
+            .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier.clone()))
+            .request_async(&self.http)
+            .await
+            .map_err(|error| {
+                OidcError::Exchange(match error {
+                    RequestTokenError::ServerResponse(response) => {
+                        let description = response.error_description().map(String::as_str).unwrap_or("");
+                        format!("{}{}{description}", response.error(), if description.is_empty() { "" } else { ": " })
+                    }
+                    RequestTokenError::Request(error) => format!("the token endpoint could not be reached ({})", chain(&error)),
+                    other => other.to_string(),
+                })
+            })?;
+        let id_token = response
+            .id_token()
+            .ok_or_else(|| OidcError::IdToken("the provider sent no ID token".to_owned()))?;
+        let nonce = Nonce::new(pending.nonce.clone());
+        let verified = match id_token.claims(&client.id_token_verifier(), &nonce) {
+            Ok(_) => Ok(()),
+            Err(ClaimsVerificationError::SignatureVerification(SignatureVerificationError::NoMatchingKey)) => {
+                // The provider may have rotated its keys since they were fetched.
+                let fresh = self.metadata(config.issuer, true).await?;
+                let client = self.client(fresh, config)?;
+                id_token.claims(&client.id_token_verifier(), &nonce).map(|_| ())
+            }
+            Err(error) => Err(error),
+        };
+        verified.map_err(|error| OidcError::IdToken(verification_reason(&error)))?;
+        claims_of(&id_token.to_string())
+    }
+
+    fn client(
+        &self,
+        metadata: CoreProviderMetadata,
+        config: &ClientConfig<'_>,
+    ) -> Result<
+        CoreClient<
+            openidconnect::EndpointSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointMaybeSet,
+            openidconnect::EndpointMaybeSet,
+        >,
+        OidcError,
+    > {
+        let redirect = RedirectUrl::new(self.settings.redirect_uri.clone())
+            .map_err(|error| OidcError::Issuer(format!("the redirect URI is not valid: {error}")))?;
+        Ok(CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(config.client_id.to_owned()),
+            config.client_secret.map(|secret| ClientSecret::new(secret.to_owned())),
+        )
+        .set_redirect_uri(redirect))
+    }
+}
+
+/// The query of `/auth/callback`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Callback {
+    /// The authorization code.
+    pub code: Option<String>,
+    /// The state sent.
+    pub state: Option<String>,
+    /// The issuer, when the provider names itself (RFC 9207).
+    pub iss: Option<String>,
+    /// An error instead of a code.
+    pub error: Option<String>,
+    /// What the error means.
+    pub error_description: Option<String>,
+}
+
+/// The claims of an ID token whose signature was checked: its payload, decoded.
+fn claims_of(jwt: &str) -> Result<Claims, OidcError> {
+    let damaged = || OidcError::IdToken("the payload is not JSON".to_owned());
+    let payload = jwt.split('.').nth(1).ok_or_else(damaged)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .map_err(|_| damaged())?;
+    let all: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes).map_err(|_| damaged())?;
+    let text = |name: &str| all.get(name).and_then(serde_json::Value::as_str).map(str::to_owned);
+    let email_verified = match all.get("email_verified") {
+        Some(serde_json::Value::Bool(verified)) => Some(*verified),
+        // Some providers send the boolean as a string.
+        Some(serde_json::Value::String(text)) => Some(text == "true"),
+        _ => None,
+    };
+    Ok(Claims {
+        issuer: text("iss").unwrap_or_default(),
+        subject: text("sub").unwrap_or_default(),
+        email: text("email"),
+        email_verified,
+        name: text("name"),
+        all,
+    })
+}
+
+fn verification_reason(error: &ClaimsVerificationError) -> String {
+    match error {
+        ClaimsVerificationError::Expired(_) => "it has expired".to_owned(),
+        ClaimsVerificationError::InvalidAudience(_) => "it was issued to another client (audience)".to_owned(),
+        ClaimsVerificationError::InvalidIssuer(_) => "it was issued by another issuer".to_owned(),
+        ClaimsVerificationError::InvalidNonce(_) => "its nonce is not this sign-in's".to_owned(),
+        ClaimsVerificationError::SignatureVerification(SignatureVerificationError::NoMatchingKey) => {
+            "it is signed by a key the provider does not publish".to_owned()
+        }
+        ClaimsVerificationError::SignatureVerification(error) => format!("its signature is not valid ({error})"),
+        other => other.to_string(),
+    }
+}
+
+/// An error with its causes, for a message.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The readable text of an HTML page, short.
+fn page_text(html: &str) -> String {
+    let mut text = String::new();
+    let mut in_tag = false;
+    let mut skipping = false;
+    let lower = html.to_ascii_lowercase();
+    let mut index = 0;
+    for character in html.chars() {
+        let rest = &lower[index..];
+        if rest.starts_with("<style") || rest.starts_with("<script") {
+            skipping = true;
+        }
+        if skipping && (rest.starts_with("</style>") || rest.starts_with("</script>")) {
+            skipping = false;
+        }
+        index += character.len_utf8();
+        match character {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            _ if !in_tag && !skipping => text.push(character),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut short = words.join(" ");
+    if short.len() > 300 {
+        let mut cut = 300;
+        while !short.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        short.truncate(cut);
+        short.push('…');
+    }
+    if short.is_empty() { "(no text)".to_owned() } else { short }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_text_keeps_words_and_drops_markup() {
+        let page = "<html><head><style>p{color:red}</style></head><body><h1>oops</h1>\
+                    <p>redirect_uri did not match</p><script>x()</script></body></html>";
+        assert_eq!(page_text(page), "oops redirect_uri did not match");
+    }
+
+    #[test]
+    fn claims_come_from_the_payload() {
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(r#"{"iss":"https://idp","sub":"42","email":"a@b.c","email_verified":"true","groups":["x"]}"#);
+        let claims = claims_of(&format!("h.{payload}.s")).expect("claims");
+        assert_eq!(claims.subject, "42");
+        assert_eq!(claims.email_verified, Some(true));
+        assert_eq!(claims.all["groups"], serde_json::json!(["x"]));
+    }
+
+    #[test]
+    fn issuers_must_be_https_and_public() {
+        let oidc = Oidc::new(OidcSettings {
+            redirect_uri: "https://ap.example/auth/callback".to_owned(),
+            allow_private_issuers: false,
+            timeout: Duration::from_secs(5),
+        })
+        .expect("client");
+        assert!(oidc.issuer_issues("https://idp.example.com").is_empty());
+        assert_eq!(oidc.issuer_issues("http://127.0.0.1:9").len(), 2);
+        assert_eq!(oidc.issuer_issues("not a url").len(), 1);
+    }
+}

@@ -1,0 +1,172 @@
+//! Secrets the server makes and keeps: random tokens (kept only as SHA-256), and
+//! secrets that must be read back (an IdP's client secret), sealed with the server's
+//! key.
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq as _;
+
+/// The key that seals secrets at rest. Every API process of a deployment shares it.
+#[derive(Clone)]
+pub struct SecretKey {
+    cipher: Aes256Gcm,
+    /// Names the key in sealed values, so a value sealed with another key is told apart
+    /// from a tampered one.
+    id: String,
+}
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretKey").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// Why a sealed value could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    /// Sealed with a key this server does not have.
+    #[error("the value was sealed with another secret key ({0})")]
+    OtherKey(String),
+    /// Not a value this server sealed, or altered since.
+    #[error("the sealed value is damaged")]
+    Damaged,
+}
+
+const SEALED_PREFIX: &str = "v1";
+
+impl SecretKey {
+    /// A key from at least 32 bytes of secret material.
+    pub fn new(material: &[u8]) -> Result<Self, String> {
+        if material.len() < 32 {
+            return Err(format!("the secret key must hold at least 32 bytes, not {}", material.len()));
+        }
+        let key: [u8; 32] = Sha256::digest(material).into();
+        let id = sha256_hex(&key)[..8].to_owned();
+        Ok(Self {
+            cipher: Aes256Gcm::new(&key.into()),
+            id,
+        })
+    }
+
+    /// Seals `plaintext` for the place named by `context` (for example
+    /// `idp-secret:<org>`): opening it under another context fails, so a sealed value
+    /// copied to another row is useless.
+    pub fn seal(&self, plaintext: &str, context: &str) -> String {
+        let nonce_bytes = random_bytes::<12>();
+        let nonce = Nonce::from(nonce_bytes);
+        let sealed = self
+            .cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: plaintext.as_bytes(),
+                    aad: context.as_bytes(),
+                },
+            )
+            // AES-GCM fails only past 64 GiB of plaintext.
+            .unwrap_or_default();
+        let mut bytes = nonce_bytes.to_vec();
+        bytes.extend_from_slice(&sealed);
+        format!("{SEALED_PREFIX}.{}.{}", self.id, URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// Opens a value [`SecretKey::seal`] made under the same `context`.
+    pub fn open(&self, sealed: &str, context: &str) -> Result<String, SealError> {
+        let mut parts = sealed.splitn(3, '.');
+        let (Some(SEALED_PREFIX), Some(id), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(SealError::Damaged);
+        };
+        if id != self.id {
+            return Err(SealError::OtherKey(id.to_owned()));
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(body).map_err(|_| SealError::Damaged)?;
+        if bytes.len() < 12 {
+            return Err(SealError::Damaged);
+        }
+        let (nonce, message) = bytes.split_at(12);
+        let nonce: [u8; 12] = nonce.try_into().map_err(|_| SealError::Damaged)?;
+        let plain = self
+            .cipher
+            .decrypt(
+                &Nonce::from(nonce),
+                Payload {
+                    msg: message,
+                    aad: context.as_bytes(),
+                },
+            )
+            .map_err(|_| SealError::Damaged)?;
+        String::from_utf8(plain).map_err(|_| SealError::Damaged)
+    }
+}
+
+/// `N` bytes from the operating system's generator.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    // Without an entropy source the server cannot make a single safe secret.
+    #[allow(clippy::expect_used)]
+    getrandom::fill(&mut bytes).expect("the operating system's random generator failed");
+    bytes
+}
+
+/// A new secret token: `prefix` then 32 random bytes, URL-safe.
+pub fn new_token(prefix: &str) -> String {
+    format!("{prefix}{}", URL_SAFE_NO_PAD.encode(random_bytes::<32>()))
+}
+
+/// A short random id: `prefix` then 12 random bytes as hex.
+pub fn new_id(prefix: &str) -> String {
+    let bytes = random_bytes::<12>();
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{prefix}{hex}")
+}
+
+/// SHA-256 of `bytes` as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Whether two secrets are equal, in time that does not depend on where they differ.
+pub fn same(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(byte: u8) -> SecretKey {
+        SecretKey::new(&[byte; 32]).expect("key")
+    }
+
+    #[test]
+    fn a_sealed_value_opens_only_with_its_key_and_context() {
+        let sealed = key(1).seal("client-secret", "idp-secret:acme");
+        assert!(!sealed.contains("client-secret"));
+        assert_eq!(key(1).open(&sealed, "idp-secret:acme").as_deref(), Ok("client-secret"));
+        assert_eq!(key(1).open(&sealed, "idp-secret:other"), Err(SealError::Damaged));
+        assert!(matches!(key(2).open(&sealed, "idp-secret:acme"), Err(SealError::OtherKey(_))));
+        let mut tampered = sealed.clone();
+        tampered.pop();
+        tampered.push(if sealed.ends_with('A') { 'B' } else { 'A' });
+        assert_eq!(key(1).open(&tampered, "idp-secret:acme"), Err(SealError::Damaged));
+        assert_ne!(key(1).seal("x", "c"), key(1).seal("x", "c"), "a fresh nonce each time");
+    }
+
+    #[test]
+    fn short_key_material_is_refused() {
+        assert!(SecretKey::new(&[0; 31]).is_err());
+    }
+
+    #[test]
+    fn tokens_are_random_and_compared_in_full() {
+        let token = new_token("ap_");
+        assert!(token.starts_with("ap_") && token.len() > 40);
+        assert_ne!(token, new_token("ap_"));
+        assert!(same(&token, &token.clone()));
+        assert!(!same(&token, &token[..token.len() - 1]));
+        assert!(!same("abc", "abd"));
+    }
+}
