@@ -19,6 +19,9 @@ UPDATE identities SET role = 'operator', kind = 'person' WHERE kind = 'operator'
 UPDATE identities SET role = 'member' WHERE kind = 'person' AND role IS NULL;
 ALTER TABLE identities ADD COLUMN deactivated_at BIGINT;
 
+-- A group's display name; its id, which role bindings name, never changes.
+ALTER TABLE org_groups ADD COLUMN name TEXT;
+
 -- An organization's identity provider. The client secret is sealed with the server's
 -- secret key (AES-256-GCM); NULL for a public client, which uses PKCE alone.
 CREATE TABLE identity_providers (

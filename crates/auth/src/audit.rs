@@ -1,6 +1,8 @@
 //! The audit log: who did what, when, from where. Append-only: the store offers no
 //! way to change or remove an entry.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use agentprocess_store::{AuditFilter, AuditRow, Directory, DirectoryTx};
 use serde_json::{Map, Value};
 
@@ -25,12 +27,18 @@ impl Actor {
     }
 }
 
+/// Orders the entries one process appends within one millisecond.
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
 /// An entry to append.
 pub(crate) fn entry(actor: &Actor, kind: &str, target: Option<&str>, detail: Map<String, Value>, at: i64) -> AuditRow {
-    let suffix: String = random_bytes::<6>().iter().map(|byte| format!("{byte:02x}")).collect();
+    let suffix: String = random_bytes::<4>().iter().map(|byte| format!("{byte:02x}")).collect();
+    let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed) % 1_000_000_000_000;
     AuditRow {
-        // Zero-padded milliseconds first, so ids sort by time.
-        id: format!("{at:015}-{suffix}"),
+        // Zero-padded milliseconds first, so ids sort by time; then this process's
+        // sequence, so entries of one transaction keep their order; then a random part,
+        // so two processes never make the same id.
+        id: format!("{at:015}-{sequence:012}-{suffix}"),
         at,
         actor: actor.id.clone(),
         kind: kind.to_owned(),

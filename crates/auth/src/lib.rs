@@ -5,6 +5,7 @@
 
 pub mod audit;
 mod error;
+pub mod groups;
 pub mod members;
 pub mod oidc;
 pub mod outbound;

@@ -211,14 +211,21 @@ impl Oidc {
     /// client, an unregistered redirect URI) is reported before anyone leaves.
     pub async fn begin(&self, config: &ClientConfig<'_>) -> Result<(String, Pending), OidcError> {
         let metadata = self.metadata(config.issuer, false).await?;
+        // Providers that offer a `groups` scope (Okta's custom claim, oidc-provider) put
+        // the groups claim in the ID token only when it is asked for.
+        let groups = metadata
+            .scopes_supported()
+            .is_some_and(|scopes| scopes.iter().any(|scope| scope.as_str() == "groups"));
         let client = self.client(metadata, config)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-        let (url, state, nonce) = client
+        let mut request = client
             .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
             .add_scope(Scope::new("email".to_owned()))
-            .add_scope(Scope::new("profile".to_owned()))
-            .set_pkce_challenge(challenge)
-            .url();
+            .add_scope(Scope::new("profile".to_owned()));
+        if groups {
+            request = request.add_scope(Scope::new("groups".to_owned()));
+        }
+        let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
         self.preflight(url.as_str()).await?;
         Ok((
             url.to_string(),

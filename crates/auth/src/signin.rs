@@ -315,13 +315,19 @@ impl<S: Store + Clone> Auth<S> {
             groups: Vec::new(),
             deactivated_at: None,
         };
-        let mut tx = self.store.begin().await?;
-        if self.store.organization_by_slug(slug).await?.is_some() {
-            return Err(Error::conflict(format!(
+        let taken = || {
+            Error::conflict(format!(
                 "the slug {slug:?} was taken while you signed in; nothing was created: sign up again with another"
-            )));
+            ))
+        };
+        if self.store.organization_by_slug(slug).await?.is_some() {
+            return Err(taken());
         }
-        tx.create_org(&org, slug, name, at).await?;
+        let mut tx = self.store.begin().await?;
+        match tx.create_org(&org, slug, name, at).await {
+            Err(error) if error.is_unique_violation() => return Err(taken()),
+            other => other?,
+        }
         tx.put_provider(
             &Provider {
                 org: org.clone(),
@@ -391,11 +397,16 @@ impl<S: Store + Clone> Auth<S> {
             .map_err(|error| sign_in_failed(&error))?;
         let email = verified_email(&claims)?;
         let at = millis(now);
+        // Read before the transaction: the embedded mode's one connection is the
+        // transaction's until it ends.
+        let known = self.store.login(org, &claims.issuer, &claims.subject).await?;
+        let domain = email_domain(&email).unwrap_or_default();
+        let allowed = self.store.domains(org).await?.iter().any(|known| known.domain == domain);
         let mut tx = self.store.begin().await?;
         tx.lock_org(org).await?;
-        let identity = match self.store.login(org, &claims.issuer, &claims.subject).await? {
+        let identity = match known {
             Some(identity) => identity,
-            None => self.first_sign_in(&mut tx, &organization, &claims, &email, at).await?,
+            None => first_sign_in(&mut tx, &organization, &claims, &email, allowed, at).await?,
         };
         if identity.deactivated_at.is_some() {
             return Err(Error::forbidden(format!(
@@ -416,63 +427,61 @@ impl<S: Store + Clone> Auth<S> {
         tx.commit().await?;
         Ok(SignedInPerson { organization, identity })
     }
+}
 
-    /// A person the organization has not seen at this provider: an invited person
-    /// is linked, someone of an allowed domain is provisioned as a member.
-    async fn first_sign_in(
-        &self,
-        tx: &mut S::Tx,
-        organization: &Organization,
-        claims: &Claims,
-        email: &str,
-        at: i64,
-    ) -> Result<Identity, Error> {
-        let org = &organization.id;
-        if let Some(invited) = tx.identity_by_person(org, email).await? {
-            if invited.kind != IdentityKind::Person || tx.has_login(org, &invited.id).await? {
-                return Err(Error::forbidden(format!(
-                    "{email} already signs in to {} through another account",
-                    organization.name
-                )));
-            }
-            tx.add_login(org, &claims.issuer, &claims.subject, &invited.id, at).await?;
-            return Ok(invited);
-        }
-        let domain = email_domain(email).unwrap_or_default();
-        let allowed = self.store.domains(org).await?.iter().any(|known| known.domain == domain);
-        if !(organization.auto_provision && allowed) {
+/// A person the organization has not seen at this provider: an invited person
+/// is linked, someone of an allowed domain is provisioned as a member.
+async fn first_sign_in(
+    tx: &mut impl StoreTx,
+    organization: &Organization,
+    claims: &Claims,
+    email: &str,
+    allowed: bool,
+    at: i64,
+) -> Result<Identity, Error> {
+    let org = &organization.id;
+    if let Some(invited) = tx.identity_by_person(org, email).await? {
+        if invited.kind != IdentityKind::Person || tx.has_login(org, &invited.id).await? {
             return Err(Error::forbidden(format!(
-                "{email} is not a member of {}: ask an admin to invite you",
+                "{email} already signs in to {} through another account",
                 organization.name
             )));
         }
-        let identity = Identity {
-            org: org.clone(),
-            id: new_id("per_"),
-            kind: IdentityKind::Person,
-            role: Some(Role::Member),
-            person: Some(email.to_owned()),
-            name: claims.name.clone().unwrap_or_else(|| email.to_owned()),
-            groups: Vec::new(),
-            deactivated_at: None,
-        };
-        tx.create_identity(&identity, at).await?;
-        tx.add_login(org, &claims.issuer, &claims.subject, &identity.id, at).await?;
-        audit::append(
-            tx,
-            org,
-            &Actor {
-                id: identity.id.clone(),
-                address: None,
-            },
-            "member.provisioned",
-            Some(&identity.id),
-            detail([("email", json!(email)), ("role", json!("member"))]),
-            at,
-        )
-        .await?;
-        Ok(identity)
+        tx.add_login(org, &claims.issuer, &claims.subject, &invited.id, at).await?;
+        return Ok(invited);
     }
+    if !(organization.auto_provision && allowed) {
+        return Err(Error::forbidden(format!(
+            "{email} is not a member of {}: ask an admin to invite you",
+            organization.name
+        )));
+    }
+    let identity = Identity {
+        org: org.clone(),
+        id: new_id("per_"),
+        kind: IdentityKind::Person,
+        role: Some(Role::Member),
+        person: Some(email.to_owned()),
+        name: claims.name.clone().unwrap_or_else(|| email.to_owned()),
+        groups: Vec::new(),
+        deactivated_at: None,
+    };
+    tx.create_identity(&identity, at).await?;
+    tx.add_login(org, &claims.issuer, &claims.subject, &identity.id, at).await?;
+    audit::append(
+        tx,
+        org,
+        &Actor {
+            id: identity.id.clone(),
+            address: None,
+        },
+        "member.provisioned",
+        Some(&identity.id),
+        detail([("email", json!(email)), ("role", json!("member"))]),
+        at,
+    )
+    .await?;
+    Ok(identity)
 }
 
 /// The person's email, when the provider vouches for it: `email_verified`, or a

@@ -278,3 +278,83 @@ fn seconds(text: &str) -> Result<Duration, String> {
     }
     Ok(Duration::from_secs_f64(value))
 }
+
+/// Identity: who may sign up, how long sessions last, the key that seals identity
+/// providers' client secrets.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuthArgs {
+    /// Key (base64, at least 32 bytes) that seals secrets kept in the database, such
+    /// as organizations' IdP client secrets. Every API process shares it.
+    #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// Who may sign up an organization: `open`, `invite` (with a sign-up code) or
+    /// `closed` (`agentprocess admin create-org` only).
+    #[arg(long, env = "AGENTPROCESS_SIGNUP", default_value = "closed")]
+    pub signup: agentprocess_auth::SignupPolicy,
+    /// A sign-up code accepted when sign-up is `invite` (repeat, or separate with commas).
+    #[arg(long = "signup-code", env = "AGENTPROCESS_SIGNUP_CODES", value_delimiter = ',', hide_env_values = true)]
+    pub signup_codes: Vec<String>,
+    /// A browser session unused this long ends.
+    #[arg(long, env = "AGENTPROCESS_SESSION_IDLE_SECONDS", default_value = "28800", value_parser = seconds)]
+    pub session_idle_seconds: Duration,
+    /// A browser session ends this long after sign-in, used or not.
+    #[arg(long, env = "AGENTPROCESS_SESSION_ABSOLUTE_SECONDS", default_value = "86400", value_parser = seconds)]
+    pub session_absolute_seconds: Duration,
+    /// Let identity providers on loopback or private addresses, or on plain http, be
+    /// used. For development and tests only: otherwise a sign-up form could aim the
+    /// server at its own network.
+    #[arg(long, env = "AGENTPROCESS_OIDC_ALLOW_PRIVATE_ISSUERS")]
+    pub oidc_allow_private_issuers: bool,
+    /// How long one request to an identity provider may take.
+    #[arg(long, env = "AGENTPROCESS_OIDC_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
+    pub oidc_timeout_seconds: Duration,
+}
+
+impl AuthArgs {
+    /// Identity over `store`. `fallback_key` seals secrets when no `--secret-key` is
+    /// given (the embedded mode keeps one in its data folder); without either, the
+    /// server refuses to start.
+    pub fn auth<S>(
+        &self,
+        store: S,
+        public_url: &str,
+        fallback_key: Option<&[u8]>,
+    ) -> anyhow::Result<agentprocess_auth::Auth<S>> {
+        use base64::Engine as _;
+        let material = match (&self.secret_key, fallback_key) {
+            (Some(text), _) => base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .map_err(|_| anyhow::anyhow!("--secret-key must be base64"))?,
+            (None, Some(key)) => key.to_vec(),
+            (None, None) => anyhow::bail!("give --secret-key (base64, at least 32 bytes): it seals identity providers' client secrets"),
+        };
+        let key = agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))?;
+        if self.signup == agentprocess_auth::SignupPolicy::Invite && self.signup_codes.is_empty() {
+            anyhow::bail!("--signup invite needs at least one --signup-code");
+        }
+        let oidc = agentprocess_auth::Oidc::new(agentprocess_auth::OidcSettings {
+            redirect_uri: format!("{}/auth/callback", public_url.trim_end_matches('/')),
+            allow_private_issuers: self.oidc_allow_private_issuers,
+            timeout: self.oidc_timeout_seconds,
+        })
+        .map_err(|error| anyhow::anyhow!("identity provider client: {error}"))?;
+        if self.oidc_allow_private_issuers {
+            tracing::warn!("identity providers on private addresses and plain http are allowed; never on a public server");
+        }
+        Ok(agentprocess_auth::Auth::new(
+            store,
+            key,
+            oidc,
+            agentprocess_auth::AuthSettings {
+                signup: self.signup,
+                signup_code_hashes: self
+                    .signup_codes
+                    .iter()
+                    .map(|code| agentprocess_auth::secrets::sha256_hex(code.trim().as_bytes()))
+                    .collect(),
+                session_idle: self.session_idle_seconds,
+                session_absolute: self.session_absolute_seconds,
+            },
+        ))
+    }
+}

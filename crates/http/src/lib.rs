@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+mod identity;
 mod jsonrpc;
 mod lifecycle;
 mod observe;
@@ -32,6 +33,9 @@ pub struct HttpSettings {
     pub allowed_hosts: Vec<String>,
     /// Origins (`https://app.example`) a browser may call `/mcp` from.
     pub allowed_origins: Vec<String>,
+    /// The organization whose people `/dev/sign-in` lets anyone sign in as, with no
+    /// identity provider. Only for development servers.
+    pub dev_sign_in_org: Option<String>,
 }
 
 /// The largest `/mcp` request body: a maximal upload in base64 plus room for the
@@ -89,8 +93,13 @@ pub fn with_test_clock<S: Store, B: Blobs>(
     }
 }
 
-/// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`.
-pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSettings) -> Router {
+/// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`, the
+/// sign-up and sign-in pages and `/api/v1`.
+pub fn router<S, B>(service: Arc<Service<S, B>>, auth: Arc<agentprocess_auth::Auth<S>>, settings: &HttpSettings) -> Router
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
     let max_body = max_body_bytes(service.settings().max_upload_bytes);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -124,12 +133,19 @@ pub fn router<S: Store, B: Blobs>(service: Arc<Service<S, B>>, settings: &HttpSe
         Arc::clone(&service),
         authenticate::<S, B>,
     ));
+    let web = Arc::new(identity::Web {
+        service: Arc::clone(&service),
+        auth,
+        origin: origin_of(&service.settings().public_url).unwrap_or_default(),
+        dev_org: settings.dev_sign_in_org.clone(),
+    });
     Router::new()
         .route("/files/{org}/{id}", get(download::<S, B>))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready::<S, B>))
         .with_state(service)
         .merge(authenticated)
+        .merge(identity::routes(web))
 }
 
 /// Resolves `Authorization: Bearer …` to a caller and leaves it on the request for

@@ -227,7 +227,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(caller)
     }
 
-    fn now(&self) -> jiff::Timestamp {
+    /// The service's clock's time (a test clock's, when one is set).
+    pub fn now(&self) -> jiff::Timestamp {
         self.clock.now()
     }
 

@@ -41,6 +41,17 @@ pub struct Provider {
     pub sealed_secret: Option<String>,
 }
 
+/// A group with its members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The id role bindings name.
+    pub id: String,
+    /// A display name, if given.
+    pub name: Option<String>,
+    /// Ids of its members, sorted.
+    pub members: Vec<String>,
+}
+
 /// An email domain of an organization.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain {
@@ -349,6 +360,75 @@ pub(crate) async fn groups(connection: &mut AnyConnection, org: &str) -> Result<
     rows.iter().map(|row| Ok(row.try_get("id")?)).collect()
 }
 
+pub(crate) async fn group_list(connection: &mut AnyConnection, org: &str) -> Result<Vec<Group>> {
+    let rows = sqlx::query(
+        "SELECT g.id AS id, g.name AS name, m.identity_id AS member FROM org_groups g \
+         LEFT JOIN memberships m ON m.org_id = g.org_id AND m.group_id = g.id WHERE g.org_id = $1 \
+         ORDER BY g.id, m.identity_id",
+    )
+    .bind(org)
+    .fetch_all(connection)
+    .await?;
+    let mut groups: Vec<Group> = Vec::new();
+    for row in &rows {
+        let id: String = row.try_get("id")?;
+        let member: Option<String> = row.try_get("member")?;
+        if groups.last().is_none_or(|last| last.id != id) {
+            groups.push(Group {
+                id,
+                name: row.try_get("name")?,
+                members: Vec::new(),
+            });
+        }
+        if let (Some(member), Some(group)) = (member, groups.last_mut()) {
+            group.members.push(member);
+        }
+    }
+    Ok(groups)
+}
+
+pub(crate) async fn rename_group(connection: &mut AnyConnection, org: &str, id: &str, name: Option<&str>) -> Result<bool> {
+    let done = sqlx::query("UPDATE org_groups SET name = $3 WHERE org_id = $1 AND id = $2")
+        .bind(org)
+        .bind(id)
+        .bind(name)
+        .execute(connection)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(crate) async fn delete_group(connection: &mut AnyConnection, org: &str, id: &str) -> Result<bool> {
+    sqlx::query("DELETE FROM memberships WHERE org_id = $1 AND group_id = $2")
+        .bind(org)
+        .bind(id)
+        .execute(&mut *connection)
+        .await?;
+    let done = sqlx::query("DELETE FROM org_groups WHERE org_id = $1 AND id = $2")
+        .bind(org)
+        .bind(id)
+        .execute(connection)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// Every role binding of the organization's drafts and published versions: (process,
+/// version number or `None` for the draft, bindings as JSON).
+pub(crate) async fn role_bindings(
+    connection: &mut AnyConnection,
+    org: &str,
+) -> Result<Vec<(String, Option<i64>, String)>> {
+    let rows = sqlx::query(
+        "SELECT process, CAST(NULL AS BIGINT) AS number, roles FROM drafts WHERE org_id = $1 \
+         UNION ALL SELECT process, number, roles FROM process_versions WHERE org_id = $1",
+    )
+    .bind(org)
+    .fetch_all(connection)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("process")?, row.try_get("number")?, row.try_get("roles")?)))
+        .collect()
+}
+
 pub(crate) async fn remove_member(connection: &mut AnyConnection, org: &str, group: &str, identity: &str) -> Result<()> {
     sqlx::query("DELETE FROM memberships WHERE org_id = $1 AND group_id = $2 AND identity_id = $3")
         .bind(org)
@@ -628,6 +708,8 @@ pub trait Directory: Send + Sync + 'static {
     fn groups(&self, org: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// The organization's email domains.
     fn domains(&self, org: &str) -> impl Future<Output = Result<Vec<Domain>>> + Send;
+    /// The organization's groups with their members, by id.
+    fn group_list(&self, org: &str) -> impl Future<Output = Result<Vec<Group>>> + Send;
     /// A live session.
     fn session(&self, id_hash: &str, now: i64) -> impl Future<Output = Result<Option<SessionRow>>> + Send;
     /// A token's record by the token's hash, revoked or not.
@@ -678,6 +760,13 @@ pub trait DirectoryTx: Send {
     fn active_admins(&mut self, org: &str) -> impl Future<Output = Result<i64>> + Send;
     /// The organization's group ids.
     fn groups(&mut self, org: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Sets a group's display name; whether the group exists.
+    fn rename_group(&mut self, org: &str, id: &str, name: Option<&str>) -> impl Future<Output = Result<bool>> + Send;
+    /// Removes a group and its memberships; whether it existed.
+    fn delete_group(&mut self, org: &str, id: &str) -> impl Future<Output = Result<bool>> + Send;
+    /// Every role binding of drafts and published versions: (process, version or
+    /// `None` for the draft, bindings JSON).
+    fn role_bindings(&mut self, org: &str) -> impl Future<Output = Result<Vec<(String, Option<i64>, String)>>> + Send;
     /// Takes an identity out of a group.
     fn remove_member(&mut self, org: &str, group: &str, identity: &str) -> impl Future<Output = Result<()>> + Send;
     /// Adds or updates an email domain.

@@ -16,7 +16,7 @@ pub use model::{
     TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
 };
 pub use directory::{
-    Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Organization, Provider, SessionRow, TokenRow,
+    Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, Organization, Provider, SessionRow, TokenRow,
 };
 pub use sql::{Dialect, SqlStore, SqlTx};
 
@@ -33,6 +33,13 @@ pub enum Error {
     /// A row holds what no write of ours produces.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+}
+
+impl Error {
+    /// Whether the database refused a row because a unique key holds it already.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, Error::Database(sqlx::Error::Database(error)) if error.is_unique_violation())
+    }
 }
 
 /// Shorthand for the store's results.

@@ -13,7 +13,7 @@ use crate::model::{
     WorkQuery, WorkRow,
 };
 use crate::directory::{
-    self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, OrgKey, Organization, Provider, SessionRow,
+    self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, OrgKey, Organization, Provider, SessionRow,
     TokenRow,
 };
 use crate::model::Role;
@@ -456,6 +456,11 @@ impl Directory for SqlStore {
         directory::domains(&mut connection, org).await
     }
 
+    async fn group_list(&self, org: &str) -> Result<Vec<Group>> {
+        let mut connection = self.pool.acquire().await?;
+        directory::group_list(&mut connection, org).await
+    }
+
     async fn session(&self, id_hash: &str, now: i64) -> Result<Option<SessionRow>> {
         let mut connection = self.pool.acquire().await?;
         directory::session(&mut connection, id_hash, now).await
@@ -520,6 +525,18 @@ impl DirectoryTx for SqlTx {
 
     async fn groups(&mut self, org: &str) -> Result<Vec<String>> {
         directory::groups(&mut self.tx, org).await
+    }
+
+    async fn rename_group(&mut self, org: &str, id: &str, name: Option<&str>) -> Result<bool> {
+        directory::rename_group(&mut self.tx, org, id, name).await
+    }
+
+    async fn delete_group(&mut self, org: &str, id: &str) -> Result<bool> {
+        directory::delete_group(&mut self.tx, org, id).await
+    }
+
+    async fn role_bindings(&mut self, org: &str) -> Result<Vec<(String, Option<i64>, String)>> {
+        directory::role_bindings(&mut self.tx, org).await
     }
 
     async fn remove_member(&mut self, org: &str, group: &str, identity: &str) -> Result<()> {

@@ -65,6 +65,10 @@ pub(crate) struct Dev {
     /// Claim lease length, in seconds.
     #[arg(long, default_value_t = 600)]
     lease_seconds: u32,
+    /// Turn off the development sign-in (`/dev/sign-in`, which lets anyone sign in as
+    /// any person of the dev organization with no identity provider).
+    #[arg(long)]
+    no_dev_sign_in: bool,
 }
 
 pub(crate) fn run(dev: Dev) -> anyhow::Result<()> {
@@ -118,9 +122,26 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let http = agentprocess_http::HttpSettings {
         allowed_hosts: hosts,
         allowed_origins: dev.allowed_origin.clone(),
+        dev_sign_in_org: (!dev.no_dev_sign_in).then(|| ORG.to_owned()),
     };
+    // Anyone may sign up an organization against an identity provider of their own,
+    // on this machine too; secrets are sealed with a key derived from the data folder's.
+    let auth = agentprocess_http::config::AuthArgs {
+        secret_key: None,
+        signup: agentprocess_auth::SignupPolicy::Open,
+        signup_codes: Vec::new(),
+        session_idle_seconds: std::time::Duration::from_secs(8 * 3600),
+        session_absolute_seconds: std::time::Duration::from_secs(24 * 3600),
+        oidc_allow_private_issuers: true,
+        oidc_timeout_seconds: std::time::Duration::from_secs(10),
+    }
+    .auth(
+        service.store().clone(),
+        &public_url,
+        Some(&agentprocess_service::sha256_hex(&[b"seal:".as_slice(), &url_secret(&dev.data_dir)?].concat()).into_bytes()),
+    )?;
     let router = agentprocess_http::with_test_clock(
-        agentprocess_http::router(Arc::clone(&service), &http),
+        agentprocess_http::router(Arc::clone(&service), Arc::new(auth), &http),
         &service,
         test_clock,
     );

@@ -85,6 +85,12 @@ struct Serve {
     background: agentprocess_http::config::BackgroundArgs,
     #[command(flatten)]
     process: agentprocess_http::config::ProcessArgs,
+    #[command(flatten)]
+    auth: agentprocess_http::config::AuthArgs,
+    /// Offer `/dev/sign-in` for this organization: anyone may sign in as any of its
+    /// people with no identity provider. Only for development and tests.
+    #[arg(long, env = "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN", value_name = "ORG")]
+    dangerously_allow_dev_sign_in: Option<String>,
 }
 
 // glibc's allocator spends a large share of a busy server's time; mimalloc does not.
@@ -124,7 +130,11 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     let http = agentprocess_http::HttpSettings {
         allowed_hosts: hosts,
         allowed_origins: serve.allowed_origin.clone(),
+        dev_sign_in_org: serve.dangerously_allow_dev_sign_in.clone(),
     };
+    if let Some(org) = &serve.dangerously_allow_dev_sign_in {
+        tracing::warn!(%org, "development sign-in on: anyone can sign in as this organization's people");
+    }
     let (clock, test_clock) = agentprocess_http::clock(serve.process.test_clock);
     let service = agentprocess_http::assemble(
         &serve.database_url,
@@ -141,7 +151,11 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", serve.listen))?;
     tracing::info!(address = %listener.local_addr()?, "serving /mcp");
     let router = agentprocess_http::with_test_clock(
-        agentprocess_http::router(std::sync::Arc::clone(&service), &http),
+        agentprocess_http::router(
+            std::sync::Arc::clone(&service),
+            std::sync::Arc::new(serve.auth.auth(service.store().clone(), &serve.public_url, None)?),
+            &http,
+        ),
         &service,
         test_clock,
     );

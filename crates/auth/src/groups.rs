@@ -1,0 +1,156 @@
+//! Groups: what process roles bind to, and what people belong to.
+
+use agentprocess_store::{DirectoryTx, Group, Store, StoreTx};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::audit::{self, Actor, detail};
+use crate::error::refuse_if_any;
+use crate::{Auth, Error, millis};
+
+/// A group to make.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewGroup {
+    /// Its id, which role bindings name: lowercase letters, digits, `-` and `_`.
+    pub id: String,
+    /// A display name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// Every reason `id` cannot name a group.
+pub fn group_id_issues(id: &str) -> Vec<String> {
+    let mut issues = Vec::new();
+    if id.is_empty() || id.len() > 64 {
+        issues.push(format!("id: {id:?} must have 1 to 64 characters"));
+    }
+    if !id.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_') {
+        issues.push(format!("id: {id:?} may hold only lowercase letters, digits, '-' and '_'"));
+    }
+    issues
+}
+
+fn name_issues(name: Option<&str>) -> Vec<String> {
+    match name {
+        Some(name) if name.chars().count() > 200 => vec!["name: at most 200 characters".to_owned()],
+        _ => Vec::new(),
+    }
+}
+
+impl<S: Store + Clone> Auth<S> {
+    /// The organization's groups with their members.
+    pub async fn groups(&self, org: &str) -> Result<Vec<Group>, Error> {
+        Ok(self.store.group_list(org).await?)
+    }
+
+    /// One group.
+    pub async fn group(&self, org: &str, id: &str) -> Result<Group, Error> {
+        self.groups(org)
+            .await?
+            .into_iter()
+            .find(|group| group.id == id)
+            .ok_or_else(|| Error::not_found(format!("there is no group {id:?}")))
+    }
+
+    /// Makes a group.
+    pub async fn create_group(&self, actor: &Actor, org: &str, new: &NewGroup, now: jiff::Timestamp) -> Result<Group, Error> {
+        let mut issues = group_id_issues(&new.id);
+        issues.extend(name_issues(new.name.as_deref()));
+        refuse_if_any("the group was not made", issues)?;
+        let mut tx = self.store.begin().await?;
+        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        if tx.groups(org).await?.contains(&new.id) {
+            return Err(Error::conflict(format!("the group {:?} exists already", new.id)));
+        }
+        let at = millis(now);
+        tx.create_group(org, &new.id, at).await?;
+        let name = new.name.as_deref().map(str::trim).filter(|name| !name.is_empty());
+        tx.rename_group(org, &new.id, name).await?;
+        audit::append(&mut tx, org, actor, "group.created", Some(&new.id), detail([("name", json!(name))]), at).await?;
+        tx.commit().await?;
+        Ok(Group {
+            id: new.id.clone(),
+            name: name.map(str::to_owned),
+            members: Vec::new(),
+        })
+    }
+
+    /// Renames a group (its id stays).
+    pub async fn rename_group(
+        &self,
+        actor: &Actor,
+        org: &str,
+        id: &str,
+        name: Option<&str>,
+        now: jiff::Timestamp,
+    ) -> Result<Group, Error> {
+        refuse_if_any("the group was not renamed", name_issues(name))?;
+        let name = name.map(str::trim).filter(|name| !name.is_empty());
+        let mut tx = self.store.begin().await?;
+        if !tx.rename_group(org, id, name).await? {
+            return Err(Error::not_found(format!("there is no group {id:?}")));
+        }
+        audit::append(&mut tx, org, actor, "group.renamed", Some(id), detail([("name", json!(name))]), millis(now)).await?;
+        tx.commit().await?;
+        self.group(org, id).await
+    }
+
+    /// Deletes a group, unless a role of a draft or a published version is bound to it.
+    pub async fn delete_group(&self, actor: &Actor, org: &str, id: &str, now: jiff::Timestamp) -> Result<(), Error> {
+        let mut tx = self.store.begin().await?;
+        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        let mut uses = Vec::new();
+        for (process, number, roles) in tx.role_bindings(org).await? {
+            let roles: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&roles).unwrap_or_default();
+            for (role, group) in roles {
+                if group.as_str() == Some(id) {
+                    let version = number.map_or_else(|| "the draft".to_owned(), |number| format!("version {number}"));
+                    uses.push(format!("{process} ({version}): role {role} is bound to {id}"));
+                }
+            }
+        }
+        if !uses.is_empty() {
+            return Err(Error::refused(
+                agentprocess_engine::Code::Conflict,
+                format!("the group {id:?} is bound to process roles and stays"),
+                uses,
+            ));
+        }
+        if !tx.delete_group(org, id).await? {
+            return Err(Error::not_found(format!("there is no group {id:?}")));
+        }
+        audit::append(&mut tx, org, actor, "group.deleted", Some(id), detail([]), millis(now)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Puts a member in a group, or takes them out.
+    pub async fn set_membership(
+        &self,
+        actor: &Actor,
+        org: &str,
+        group: &str,
+        member: &str,
+        inside: bool,
+        now: jiff::Timestamp,
+    ) -> Result<Group, Error> {
+        let mut tx = self.store.begin().await?;
+        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        if !tx.groups(org).await?.iter().any(|known| known == group) {
+            return Err(Error::not_found(format!("there is no group {group:?}")));
+        }
+        if tx.identity(org, member).await?.is_none() {
+            return Err(Error::not_found(format!("there is no member {member:?}")));
+        }
+        if inside {
+            tx.add_member(org, group, member).await?;
+        } else {
+            tx.remove_member(org, group, member).await?;
+        }
+        let kind = if inside { "group.member_added" } else { "group.member_removed" };
+        audit::append(&mut tx, org, actor, kind, Some(group), detail([("member", json!(member))]), millis(now)).await?;
+        tx.commit().await?;
+        self.group(org, group).await
+    }
+}

@@ -1,0 +1,120 @@
+//! The REST surface's error body: the protocol's `{ code, message, issues? }` with the
+//! HTTP status of each code. A failure of the server is logged here, once, with its
+//! cause chain, and answered `retry` with 503.
+
+use agentprocess_engine::{Code, ToolError};
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// A refusal of a REST request.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    error: ToolError,
+}
+
+impl ApiError {
+    pub(crate) fn new(code: Code, message: impl Into<String>, issues: Vec<String>) -> Self {
+        Self::from_tool(ToolError::new(code, message, issues))
+    }
+
+    pub(crate) fn from_tool(error: ToolError) -> Self {
+        Self {
+            status: status_of(error.code),
+            error,
+        }
+    }
+
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(Code::Forbidden, message, Vec::new())
+    }
+
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        Self::new(Code::NotFound, message, Vec::new())
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>, issues: Vec<String>) -> Self {
+        Self::new(Code::Invalid, message, issues)
+    }
+
+    /// No credential, or one that is not valid: 401, with the body's code `forbidden`
+    /// (the protocol has no code of its own for it).
+    pub(crate) fn unauthenticated(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            error: ToolError::new(Code::Forbidden, message, Vec::new()),
+        }
+    }
+
+    /// The session store failed.
+    pub(crate) fn session(error: tower_sessions::session::Error) -> Self {
+        tracing::error!(error = %chain(&error), "session store failed");
+        Self::retry()
+    }
+
+    pub(crate) fn retry() -> Self {
+        Self::new(Code::Retry, "the server could not complete the request; try again shortly", Vec::new())
+    }
+
+    pub(crate) fn message(&self) -> &str {
+        &self.error.message
+    }
+
+    pub(crate) fn issues(&self) -> &[String] {
+        &self.error.issues
+    }
+}
+
+impl From<agentprocess_auth::Error> for ApiError {
+    fn from(error: agentprocess_auth::Error) -> Self {
+        if error.is_internal() {
+            tracing::error!(error = %chain(&error), "request failed");
+        }
+        Self::from_tool(error.to_tool_error())
+    }
+}
+
+/// The HTTP status of each of the protocol's codes.
+pub(crate) fn status_of(code: Code) -> StatusCode {
+    match code {
+        Code::Invalid => StatusCode::BAD_REQUEST,
+        Code::NotAccepted => StatusCode::UNPROCESSABLE_ENTITY,
+        Code::Stale | Code::Conflict => StatusCode::CONFLICT,
+        Code::Forbidden => StatusCode::FORBIDDEN,
+        Code::NotFound => StatusCode::NOT_FOUND,
+        Code::Retry => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// An error with its causes.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "code": self.error.code.as_str(), "message": self.error.message });
+        if !self.error.issues.is_empty() {
+            body["issues"] = json!(self.error.issues);
+        }
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"agentprocess\""));
+        }
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}

@@ -1,0 +1,263 @@
+//! The surfaces people use with a browser session or an API token: sign-up and
+//! sign-in pages, and the REST admin surface under `/api/v1`. Sessions never reach
+//! `/mcp`: the session layer wraps only these routes.
+
+mod errors;
+mod pages;
+mod rest;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agentprocess_auth::audit::Actor;
+use agentprocess_auth::sessions::{SIGNED_IN, Sessions, SignedIn};
+use agentprocess_auth::tokens::Scope;
+use agentprocess_auth::{Auth, Identity, Role};
+use agentprocess_blobs::Blobs;
+use agentprocess_service::Service;
+use agentprocess_store::Store;
+use axum::Router;
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, header};
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+
+pub(crate) use errors::ApiError;
+
+/// The session key holding the synchronizer token every unsafe request must echo.
+const CSRF: &str = "csrf";
+
+/// What the identity routes share.
+pub(crate) struct Web<S, B> {
+    pub(crate) service: Arc<Service<S, B>>,
+    pub(crate) auth: Arc<Auth<S>>,
+    /// `scheme://host[:port]` of the public URL: the only origin unsafe requests with
+    /// a session may come from.
+    pub(crate) origin: String,
+    /// The organization whose people the development sign-in offers, when it is on.
+    pub(crate) dev_org: Option<String>,
+}
+
+impl<S, B> Web<S, B> {
+    fn now(&self) -> jiff::Timestamp
+    where
+        S: Store,
+        B: Blobs,
+    {
+        self.service.now()
+    }
+}
+
+/// The session cookie's name: `__Host-` prefixed (so it is bound to this host, path
+/// `/`, and secure) whenever the server is reached over https.
+pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
+    if secure { "__Host-agentprocess-session" } else { "agentprocess-session" }
+}
+
+/// The routes, with the session layer around them.
+pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let secure = web.origin.starts_with("https://");
+    let idle = web.auth.settings().session_idle;
+    let layer = SessionManagerLayer::new(Sessions::new(web.auth.store().clone()))
+        .with_name(session_cookie_name(secure))
+        .with_secure(secure)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_path("/")
+        .with_always_save(true)
+        .with_expiry(Expiry::OnInactivity(
+            time::Duration::try_from(idle).unwrap_or(time::Duration::hours(8)),
+        ));
+    pages::routes(Arc::clone(&web)).merge(rest::routes(web)).layer(layer)
+}
+
+/// The caller's network address, as the listener saw it.
+fn address(parts: &Parts) -> Option<String> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(address)| address.ip().to_string())
+}
+
+/// How a request was authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// A browser session (CSRF-checked on unsafe requests).
+    Session,
+    /// An API token of this scope.
+    Token(Scope),
+}
+
+/// Who calls the REST surface.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiCaller {
+    pub(crate) identity: Identity,
+    pub(crate) via: Via,
+    pub(crate) address: Option<String>,
+}
+
+impl ApiCaller {
+    pub(crate) fn actor(&self) -> Actor {
+        Actor {
+            id: self.identity.id.clone(),
+            address: self.address.clone(),
+        }
+    }
+
+    pub(crate) fn org(&self) -> &str {
+        &self.identity.org
+    }
+
+    /// Refuses unless the caller holds `role` (a read-scoped token only reads).
+    pub(crate) fn require(&self, role: Role, writes: bool) -> Result<(), ApiError> {
+        if writes && self.via == Via::Token(Scope::Read) {
+            return Err(ApiError::forbidden("this API token may only read"));
+        }
+        if !self.identity.has_role(role) {
+            return Err(ApiError::forbidden(format!("this needs the {role} role")));
+        }
+        Ok(())
+    }
+}
+
+/// The synchronizer token of a session, made on first use.
+pub(crate) async fn csrf_token(session: &Session) -> Result<String, ApiError> {
+    if let Some(token) = session.get::<String>(CSRF).await.map_err(ApiError::session)? {
+        return Ok(token);
+    }
+    let token = agentprocess_auth::secrets::new_token("");
+    session.insert(CSRF, &token).await.map_err(ApiError::session)?;
+    Ok(token)
+}
+
+/// The CSRF check of an unsafe request that rides on a session: it must come from the
+/// server's own origin (by `Origin`, or `Sec-Fetch-Site` when a browser sends no
+/// Origin) and echo the session's synchronizer token.
+pub(crate) async fn check_csrf(
+    headers: &HeaderMap,
+    origin: &str,
+    session: &Session,
+    echoed: Option<&str>,
+) -> Result<(), ApiError> {
+    let same_origin = match headers.get(header::ORIGIN).and_then(|value| value.to_str().ok()) {
+        Some(sent) => sent == origin,
+        None => headers
+            .get("sec-fetch-site")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|site| site == "same-origin"),
+    };
+    if !same_origin {
+        return Err(ApiError::forbidden(
+            "a request with a session cookie must come from this server's own pages (Origin)",
+        ));
+    }
+    let expected = session.get::<String>(CSRF).await.map_err(ApiError::session)?;
+    match (expected, echoed) {
+        (Some(expected), Some(echoed)) if agentprocess_auth::secrets::same(&expected, echoed) => Ok(()),
+        _ => Err(ApiError::forbidden(
+            "the CSRF token is missing or wrong: send the session's token in X-CSRF-Token",
+        )),
+    }
+}
+
+fn is_unsafe(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The identity signed in with `session`, if it is still active and its sign-in is
+/// younger than the absolute timeout.
+pub(crate) async fn signed_in<S, B>(web: &Web<S, B>, session: &Session) -> Result<Option<Identity>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let Some(signed_in) = session.get::<SignedIn>(SIGNED_IN).await.map_err(ApiError::session)? else {
+        return Ok(None);
+    };
+    let absolute = i64::try_from(web.auth.settings().session_absolute.as_millis()).unwrap_or(i64::MAX);
+    if web.now().as_millisecond().saturating_sub(signed_in.at) >= absolute {
+        session.flush().await.map_err(ApiError::session)?;
+        return Ok(None);
+    }
+    let identity = web
+        .auth
+        .session_identity(&signed_in.org, &signed_in.identity)
+        .await
+        .map_err(ApiError::from)?;
+    if identity.is_none() {
+        // Deactivated or removed: the session ends here.
+        session.flush().await.map_err(ApiError::session)?;
+    }
+    Ok(identity)
+}
+
+/// Starts a signed-in session: a new id (so an id planted before sign-in is
+/// worthless), a new CSRF token, and who signed in when.
+pub(crate) async fn sign_in_session(session: &Session, identity: &Identity, now: jiff::Timestamp) -> Result<(), ApiError> {
+    session.cycle_id().await.map_err(ApiError::session)?;
+    session.remove::<String>(CSRF).await.map_err(ApiError::session)?;
+    session
+        .insert(
+            SIGNED_IN,
+            SignedIn {
+                org: identity.org.clone(),
+                identity: identity.id.clone(),
+                at: now.as_millisecond(),
+            },
+        )
+        .await
+        .map_err(ApiError::session)?;
+    csrf_token(session).await.map(|_| ())
+}
+
+/// The REST caller: an API token in `Authorization: Bearer`, or else the session
+/// (CSRF-checked for unsafe methods).
+pub(crate) struct Authenticated(pub(crate) ApiCaller);
+
+impl<S, B> FromRequestParts<Arc<Web<S, B>>> for Authenticated
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web<S, B>>) -> Result<Self, ApiError> {
+        let address = address(parts);
+        let bearer = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim);
+        if let Some(token) = bearer {
+            let Some((identity, scope)) = web.auth.api_caller(token, web.now()).await.map_err(ApiError::from)? else {
+                return Err(ApiError::unauthenticated("the API token is not valid (unknown, expired or revoked)"));
+            };
+            return Ok(Self(ApiCaller {
+                identity,
+                via: Via::Token(scope),
+                address,
+            }));
+        }
+        let session = Session::from_request_parts(parts, web)
+            .await
+            .map_err(|_| ApiError::unauthenticated("sign in, or send an API token"))?;
+        let Some(identity) = signed_in(web, &session).await? else {
+            return Err(ApiError::unauthenticated("sign in, or send an API token"));
+        };
+        if is_unsafe(&parts.method) {
+            let echoed = parts.headers.get("x-csrf-token").and_then(|value| value.to_str().ok());
+            check_csrf(&parts.headers, &web.origin, &session, echoed).await?;
+        }
+        Ok(Self(ApiCaller {
+            identity,
+            via: Via::Session,
+            address,
+        }))
+    }
+}

@@ -1,0 +1,440 @@
+//! Sign-up and sign-in pages: plain HTML forms, server-rendered, every value escaped.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use agentprocess_auth::oidc::Callback;
+use agentprocess_auth::signin::{PendingSignIn, SignupForm};
+use agentprocess_auth::{Identity, SignupPolicy};
+use agentprocess_blobs::Blobs;
+use agentprocess_store::Store;
+use axum::Router;
+use axum::extract::{Form, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use super::{ApiError, Web, address, check_csrf, csrf_token, sign_in_session, signed_in};
+
+/// The session key of a sign-in on its way through the provider.
+const PENDING: &str = "pendingSignIn";
+
+pub(super) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    Router::new()
+        .route("/signup", get(signup_form::<S, B>).post(signup::<S, B>))
+        .route("/login", get(login::<S, B>).post(login_submit::<S, B>))
+        .route("/auth/callback", get(callback::<S, B>))
+        .route("/account", get(account::<S, B>))
+        .route("/logout", axum::routing::post(logout::<S, B>))
+        .route("/dev/sign-in", get(dev_form::<S, B>).post(dev_sign_in::<S, B>))
+        .with_state(web)
+}
+
+/// Escapes text for HTML.
+pub(crate) fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(character),
+        }
+    }
+    escaped
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title} · agentprocess</title><style>body{{font-family:system-ui,sans-serif;max-width:40rem;\
+         margin:2rem auto;padding:0 1rem;line-height:1.5}}label{{display:block;margin-top:.8rem}}\
+         input{{width:100%;padding:.4rem}}button{{margin-top:1rem;padding:.5rem 1rem}}\
+         .problems{{border-left:4px solid #b00;padding:.2rem 1rem;background:#fee}}\
+         .dev{{border:2px dashed #c60;padding:.5rem 1rem}}</style></head><body><h1>{title}</h1>{body}</body></html>",
+        title = escape(title)
+    );
+    let mut response = (status, Html(html)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    response
+}
+
+fn problems(error: &ApiError) -> String {
+    let mut html = format!("<div class=\"problems\" role=\"alert\"><p>{}</p>", escape(error.message()));
+    if !error.issues().is_empty() {
+        html.push_str("<ul>");
+        for issue in error.issues() {
+            let _ = write!(html, "<li>{}</li>", escape(issue));
+        }
+        html.push_str("</ul>");
+    }
+    html.push_str("</div>");
+    html
+}
+
+fn field(label: &str, name: &str, value: &str, kind: &str, hint: &str) -> String {
+    format!(
+        "<label for=\"{name}\">{label}</label><input id=\"{name}\" name=\"{name}\" type=\"{kind}\" value=\"{value}\">{hint}",
+        label = escape(label),
+        value = escape(value),
+        hint = if hint.is_empty() { String::new() } else { format!("<small>{}</small>", escape(hint)) }
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct SignupFields {
+    #[serde(flatten)]
+    form: SignupFormFields,
+    #[serde(default)]
+    csrf: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SignupFormFields {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    slug: String,
+    #[serde(default)]
+    issuer: String,
+    #[serde(default)]
+    client_id: String,
+    #[serde(default)]
+    client_secret: String,
+    #[serde(default)]
+    code: String,
+}
+
+async fn signup_page<S, B>(web: &Web<S, B>, session: &Session, fields: &SignupFormFields, error: Option<&ApiError>) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let policy = web.auth.settings().signup;
+    if policy == SignupPolicy::Closed {
+        return page(
+            StatusCode::FORBIDDEN,
+            "Sign-up is closed",
+            "<p>Organizations on this server are created by its operators.</p>",
+        );
+    }
+    let csrf = match csrf_token(session).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    let redirect = web.auth.oidc().redirect_uri();
+    let mut body = error.map(problems).unwrap_or_default();
+    let _ = write!(
+        body,
+        "<p>Register this server as a web application at your identity provider, with the \
+         redirect URI <code>{redirect}</code>, the scopes <code>openid email profile</code>, and \
+         authorization code with PKCE. You become the organization's first admin when your sign-in \
+         there succeeds; nothing is created before.</p><form method=\"post\" action=\"/signup\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{name}{slug}{issuer}{client}{secret}{code}\
+         <button type=\"submit\">Sign up and sign in</button></form>",
+        redirect = escape(redirect),
+        csrf = escape(&csrf),
+        name = field("Organization name", "name", &fields.name, "text", ""),
+        slug = field("Slug", "slug", &fields.slug, "text", "lowercase letters, digits and dashes; people sign in with it"),
+        issuer = field("Issuer URL", "issuer", &fields.issuer, "url", "for example https://yourcompany.okta.com"),
+        client = field("Client ID", "clientId", &fields.client_id, "text", ""),
+        secret = field("Client secret", "clientSecret", "", "password", "leave empty for a public client (PKCE only); stored encrypted, never shown again"),
+        code = if policy == SignupPolicy::Invite {
+            field("Sign-up code", "code", "", "password", "sign-up on this server is by invitation")
+        } else {
+            String::new()
+        },
+    );
+    let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    page(status, "Sign up your organization", &body)
+}
+
+async fn signup_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    signup_page(&web, &session, &SignupFormFields::default(), None).await
+}
+
+async fn signup<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    session: Session,
+    headers: HeaderMap,
+    Form(fields): Form<SignupFields>,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
+        return signup_page(&web, &session, &fields.form, Some(&error)).await;
+    }
+    let form = SignupForm {
+        name: fields.form.name.clone(),
+        slug: fields.form.slug.clone(),
+        issuer: fields.form.issuer.clone(),
+        client_id: fields.form.client_id.clone(),
+        client_secret: fields.form.client_secret.clone(),
+        code: fields.form.code.clone(),
+    };
+    match web.auth.begin_signup(&form).await {
+        Ok((url, pending)) => to_provider(&session, &url, &pending).await,
+        Err(error) => signup_page(&web, &session, &fields.form, Some(&ApiError::from(error))).await,
+    }
+}
+
+async fn to_provider(session: &Session, url: &str, pending: &PendingSignIn) -> Response {
+    match session.insert(PENDING, pending).await {
+        Ok(()) => Redirect::to(url).into_response(),
+        Err(error) => ApiError::session(error).into_response(),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct LoginQuery {
+    /// An organization's slug, to go straight to its provider.
+    org: Option<String>,
+}
+
+async fn login_page(session: &Session, who: &str, error: Option<&ApiError>, dev: bool) -> Response {
+    let csrf = match csrf_token(session).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    let mut body = error.map(problems).unwrap_or_default();
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{who}\
+         <button type=\"submit\">Continue to your identity provider</button></form>\
+         <p><a href=\"/signup\">Sign up an organization</a></p>",
+        csrf = escape(&csrf),
+        who = field("Organization or work email", "who", who, "text", "your organization's slug, or an email of a domain it has verified"),
+    );
+    if dev {
+        body.push_str("<p class=\"dev\"><a href=\"/dev/sign-in\">Development sign-in</a> (no identity provider; never on a real deployment)</p>");
+    }
+    let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    page(status, "Sign in", &body)
+}
+
+async fn login<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, Query(query): Query<LoginQuery>) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    match query.org {
+        Some(org) => start_signin(&web, &session, &org).await,
+        None => login_page(&session, "", None, web.dev_org.is_some()).await,
+    }
+}
+
+async fn start_signin<S, B>(web: &Web<S, B>, session: &Session, who: &str) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    match web.auth.begin_signin(who).await {
+        Ok((url, pending)) => to_provider(session, &url, &pending).await,
+        Err(error) => login_page(session, who, Some(&ApiError::from(error)), web.dev_org.is_some()).await,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct LoginFields {
+    #[serde(default)]
+    who: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn login_submit<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    session: Session,
+    headers: HeaderMap,
+    Form(fields): Form<LoginFields>,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
+        return login_page(&session, &fields.who, Some(&error), web.dev_org.is_some()).await;
+    }
+    start_signin(&web, &session, &fields.who).await
+}
+
+async fn callback<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, request: Request) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let (parts, _) = request.into_parts();
+    let callback: Callback = Query::try_from_uri(&parts.uri).map(|Query(query)| query).unwrap_or_default();
+    // Taken out before anything else: a callback is answered once, so a replayed one
+    // (same code, state and nonce) finds nothing to finish.
+    let pending = match session.remove::<PendingSignIn>(PENDING).await {
+        Ok(pending) => pending,
+        Err(error) => return ApiError::session(error).into_response(),
+    };
+    let Some(pending) = pending else {
+        return failed(&ApiError::forbidden(
+            "no sign-in is under way in this browser (it finished already, or it began elsewhere): start again",
+        ));
+    };
+    match web.auth.finish(&pending, &callback, address(&parts), web.now()).await {
+        Ok(person) => match sign_in_session(&session, &person.identity, web.now()).await {
+            Ok(()) => Redirect::to("/account").into_response(),
+            Err(error) => error.into_response(),
+        },
+        Err(error) => failed(&ApiError::from(error)),
+    }
+}
+
+fn failed(error: &ApiError) -> Response {
+    let body = format!("{}<p><a href=\"/login\">Start again</a></p>", problems(error));
+    page(StatusCode::FORBIDDEN, "Sign-in failed", &body)
+}
+
+async fn account<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let identity = match signed_in(&web, &session).await {
+        Ok(Some(identity)) => identity,
+        Ok(None) => return Redirect::to("/login").into_response(),
+        Err(error) => return error.into_response(),
+    };
+    let organization = match web.auth.organization(&identity.org).await {
+        Ok(organization) => organization,
+        Err(error) => return ApiError::from(error).into_response(),
+    };
+    let csrf = match csrf_token(&session).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    let body = format!(
+        "<p>Signed in to <strong>{org}</strong> (<code>{slug}</code>) as <strong>{person}</strong>, {role}.</p>\
+         <p>Groups: {groups}</p><p>The REST admin surface is at <code>/api/v1</code>; send this session's \
+         <code>X-CSRF-Token</code> with every change.</p>\
+         <form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button type=\"submit\">Sign out</button></form>",
+        org = escape(&organization.name),
+        slug = escape(&organization.slug),
+        person = escape(identity.person.as_deref().unwrap_or(&identity.id)),
+        role = identity.role.map_or("agent", agentprocess_auth::Role::as_str),
+        groups = if identity.groups.is_empty() { "none".to_owned() } else { escape(&identity.groups.join(", ")) },
+        csrf = escape(&csrf),
+    );
+    page(StatusCode::OK, "Your account", &body)
+}
+
+#[derive(Debug, Deserialize)]
+struct CsrfOnly {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    identity: String,
+}
+
+async fn logout<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    session: Session,
+    headers: HeaderMap,
+    Form(fields): Form<CsrfOnly>,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
+        return error.into_response();
+    }
+    match session.flush().await {
+        Ok(()) => Redirect::to("/login").into_response(),
+        Err(error) => ApiError::session(error).into_response(),
+    }
+}
+
+async fn dev_people<S, B>(web: &Web<S, B>) -> Result<Vec<Identity>, Response>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let Some(org) = &web.dev_org else {
+        return Err(ApiError::not_found("the development sign-in is off").into_response());
+    };
+    web.auth.members(org).await.map_err(|error| ApiError::from(error).into_response())
+}
+
+async fn dev_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let people = match dev_people(&web).await {
+        Ok(people) => people,
+        Err(response) => return response,
+    };
+    let csrf = match csrf_token(&session).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    let mut body = String::from(
+        "<p class=\"dev\">Development sign-in: no identity provider is asked. This page exists only \
+         on servers started for development.</p>",
+    );
+    for person in people.iter().filter(|person| person.deactivated_at.is_none()) {
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"/dev/sign-in\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <input type=\"hidden\" name=\"identity\" value=\"{id}\"><button type=\"submit\">Sign in as {person} ({role})</button></form>",
+            csrf = escape(&csrf),
+            id = escape(&person.id),
+            person = escape(person.person.as_deref().unwrap_or(&person.id)),
+            role = person.role.map_or("agent", agentprocess_auth::Role::as_str),
+        );
+    }
+    page(StatusCode::OK, "Development sign-in", &body)
+}
+
+async fn dev_sign_in<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    session: Session,
+    headers: HeaderMap,
+    Form(fields): Form<CsrfOnly>,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let people = match dev_people(&web).await {
+        Ok(people) => people,
+        Err(response) => return response,
+    };
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
+        return error.into_response();
+    }
+    let Some(person) = people.into_iter().find(|person| person.id == fields.identity && person.deactivated_at.is_none()) else {
+        return ApiError::not_found(format!("there is no development person {:?}", fields.identity)).into_response();
+    };
+    tracing::warn!(identity = %person.id, "development sign-in used");
+    match sign_in_session(&session, &person, web.now()).await {
+        Ok(()) => Redirect::to("/account").into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+

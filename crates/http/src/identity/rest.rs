@@ -1,0 +1,701 @@
+//! `/api/v1`: the organization, its members, API tokens and the audit log. JSON in and
+//! out, errors as `{ code, message, issues? }`.
+
+use std::sync::Arc;
+
+use agentprocess_auth::groups::NewGroup;
+use agentprocess_auth::members::{Invite, MemberChange, OrganizationChange};
+use agentprocess_auth::tokens::NewToken;
+use agentprocess_auth::{Identity, Role};
+use agentprocess_blobs::Blobs;
+use agentprocess_store::{AuditFilter, AuditRow, Domain, Group, Organization, Store, TokenRow};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use tower_sessions::Session;
+
+use super::{ApiError, Authenticated, Via, Web, csrf_token};
+
+/// The most audit entries one page holds.
+const AUDIT_PAGE: u32 = 200;
+
+pub(super) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    Router::new()
+        .route("/api/v1/session", get(me::<S, B>))
+        .route("/api/v1/organization", get(organization::<S, B>).patch(change_organization::<S, B>))
+        .route("/api/v1/organization/domains", axum::routing::post(add_domain::<S, B>))
+        .route("/api/v1/organization/domains/{domain}", delete(remove_domain::<S, B>))
+        .route("/api/v1/members", get(members::<S, B>).post(invite::<S, B>))
+        .route("/api/v1/members/{id}", get(member::<S, B>).patch(change_member::<S, B>))
+        .route("/api/v1/groups", get(groups::<S, B>).post(create_group::<S, B>))
+        .route(
+            "/api/v1/groups/{id}",
+            get(group::<S, B>).patch(rename_group::<S, B>).delete(delete_group::<S, B>),
+        )
+        .route(
+            "/api/v1/groups/{id}/members/{member}",
+            axum::routing::put(add_to_group::<S, B>).delete(remove_from_group::<S, B>),
+        )
+        .route("/api/v1/tokens", get(tokens::<S, B>).post(create_token::<S, B>))
+        .route("/api/v1/tokens/{id}", delete(revoke_token::<S, B>))
+        .route("/api/v1/audit", get(audit::<S, B>))
+        .route("/api/v1/audit/export", get(audit_export::<S, B>))
+        .with_state(web)
+}
+
+/// A JSON body, or `invalid` naming what is wrong with it.
+fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(value)| value)
+        .map_err(|rejection| ApiError::invalid("the request body is not valid; nothing changed", vec![rejection.body_text()]))
+}
+
+fn time_text(millis: i64) -> String {
+    jiff::Timestamp::from_millisecond(millis).map(|at| at.to_string()).unwrap_or_default()
+}
+
+/// A person, as the REST surface shows them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MemberView {
+    id: String,
+    email: Option<String>,
+    name: String,
+    role: Option<&'static str>,
+    groups: Vec<String>,
+    active: bool,
+}
+
+impl From<&Identity> for MemberView {
+    fn from(identity: &Identity) -> Self {
+        Self {
+            id: identity.id.clone(),
+            email: identity.person.clone(),
+            name: identity.name.clone(),
+            role: identity.role.map(Role::as_str),
+            groups: identity.groups.clone(),
+            active: identity.deactivated_at.is_none(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionView {
+    organization: String,
+    slug: String,
+    member: MemberView,
+    via: &'static str,
+    /// The token to send in `X-CSRF-Token` with every change, for a session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    csrf_token: Option<String>,
+}
+
+async fn me<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    session: Session,
+) -> Result<Json<SessionView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let organization = web.auth.organization(caller.org()).await?;
+    let csrf_token = match caller.via {
+        Via::Session => Some(csrf_token(&session).await?),
+        Via::Token(_) => None,
+    };
+    Ok(Json(SessionView {
+        organization: organization.name,
+        slug: organization.slug,
+        member: MemberView::from(&caller.identity),
+        via: match caller.via {
+            Via::Session => "session",
+            Via::Token(_) => "token",
+        },
+        csrf_token,
+    }))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProviderView {
+    issuer: String,
+    client_id: String,
+    has_client_secret: bool,
+    redirect_uri: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DomainView {
+    domain: String,
+    verified: bool,
+    /// The DNS TXT record that proves ownership.
+    txt_record: TxtRecord,
+}
+
+#[derive(Debug, Serialize)]
+struct TxtRecord {
+    name: String,
+    value: String,
+}
+
+impl From<&Domain> for DomainView {
+    fn from(domain: &Domain) -> Self {
+        Self {
+            domain: domain.domain.clone(),
+            verified: domain.verified_at.is_some(),
+            txt_record: TxtRecord {
+                name: format!("_agentprocess.{}", domain.domain),
+                value: domain.token.clone(),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OrganizationView {
+    id: String,
+    slug: String,
+    name: String,
+    auto_provision: bool,
+    groups_claim: Option<String>,
+    revision: i64,
+    sign_in: Option<ProviderView>,
+    domains: Vec<DomainView>,
+}
+
+async fn organization_view<S, B>(web: &Web<S, B>, organization: Organization) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let provider = web.auth.provider_summary(&organization.id).await?;
+    let domains = web.auth.domains(&organization.id).await?;
+    let revision = organization.revision;
+    let view = OrganizationView {
+        id: organization.id,
+        slug: organization.slug,
+        name: organization.name,
+        auto_provision: organization.auto_provision,
+        groups_claim: organization.groups_claim,
+        revision,
+        sign_in: provider.map(|(issuer, client_id, has_client_secret)| ProviderView {
+            issuer,
+            client_id,
+            has_client_secret,
+            redirect_uri: web.auth.oidc().redirect_uri().to_owned(),
+        }),
+        domains: domains.iter().map(DomainView::from).collect(),
+    };
+    let mut response = Json(view).into_response();
+    if let Ok(etag) = HeaderValue::from_str(&format!("\"{revision}\"")) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    Ok(response)
+}
+
+async fn organization<S, B>(State(web): State<Arc<Web<S, B>>>, Authenticated(caller): Authenticated) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let organization = web.auth.organization(caller.org()).await?;
+    organization_view(&web, organization).await
+}
+
+/// The revision an `If-Match` names, if any.
+fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .map(|text| text.trim().trim_start_matches("W/").trim_matches('"'))
+        .and_then(|text| text.parse().ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid("If-Match must be an ETag this surface gave", Vec::new()))
+}
+
+async fn change_organization<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    headers: HeaderMap,
+    change: Result<Json<OrganizationChange>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let change = body(change)?;
+    let organization = web
+        .auth
+        .change_organization(&caller.actor(), caller.org(), &change, if_match(&headers)?, web.now())
+        .await?;
+    organization_view(&web, organization).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewDomain {
+    domain: String,
+}
+
+async fn add_domain<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    new: Result<Json<NewDomain>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let domain = web.auth.add_domain(&caller.actor(), caller.org(), &new.domain, web.now()).await?;
+    Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
+}
+
+async fn remove_domain<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(domain): Path<String>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.auth.remove_domain(&caller.actor(), caller.org(), &domain, web.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize)]
+struct Items<T> {
+    items: Vec<T>,
+}
+
+async fn members<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<MemberView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Operator, false)?;
+    let members = web.auth.members(caller.org()).await?;
+    Ok(Json(Items {
+        items: members.iter().map(MemberView::from).collect(),
+    }))
+}
+
+async fn member<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<MemberView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    if id != caller.identity.id {
+        caller.require(Role::Operator, false)?;
+    }
+    let member = web.auth.member(caller.org(), &id).await?;
+    Ok(Json(MemberView::from(&member)))
+}
+
+async fn invite<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    invite: Result<Json<Invite>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let invite = body(invite)?;
+    let member = web.auth.invite(&caller.actor(), caller.org(), &invite, web.now()).await?;
+    Ok((StatusCode::CREATED, Json(MemberView::from(&member))).into_response())
+}
+
+async fn change_member<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    change: Result<Json<MemberChange>, JsonRejection>,
+) -> Result<Json<MemberView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let change = body(change)?;
+    let member = web.auth.change_member(&caller.actor(), caller.org(), &id, &change, web.now()).await?;
+    Ok(Json(MemberView::from(&member)))
+}
+
+#[derive(Debug, Serialize)]
+struct GroupView {
+    id: String,
+    name: Option<String>,
+    members: Vec<String>,
+}
+
+impl From<Group> for GroupView {
+    fn from(group: Group) -> Self {
+        Self {
+            id: group.id,
+            name: group.name,
+            members: group.members,
+        }
+    }
+}
+
+async fn groups<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<GroupView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let groups = web.auth.groups(caller.org()).await?;
+    Ok(Json(Items {
+        items: groups.into_iter().map(GroupView::from).collect(),
+    }))
+}
+
+async fn group<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<GroupView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    Ok(Json(GroupView::from(web.auth.group(caller.org(), &id).await?)))
+}
+
+async fn create_group<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    new: Result<Json<NewGroup>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let group = web.auth.create_group(&caller.actor(), caller.org(), &new, web.now()).await?;
+    Ok((StatusCode::CREATED, Json(GroupView::from(group))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupName {
+    name: Option<String>,
+}
+
+async fn rename_group<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    name: Result<Json<GroupName>, JsonRejection>,
+) -> Result<Json<GroupView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let name = body(name)?;
+    let group = web.auth.rename_group(&caller.actor(), caller.org(), &id, name.name.as_deref(), web.now()).await?;
+    Ok(Json(GroupView::from(group)))
+}
+
+async fn delete_group<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.auth.delete_group(&caller.actor(), caller.org(), &id, web.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn membership<S, B>(
+    web: &Web<S, B>,
+    caller: &super::ApiCaller,
+    group: &str,
+    member: &str,
+    inside: bool,
+) -> Result<Json<GroupView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let group = web.auth.set_membership(&caller.actor(), caller.org(), group, member, inside, web.now()).await?;
+    Ok(Json(GroupView::from(group)))
+}
+
+async fn add_to_group<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((group, member)): Path<(String, String)>,
+) -> Result<Json<GroupView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    membership(&web, &caller, &group, &member, true).await
+}
+
+async fn remove_from_group<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((group, member)): Path<(String, String)>,
+) -> Result<Json<GroupView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    membership(&web, &caller, &group, &member, false).await
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenView {
+    id: String,
+    name: Option<String>,
+    scope: Option<String>,
+    owner: String,
+    created_at: String,
+    expires_at: Option<String>,
+    revoked_at: Option<String>,
+    /// The token itself: only in the answer that made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+}
+
+impl From<&TokenRow> for TokenView {
+    fn from(row: &TokenRow) -> Self {
+        Self {
+            id: row.id.clone(),
+            name: row.name.clone(),
+            scope: row.scope.clone(),
+            owner: row.identity.clone(),
+            created_at: time_text(row.created_at),
+            expires_at: row.expires_at.map(time_text),
+            revoked_at: row.revoked_at.map(time_text),
+            token: None,
+        }
+    }
+}
+
+async fn tokens<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<TokenView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let admin = caller.identity.has_role(Role::Admin);
+    let tokens = web.auth.tokens(caller.org()).await?;
+    Ok(Json(Items {
+        items: tokens
+            .iter()
+            .filter(|token| admin || token.identity == caller.identity.id)
+            .map(TokenView::from)
+            .collect(),
+    }))
+}
+
+async fn create_token<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    new: Result<Json<NewToken>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    // Only a person at a browser makes tokens: a token cannot make more of itself.
+    if caller.via != Via::Session {
+        return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
+    }
+    let new = body(new)?;
+    let (row, token) = web.auth.create_token(&caller.actor(), &caller.identity, &new, web.now()).await?;
+    let mut view = TokenView::from(&row);
+    view.token = Some(token);
+    let mut response = (StatusCode::CREATED, Json(view)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+async fn revoke_token<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, true)?;
+    web.auth.revoke_token(&caller.actor(), &caller.identity, &id, web.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AuditQuery {
+    since: Option<String>,
+    until: Option<String>,
+    actor: Option<String>,
+    kind: Option<String>,
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditView {
+    id: String,
+    at: String,
+    actor: String,
+    kind: String,
+    target: Option<String>,
+    detail: serde_json::Value,
+    address: Option<String>,
+}
+
+impl From<AuditRow> for AuditView {
+    fn from(row: AuditRow) -> Self {
+        Self {
+            at: time_text(row.at),
+            detail: serde_json::from_str(&row.detail).unwrap_or(serde_json::Value::Null),
+            id: row.id,
+            actor: row.actor,
+            kind: row.kind,
+            target: row.target,
+            address: row.address,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditPage {
+    items: Vec<AuditView>,
+    next_cursor: Option<String>,
+}
+
+fn audit_filter(query: AuditQuery) -> Result<AuditFilter, ApiError> {
+    let mut issues = Vec::new();
+    let mut at = |name: &str, text: Option<String>| {
+        text.and_then(|text| match text.parse::<jiff::Timestamp>() {
+            Ok(at) => Some(at.as_millisecond()),
+            Err(_) => {
+                issues.push(format!("{name}: {text:?} is not an RFC 3339 date-time"));
+                None
+            }
+        })
+    };
+    let since = at("since", query.since);
+    let until = at("until", query.until);
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=AUDIT_PAGE).contains(&limit) {
+        issues.push(format!("limit: {limit} is not between 1 and {AUDIT_PAGE}"));
+    }
+    if !issues.is_empty() {
+        return Err(ApiError::invalid("the query has problems", issues));
+    }
+    Ok(AuditFilter {
+        after: query.cursor,
+        since,
+        until,
+        actor: query.actor,
+        kind: query.kind,
+        limit,
+    })
+}
+
+async fn audit<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<AuditPage>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, false)?;
+    let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
+    let filter = audit_filter(query.0)?;
+    let (rows, more) = web.auth.audit(caller.org(), &filter).await?;
+    let next_cursor = if more { rows.last().map(|row| row.id.clone()) } else { None };
+    Ok(Json(AuditPage {
+        items: rows.into_iter().map(AuditView::from).collect(),
+        next_cursor,
+    }))
+}
+
+/// The whole log (or the filtered part) as JSON lines, read page by page.
+async fn audit_export<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, false)?;
+    let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
+    let mut filter = audit_filter(AuditQuery {
+        limit: Some(AUDIT_PAGE),
+        ..query.0
+    })?;
+    let mut lines = String::new();
+    loop {
+        let (rows, more) = web.auth.audit(caller.org(), &filter).await?;
+        filter.after = rows.last().map(|row| row.id.clone());
+        for row in rows {
+            lines.push_str(&serde_json::to_string(&AuditView::from(row)).unwrap_or_default());
+            lines.push('\n');
+        }
+        if !more {
+            break;
+        }
+    }
+    let mut response = lines.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
+    Ok(response)
+}

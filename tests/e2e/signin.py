@@ -1,0 +1,92 @@
+"""A browser, as far as sign-up, sign-in and the REST admin surface need one: a cookie
+jar, the server's forms with their CSRF tokens, and the real OpenID provider's login
+and consent forms (idp.py)."""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import urlsplit
+
+from idp import httpx, idp_login
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]*)"', page)
+    assert found, f"no CSRF field in the page: {page[:500]}"
+    return html.unescape(found[1])
+
+
+def problems_of(page: str) -> str:
+    """The text of a page's problems box (empty when it has none)."""
+    found = re.search(r'(?s)<div class="problems"[^>]*>(.*?)</div>', page)
+    return html.unescape(re.sub(r"<[^>]+>", " ", found[1])) if found else ""
+
+
+class Browser:
+    """One person's browser against one server process (`base`)."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.client = httpx.Client(timeout=30, follow_redirects=False)
+        self.csrf: str | None = None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def at(self, base: str) -> Browser:
+        """The same browser (its cookies) talking to another process of the server."""
+        other = Browser(base)
+        other.client.close()
+        other.client = self.client
+        other.csrf = self.csrf
+        return other
+
+    def get(self, path: str, **kwargs) -> httpx.Response:
+        return self.client.get(self.base + path, **kwargs)
+
+    def post_form(self, path: str, data: dict, origin: str | None = None) -> httpx.Response:
+        return self.client.post(self.base + path, data=data, headers={"Origin": origin or self.base})
+
+    def signup(self, idp, account: str, **form) -> httpx.Response:
+        """Fills in and sends the sign-up form, then signs `account` in at `idp`;
+        the server's answer to the callback (or to the form, when it refuses it)."""
+        page = self.get("/signup")
+        assert page.status_code == 200, page.text
+        answer = self.post_form("/signup", {"csrf": csrf_of(page.text), **form})
+        if answer.status_code != 303:
+            return answer
+        return self.finish_at_idp(answer, account)
+
+    def sign_in(self, who: str, account: str) -> httpx.Response:
+        """Signs in to the organization named by `who` (slug or email) as `account`."""
+        page = self.get("/login")
+        answer = self.post_form("/login", {"csrf": csrf_of(page.text), "who": who})
+        if answer.status_code != 303:
+            return answer
+        return self.finish_at_idp(answer, account)
+
+    def callback_url(self, answer: httpx.Response, account: str) -> str:
+        """Where the provider sends the browser back after `account` signs in there."""
+        callback = idp_login(self.client, answer.headers["location"], account)
+        assert urlsplit(callback).path == "/auth/callback", callback
+        return callback
+
+    def finish_at_idp(self, answer: httpx.Response, account: str) -> httpx.Response:
+        return self.client.get(self.callback_url(answer, account))
+
+    def api(self, method: str, path: str, json=None, headers: dict | None = None) -> httpx.Response:
+        """A REST call on the session, as the server's own pages would send it."""
+        sent = {"Origin": self.base}
+        if method not in ("GET", "HEAD"):
+            if self.csrf is None:
+                self.csrf = self.client.get(self.base + "/api/v1/session").json()["csrfToken"]
+            sent["X-CSRF-Token"] = self.csrf
+        sent |= headers or {}
+        return self.client.request(method, self.base + "/api/v1" + path, json=json, headers=sent)
+
+
+def bearer(base: str, token: str, method: str, path: str, json=None) -> httpx.Response:
+    """A REST call with an API token and no cookies."""
+    return httpx.request(method, base + "/api/v1" + path, json=json, headers={"Authorization": f"Bearer {token}"},
+                         timeout=30)

@@ -1,0 +1,402 @@
+"""Organizations sign up and people sign in through real OpenID providers (two
+oidc-provider instances, one per organization), driven over HTTP with a cookie jar
+through the providers' own login and consent forms; then the REST admin surface on
+the session and on API tokens. On SQLite (`agentprocess dev`) and on PostgreSQL with
+two API processes, where every sign-in starts on one process and the REST calls go to
+the other."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import secrets
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import pytest
+
+import servers
+from idp import Idp, idp_login, start_idp
+from signin import Browser, bearer, csrf_of, problems_of
+
+SECRET_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
+ACCOUNTS = {
+    "ann": {"email": "ann@acme.test", "email_verified": True, "name": "Ann Admin", "groups": []},
+    "bob": {"email": "bob@acme.test", "email_verified": True, "name": "Bob", "groups": ["finance"]},
+    "cat": {"email": "cat@acme.test", "email_verified": True, "groups": []},
+    "dan": {"email": "dan@acme.test", "email_verified": False},
+    "eve": {"email": "eve@elsewhere.test", "email_verified": True},
+    "nomail": {"name": "No Mail"},
+}
+slugs = (f"org{index}-{secrets.token_hex(3)}" for index in itertools.count())
+
+
+@dataclass
+class Site:
+    server: servers.Server
+    acme: Idp
+    beta: Idp
+
+    @property
+    def first(self) -> str:
+        return self.server.bases[0]
+
+    @property
+    def last(self) -> str:
+        return self.server.bases[-1]
+
+    def client_of(self, idp: Idp) -> dict:
+        return {"clientId": "agentprocess", "clientSecret": "s3cret", "issuer": idp.issuer}
+
+
+def idp_for(bases: list[str], accounts: dict) -> Idp:
+    return start_idp(
+        [
+            {"client_id": "agentprocess", "client_secret": "s3cret",
+             "redirect_uris": [f"{base}/auth/callback" for base in bases]},
+            {"client_id": "public", "redirect_uris": [f"{base}/auth/callback" for base in bases]},
+            {"client_id": "elsewhere", "client_secret": "x", "redirect_uris": ["http://127.0.0.1:9/cb"]},
+        ],
+        accounts,
+    )
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def site(request):
+    if request.param == "sqlite":
+        server = servers.start_sqlite()
+    else:
+        server = servers.start_postgres(
+            processes=2, extra=("--signup", "open", "--oidc-allow-private-issuers", "--secret-key", SECRET_KEY))
+    acme = idp_for(server.bases, ACCOUNTS)
+    beta = idp_for(server.bases, {"zed": {"email": "zed@beta.test", "email_verified": True}})
+    yield Site(server, acme, beta)
+    acme.stop()
+    beta.stop()
+    servers.drop(server)
+
+
+def signed_up(site: Site, idp: Idp | None = None, account: str = "ann") -> tuple[Browser, str]:
+    """A new organization signed up through `idp` (acme's by default) by `account`, who
+    is then signed in as its admin; the browser talks to the server's last process."""
+    browser = Browser(site.first)
+    slug = next(slugs)
+    answer = browser.signup(idp or site.acme, account, name=f"Org {slug}", slug=slug, **site.client_of(idp or site.acme))
+    assert answer.status_code == 303 and answer.headers["location"] == "/account", answer.text
+    return browser.at(site.last), slug
+
+
+def test_sign_up_makes_the_first_admin_and_sessions_serve_every_process(site):
+    browser, slug = signed_up(site)
+    account = browser.get("/account")
+    assert account.status_code == 200 and "Ann Admin" not in account.text and "ann@acme.test" in account.text
+    me = browser.api("GET", "/session").json()
+    assert me["slug"] == slug and me["via"] == "session"
+    assert me["member"]["role"] == "admin" and me["member"]["email"] == "ann@acme.test"
+    organization = browser.api("GET", "/organization")
+    assert organization.status_code == 200
+    body = organization.json()
+    assert body["signIn"] == {"issuer": site.acme.issuer, "clientId": "agentprocess", "hasClientSecret": True,
+                              "redirectUri": f"{site.first}/auth/callback" if site.server.backend == "sqlite"
+                              else body["signIn"]["redirectUri"]}
+    assert "s3cret" not in organization.text
+    assert organization.headers["etag"] == f'"{body["revision"]}"'
+    kinds = [entry["kind"] for entry in browser.api("GET", "/audit").json()["items"]]
+    assert kinds == ["organization.created", "signin.succeeded"]
+
+
+def test_the_client_secret_is_kept_sealed(site):
+    _, slug = signed_up(site)
+    if site.server.backend == "postgres":
+        stored = servers.psql(
+            f"SELECT client_secret FROM identity_providers p JOIN organizations o ON o.id = p.org_id "
+            f"WHERE o.slug = '{slug}'", site.server.database)
+        assert stored.startswith("v1.") and "s3cret" not in stored
+
+
+def test_a_public_client_signs_up_with_pkce_alone(site):
+    browser = Browser(site.first)
+    slug = next(slugs)
+    answer = browser.signup(site.acme, "ann", name="Public", slug=slug, issuer=site.acme.issuer, clientId="public")
+    assert answer.status_code == 303, answer.text
+    assert browser.at(site.last).api("GET", "/organization").json()["signIn"]["hasClientSecret"] is False
+
+
+def sign_up_refusal(site: Site, **form) -> str:
+    browser = Browser(site.first)
+    answer = browser.signup(site.acme, "ann", **form)
+    assert answer.status_code in (400, 403), answer.text
+    return problems_of(answer.text) or answer.text
+
+
+def nothing_created(site: Site, slug: str) -> None:
+    page = Browser(site.first).get(f"/login?org={slug}")
+    assert "there is no organization" in problems_of(page.text), page.text
+
+
+def test_sign_up_refusals_name_every_problem_and_create_nothing(site):
+    problems = sign_up_refusal(site, name="", slug="No Good", issuer="ftp://x", clientId="")
+    for expected in ("name:", "slug:", "issuer:", "clientId:"):
+        assert expected in problems, problems
+
+    slug = next(slugs)
+    unreachable = sign_up_refusal(site, name="X", slug=slug, issuer=f"http://127.0.0.1:{servers.free_port()}",
+                                  clientId="agentprocess")
+    assert "discovery" in unreachable and "could not be reached" in unreachable, unreachable
+    nothing_created(site, slug)
+
+    unregistered = sign_up_refusal(site, name="X", slug=slug, issuer=site.acme.issuer, clientId="elsewhere",
+                                   clientSecret="x")
+    assert "redirect_uri" in unregistered, unregistered
+    nothing_created(site, slug)
+
+    unknown_client = sign_up_refusal(site, name="X", slug=slug, issuer=site.acme.issuer, clientId="nobody")
+    assert "refused the sign-in request" in unknown_client, unknown_client
+    nothing_created(site, slug)
+
+    _, taken = signed_up(site)
+    assert f'"{taken}" is taken' in sign_up_refusal(site, name="X", slug=taken, **site.client_of(site.acme))
+
+
+def test_sign_up_through_the_provider_fails_cleanly(site):
+    for account, expected in [("dan", "is not verified"), ("nomail", "no email claim")]:
+        browser = Browser(site.first)
+        slug = next(slugs)
+        answer = browser.signup(site.acme, account, name="X", slug=slug, **site.client_of(site.acme))
+        assert answer.status_code == 403 and expected in problems_of(answer.text), answer.text
+        nothing_created(site, slug)
+
+
+def tampered(url: str, **changes) -> str:
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query)) | changes
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def test_wrong_state_replayed_callbacks_and_a_foreign_issuer_are_refused(site):
+    browser = Browser(site.first)
+    slug = next(slugs)
+    page = browser.get("/signup")
+    answer = browser.post_form("/signup", {"csrf": csrf_of(page.text), "name": "X", "slug": slug,
+                                           **site.client_of(site.acme)})
+    callback = browser.callback_url(answer, "ann")
+    wrong_state = browser.client.get(tampered(callback, state="forged"))
+    assert wrong_state.status_code == 403 and "state does not match" in problems_of(wrong_state.text)
+    # The sign-in in progress was used up by the wrong answer: the right one is refused too.
+    again = browser.client.get(callback)
+    assert again.status_code == 403 and "no sign-in is under way" in problems_of(again.text)
+    nothing_created(site, slug)
+
+    browser = Browser(site.first)
+    answer = browser.post_form("/signup", {"csrf": csrf_of(browser.get("/signup").text), "name": "X", "slug": slug,
+                                           **site.client_of(site.acme)})
+    callback = browser.callback_url(answer, "ann")
+    foreign = browser.client.get(tampered(callback, iss=site.beta.issuer))
+    assert foreign.status_code == 403 and "not from" in problems_of(foreign.text), foreign.text
+
+    browser = Browser(site.first)
+    answer = browser.post_form("/signup", {"csrf": csrf_of(browser.get("/signup").text), "name": "X", "slug": slug,
+                                           **site.client_of(site.acme)})
+    callback = browser.callback_url(answer, "ann")
+    assert browser.client.get(callback).status_code == 303
+    # A callback replayed in another browser (the code, state and nonce of a finished sign-in).
+    replayed = Browser(site.first).client.get(callback)
+    assert replayed.status_code == 403 and "no sign-in is under way" in problems_of(replayed.text)
+
+
+def test_invited_people_get_in_uninvited_ones_do_not_and_allowed_domains_provision(site):
+    admin, slug = signed_up(site)
+    invited = admin.api("POST", "/members", {"email": "Bob@Acme.test", "role": "member"})
+    assert invited.status_code == 201, invited.text
+    assert invited.json()["email"] == "bob@acme.test" and invited.json()["active"] is True
+
+    bob = Browser(site.first)
+    assert bob.sign_in(slug, "bob").status_code == 303
+    assert bob.at(site.last).api("GET", "/session").json()["member"]["role"] == "member"
+
+    cat = Browser(site.first)
+    refused = cat.sign_in(slug, "cat")
+    assert refused.status_code == 403 and "is not a member" in problems_of(refused.text)
+    assert admin.api("POST", "/organization/domains", {"domain": "acme.test"}).status_code == 201
+    assert cat.sign_in(slug, "cat").status_code == 303, "provisioned as a member of an allowed domain"
+    assert cat.at(site.last).api("GET", "/session").json()["member"]["role"] == "member"
+
+    eve = Browser(site.first).sign_in(slug, "eve")
+    assert eve.status_code == 403 and "eve@elsewhere.test is not a member" in problems_of(eve.text)
+    dan = Browser(site.first).sign_in(slug, "dan")
+    assert dan.status_code == 403 and "not verified" in problems_of(dan.text)
+
+    log = admin.api("GET", "/audit?kind=signin.failed").json()["items"]
+    reasons = json.dumps([entry["detail"] for entry in log])
+    assert "eve@elsewhere.test" in reasons and "dan@acme.test" in reasons and "cat@acme.test" in reasons
+    assert all(entry["address"] == "127.0.0.1" for entry in log)
+
+
+def test_a_deactivated_person_is_signed_out_and_cannot_sign_in(site):
+    admin, slug = signed_up(site)
+    bob_id = admin.api("POST", "/members", {"email": "bob@acme.test", "role": "operator"}).json()["id"]
+    bob = Browser(site.first)
+    assert bob.sign_in(slug, "bob").status_code == 303
+    assert bob.at(site.last).api("GET", "/session").status_code == 200
+
+    changed = admin.api("PATCH", f"/members/{bob_id}", {"active": False})
+    assert changed.status_code == 200 and changed.json()["active"] is False
+    assert bob.at(site.last).api("GET", "/session").status_code == 401
+    assert bob.api("GET", "/session").status_code == 401
+    refused = Browser(site.first).sign_in(slug, "bob")
+    assert refused.status_code == 403 and "deactivated" in problems_of(refused.text)
+
+
+def test_the_last_admin_stays(site):
+    admin, _ = signed_up(site)
+    me = admin.api("GET", "/session").json()["member"]["id"]
+    for change in ({"role": "member"}, {"active": False}):
+        refused = admin.api("PATCH", f"/members/{me}", change)
+        assert refused.status_code == 409 and "last admin" in refused.json()["message"], refused.text
+
+
+def test_group_claims_set_memberships_at_every_sign_in(site):
+    admin, slug = signed_up(site)
+    for group in ("finance", "legal"):
+        assert admin.api("POST", "/groups", {"id": group}).status_code == 201
+    assert admin.api("PATCH", "/organization", {"groupsClaim": "groups"}).status_code == 200
+    assert admin.api("POST", "/organization/domains", {"domain": "acme.test"}).status_code == 201
+    site.acme.set_account("bob", ACCOUNTS["bob"] | {"groups": ["finance", "unknown-group"]})
+    bob = Browser(site.first)
+    assert bob.sign_in(slug, "bob").status_code == 303
+    assert bob.api("GET", "/session").json()["member"]["groups"] == ["finance"]
+    site.acme.set_account("bob", ACCOUNTS["bob"] | {"groups": ["legal"]})
+    assert bob.sign_in(slug, "bob").status_code == 303
+    assert bob.api("GET", "/session").json()["member"]["groups"] == ["legal"]
+    site.acme.set_account("bob", ACCOUNTS["bob"])
+
+
+def test_csrf_a_cross_origin_or_tokenless_change_is_refused(site):
+    admin, _ = signed_up(site)
+    evil = admin.api("POST", "/members", {"email": "x@acme.test", "role": "member"},
+                     headers={"Origin": "http://evil.test"})
+    assert evil.status_code == 403 and "Origin" in evil.json()["message"]
+    tokenless = admin.client.post(admin.base + "/api/v1/members", json={"email": "x@acme.test", "role": "member"},
+                                  headers={"Origin": admin.base})
+    assert tokenless.status_code == 403 and "CSRF" in tokenless.json()["message"]
+    members = [member["email"] for member in admin.api("GET", "/members").json()["items"]]
+    assert "x@acme.test" not in members
+
+
+def test_api_tokens_are_shown_once_scoped_and_revocable(site):
+    admin, slug = signed_up(site)
+    made = admin.api("POST", "/tokens", {"name": "ci", "scope": "read", "expiresInDays": 7})
+    assert made.status_code == 201, made.text
+    token = made.json()["token"]
+    assert token.startswith("apr_")
+    listed = admin.api("GET", "/tokens").json()["items"]
+    assert [entry["name"] for entry in listed] == ["ci"] and "token" not in listed[0]
+    assert bearer(site.last, token, "GET", "/organization").json()["slug"] == slug
+    denied = bearer(site.last, token, "PATCH", "/organization", {"name": "Renamed"})
+    assert denied.status_code == 403 and "only read" in denied.json()["message"]
+    assert bearer(site.last, token, "POST", "/tokens", {"name": "more", "scope": "read"}).status_code == 403
+    assert bearer(site.last, token[:-1] + ("A" if token[-1] != "A" else "B"), "GET", "/organization").status_code == 401
+    assert admin.api("DELETE", f"/tokens/{made.json()['id']}").status_code == 204
+    revoked = bearer(site.last, token, "GET", "/organization")
+    assert revoked.status_code == 401 and revoked.headers["www-authenticate"].startswith("Bearer")
+
+    admin_token = admin.api("POST", "/tokens", {"name": "automation", "scope": "admin"}).json()["token"]
+    renamed = bearer(site.last, admin_token, "PATCH", "/organization", {"name": "Renamed"})
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Renamed"
+    assert bearer(site.last, admin_token, "GET", "/session").json()["via"] == "token"
+    kinds = {entry["kind"] for entry in admin.api("GET", "/audit").json()["items"]}
+    assert {"token.created", "token.revoked", "organization.changed"} <= kinds
+
+
+def test_two_admins_cannot_overwrite_each_other_unseen(site):
+    admin, _ = signed_up(site)
+    etag = admin.api("GET", "/organization").headers["etag"]
+    assert admin.api("PATCH", "/organization", {"name": "First"}, headers={"If-Match": etag}).status_code == 200
+    stale = admin.api("PATCH", "/organization", {"name": "Second"}, headers={"If-Match": etag})
+    assert stale.status_code == 409 and "changed since revision" in stale.json()["message"]
+    assert admin.api("GET", "/organization").json()["name"] == "First"
+
+
+def test_organizations_see_nothing_of_each_other(site):
+    acme, _ = signed_up(site)
+    beta, _ = signed_up(site, site.beta, "zed")
+    ann = acme.api("GET", "/session").json()["member"]["id"]
+    assert beta.api("GET", f"/members/{ann}").status_code == 404
+    assert beta.api("PATCH", f"/members/{ann}", {"role": "member"}).status_code == 404
+    token = acme.api("POST", "/tokens", {"name": "t", "scope": "read"}).json()["id"]
+    assert beta.api("DELETE", f"/tokens/{token}").status_code == 404
+    assert [entry["kind"] for entry in beta.api("GET", "/audit").json()["items"]] == [
+        "organization.created", "signin.succeeded"]
+
+
+def test_members_cannot_administer(site):
+    admin, slug = signed_up(site)
+    admin.api("POST", "/members", {"email": "bob@acme.test", "role": "member"})
+    bob = Browser(site.first)
+    assert bob.sign_in(slug, "bob").status_code == 303
+    bob = bob.at(site.last)
+    for method, path, body in [("PATCH", "/organization", {"name": "x"}), ("GET", "/members", None),
+                               ("POST", "/members", {"email": "q@acme.test", "role": "admin"}),
+                               ("GET", "/audit", None), ("POST", "/groups", {"id": "g"}),
+                               ("POST", "/tokens", {"name": "t", "scope": "admin"})]:
+        answer = bob.api(method, path, body)
+        assert answer.status_code in (400, 403), (method, path, answer.text)
+        assert answer.json()["code"] in ("forbidden", "invalid")
+    assert bob.api("POST", "/tokens", {"name": "mine", "scope": "read"}).status_code == 201
+
+
+def test_audit_export_is_json_lines(site):
+    admin, _ = signed_up(site)
+    admin.api("POST", "/members", {"email": "bob@acme.test", "role": "member"})
+    export = admin.api("GET", "/audit/export")
+    assert export.headers["content-type"] == "application/x-ndjson"
+    entries = [json.loads(line) for line in export.text.splitlines()]
+    assert [entry["kind"] for entry in entries] == ["organization.created", "signin.succeeded", "member.invited"]
+    assert admin.api("GET", "/audit?since=yesterday").status_code == 400
+
+
+def test_sign_out_ends_the_session(site):
+    admin, _ = signed_up(site)
+    page = admin.get("/account")
+    assert admin.post_form("/logout", {"csrf": csrf_of(page.text)}).status_code == 303
+    assert admin.api("GET", "/session").status_code == 401
+
+
+def test_an_unreachable_provider_is_reported_and_its_return_works(site):
+    _, slug = signed_up(site, site.beta, "zed")
+    port = site.beta.port
+    site.beta.stop()
+    try:
+        down = Browser(site.first).sign_in(slug, "zed")
+        assert down.status_code == 400 and "cannot be used right now" in problems_of(down.text), down.text
+    finally:
+        # Back on the same port, with new signing keys: the cached keys miss, and the
+        # server fetches the provider's keys again.
+        site.beta = start_idp(
+            [{"client_id": "agentprocess", "client_secret": "s3cret",
+              "redirect_uris": [f"{base}/auth/callback" for base in site.server.bases]}],
+            {"zed": {"email": "zed@beta.test", "email_verified": True}}, port=port)
+    assert Browser(site.first).sign_in(slug, "zed").status_code == 303
+
+
+def test_session_cookies_open_nothing_on_mcp(site):
+    admin, _ = signed_up(site)
+    answer = admin.client.post(site.last + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                               headers={"Accept": "application/json, text/event-stream"})
+    assert answer.status_code == 401
+
+
+def test_the_development_sign_in_is_only_where_asked(site):
+    page = Browser(site.first).get("/dev/sign-in")
+    if site.server.backend == "sqlite":
+        assert page.status_code == 200 and "Development sign-in" in page.text
+        browser = Browser(site.first)
+        signed = browser.post_form("/dev/sign-in", {"csrf": csrf_of(page.text), "identity": "alice"})
+        assert signed.status_code == 403, "the CSRF token belongs to another browser's session"
+        page = browser.get("/dev/sign-in")
+        signed = browser.post_form("/dev/sign-in", {"csrf": csrf_of(page.text), "identity": "alice"})
+        assert signed.status_code == 303
+        assert browser.api("GET", "/session").json()["member"]["email"] == "alice@example.com"
+    else:
+        assert page.status_code == 404
