@@ -5,10 +5,14 @@ and consent forms (idp.py)."""
 from __future__ import annotations
 
 import html
+import itertools
 import re
+import secrets
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from idp import httpx, idp_login
+import servers
+from idp import Idp, httpx, idp_login, start_idp
 
 
 def csrf_of(page: str) -> str:
@@ -90,3 +94,51 @@ def bearer(base: str, token: str, method: str, path: str, json=None) -> httpx.Re
     """A REST call with an API token and no cookies."""
     return httpx.request(method, base + "/api/v1" + path, json=json, headers={"Authorization": f"Bearer {token}"},
                          timeout=30)
+
+
+_slugs = (f"org{index}-{secrets.token_hex(3)}" for index in itertools.count())
+
+
+def new_slug() -> str:
+    """A slug no test has used."""
+    return next(_slugs)
+
+
+@dataclass
+class Site:
+    server: servers.Server
+    acme: Idp
+    beta: Idp
+
+    @property
+    def first(self) -> str:
+        return self.server.bases[0]
+
+    @property
+    def last(self) -> str:
+        return self.server.bases[-1]
+
+    def client_of(self, idp: Idp) -> dict:
+        return {"clientId": "agentprocess", "clientSecret": "s3cret", "issuer": idp.issuer}
+
+
+def idp_for(bases: list[str], accounts: dict) -> Idp:
+    return start_idp(
+        [
+            {"client_id": "agentprocess", "client_secret": "s3cret",
+             "redirect_uris": [f"{base}/auth/callback" for base in bases]},
+            {"client_id": "public", "redirect_uris": [f"{base}/auth/callback" for base in bases]},
+            {"client_id": "elsewhere", "client_secret": "x", "redirect_uris": ["http://127.0.0.1:9/cb"]},
+        ],
+        accounts,
+    )
+
+
+def signed_up(site: Site, idp: Idp | None = None, account: str = "ann") -> tuple[Browser, str]:
+    """A new organization signed up through `idp` (acme's by default) by `account`, who
+    is then signed in as its admin; the browser talks to the server's last process."""
+    browser = Browser(site.first)
+    slug = new_slug()
+    answer = browser.signup(idp or site.acme, account, name=f"Org {slug}", slug=slug, **site.client_of(idp or site.acme))
+    assert answer.status_code == 303 and answer.headers["location"] == "/account", answer.text
+    return browser.at(site.last), slug

@@ -7,20 +7,15 @@ the other."""
 
 from __future__ import annotations
 
-import base64
-import itertools
 import json
-import secrets
-from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
 import servers
-from idp import Idp, idp_login, start_idp
-from signin import Browser, bearer, csrf_of, problems_of
+from idp import start_idp
+from signin import Browser, Site, bearer, csrf_of, idp_for, new_slug, problems_of, signed_up
 
-SECRET_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
 ACCOUNTS = {
     "ann": {"email": "ann@acme.test", "email_verified": True, "name": "Ann Admin", "groups": []},
     "bob": {"email": "bob@acme.test", "email_verified": True, "name": "Bob", "groups": ["finance"]},
@@ -29,62 +24,17 @@ ACCOUNTS = {
     "eve": {"email": "eve@elsewhere.test", "email_verified": True},
     "nomail": {"name": "No Mail"},
 }
-slugs = (f"org{index}-{secrets.token_hex(3)}" for index in itertools.count())
-
-
-@dataclass
-class Site:
-    server: servers.Server
-    acme: Idp
-    beta: Idp
-
-    @property
-    def first(self) -> str:
-        return self.server.bases[0]
-
-    @property
-    def last(self) -> str:
-        return self.server.bases[-1]
-
-    def client_of(self, idp: Idp) -> dict:
-        return {"clientId": "agentprocess", "clientSecret": "s3cret", "issuer": idp.issuer}
-
-
-def idp_for(bases: list[str], accounts: dict) -> Idp:
-    return start_idp(
-        [
-            {"client_id": "agentprocess", "client_secret": "s3cret",
-             "redirect_uris": [f"{base}/auth/callback" for base in bases]},
-            {"client_id": "public", "redirect_uris": [f"{base}/auth/callback" for base in bases]},
-            {"client_id": "elsewhere", "client_secret": "x", "redirect_uris": ["http://127.0.0.1:9/cb"]},
-        ],
-        accounts,
-    )
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request):
-    if request.param == "sqlite":
-        server = servers.start_sqlite()
-    else:
-        server = servers.start_postgres(
-            processes=2, extra=("--signup", "open", "--oidc-allow-private-issuers", "--secret-key", SECRET_KEY))
+    server = servers.start_signup(request.param)
     acme = idp_for(server.bases, ACCOUNTS)
     beta = idp_for(server.bases, {"zed": {"email": "zed@beta.test", "email_verified": True}})
     yield Site(server, acme, beta)
     acme.stop()
     beta.stop()
     servers.drop(server)
-
-
-def signed_up(site: Site, idp: Idp | None = None, account: str = "ann") -> tuple[Browser, str]:
-    """A new organization signed up through `idp` (acme's by default) by `account`, who
-    is then signed in as its admin; the browser talks to the server's last process."""
-    browser = Browser(site.first)
-    slug = next(slugs)
-    answer = browser.signup(idp or site.acme, account, name=f"Org {slug}", slug=slug, **site.client_of(idp or site.acme))
-    assert answer.status_code == 303 and answer.headers["location"] == "/account", answer.text
-    return browser.at(site.last), slug
 
 
 def test_sign_up_makes_the_first_admin_and_sessions_serve_every_process(site):
@@ -117,7 +67,7 @@ def test_the_client_secret_is_kept_sealed(site):
 
 def test_a_public_client_signs_up_with_pkce_alone(site):
     browser = Browser(site.first)
-    slug = next(slugs)
+    slug = new_slug()
     answer = browser.signup(site.acme, "ann", name="Public", slug=slug, issuer=site.acme.issuer, clientId="public")
     assert answer.status_code == 303, answer.text
     assert browser.at(site.last).api("GET", "/organization").json()["signIn"]["hasClientSecret"] is False
@@ -140,7 +90,7 @@ def test_sign_up_refusals_name_every_problem_and_create_nothing(site):
     for expected in ("name:", "slug:", "issuer:", "clientId:"):
         assert expected in problems, problems
 
-    slug = next(slugs)
+    slug = new_slug()
     unreachable = sign_up_refusal(site, name="X", slug=slug, issuer=f"http://127.0.0.1:{servers.free_port()}",
                                   clientId="agentprocess")
     assert "discovery" in unreachable and "could not be reached" in unreachable, unreachable
@@ -162,7 +112,7 @@ def test_sign_up_refusals_name_every_problem_and_create_nothing(site):
 def test_sign_up_through_the_provider_fails_cleanly(site):
     for account, expected in [("dan", "is not verified"), ("nomail", "no email claim")]:
         browser = Browser(site.first)
-        slug = next(slugs)
+        slug = new_slug()
         answer = browser.signup(site.acme, account, name="X", slug=slug, **site.client_of(site.acme))
         assert answer.status_code == 403 and expected in problems_of(answer.text), answer.text
         nothing_created(site, slug)
@@ -176,7 +126,7 @@ def tampered(url: str, **changes) -> str:
 
 def test_wrong_state_replayed_callbacks_and_a_foreign_issuer_are_refused(site):
     browser = Browser(site.first)
-    slug = next(slugs)
+    slug = new_slug()
     page = browser.get("/signup")
     answer = browser.post_form("/signup", {"csrf": csrf_of(page.text), "name": "X", "slug": slug,
                                            **site.client_of(site.acme)})

@@ -62,8 +62,27 @@ pub(crate) async fn append(
 }
 
 /// A JSON object from pairs, for an entry's detail.
-pub(crate) fn detail<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+pub fn detail<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
     pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
+}
+
+impl<S: agentprocess_store::Store> crate::Auth<S> {
+    /// Records an action taken elsewhere (publishing, webhooks, cancelling a run), in
+    /// a transaction of its own, after that action committed.
+    pub async fn record(
+        &self,
+        org: &str,
+        actor: &Actor,
+        kind: &str,
+        target: Option<&str>,
+        detail: Map<String, Value>,
+        now: jiff::Timestamp,
+    ) -> Result<(), crate::Error> {
+        let mut tx = agentprocess_store::Store::begin(&self.store).await?;
+        append(&mut tx, org, actor, kind, target, detail, crate::millis(now)).await?;
+        agentprocess_store::StoreTx::commit(tx).await?;
+        Ok(())
+    }
 }
 
 impl<S: Directory> crate::Auth<S> {

@@ -19,18 +19,6 @@ pub struct NewGroup {
     pub name: Option<String>,
 }
 
-/// Every reason `id` cannot name a group.
-pub fn group_id_issues(id: &str) -> Vec<String> {
-    let mut issues = Vec::new();
-    if id.is_empty() || id.len() > 64 {
-        issues.push(format!("id: {id:?} must have 1 to 64 characters"));
-    }
-    if !id.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_') {
-        issues.push(format!("id: {id:?} may hold only lowercase letters, digits, '-' and '_'"));
-    }
-    issues
-}
-
 fn name_issues(name: Option<&str>) -> Vec<String> {
     match name {
         Some(name) if name.chars().count() > 200 => vec!["name: at most 200 characters".to_owned()],
@@ -55,7 +43,7 @@ impl<S: Store + Clone> Auth<S> {
 
     /// Makes a group.
     pub async fn create_group(&self, actor: &Actor, org: &str, new: &NewGroup, now: jiff::Timestamp) -> Result<Group, Error> {
-        let mut issues = group_id_issues(&new.id);
+        let mut issues = crate::id_issues(&new.id);
         issues.extend(name_issues(new.name.as_deref()));
         refuse_if_any("the group was not made", issues)?;
         let mut tx = self.store.begin().await?;

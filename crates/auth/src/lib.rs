@@ -3,6 +3,7 @@
 //! tokens and the audit log. The rows live in the store ([`agentprocess_store::Directory`]);
 //! this crate holds the rules. It reads no clock: every operation is given `now`.
 
+pub mod agents;
 pub mod audit;
 mod error;
 pub mod groups;
@@ -92,6 +93,22 @@ impl<S> Auth<S> {
     pub fn store(&self) -> &S {
         &self.store
     }
+}
+
+/// Every reason `id` cannot name a group or an agent: 1 to 64 lowercase letters,
+/// digits, `-`, `_` and `.`, starting with a letter or digit.
+pub fn id_issues(id: &str) -> Vec<String> {
+    let mut issues = Vec::new();
+    if id.is_empty() || id.len() > 64 {
+        issues.push(format!("id: {id:?} must have 1 to 64 characters"));
+    }
+    let allowed = |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'-' | b'_' | b'.');
+    if !id.bytes().all(allowed) || id.starts_with(['-', '_', '.']) {
+        issues.push(format!(
+            "id: {id:?} may hold only lowercase letters, digits, '-', '_' and '.', and starts with a letter or digit"
+        ));
+    }
+    issues
 }
 
 /// Milliseconds since the epoch.

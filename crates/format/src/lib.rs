@@ -155,13 +155,18 @@ fn read_source(source: &[u8]) -> Result<Source<'_>, Refusal> {
 /// cannot hold, unsupported tags), but without the publication rules. For tools that
 /// need the data of a file that may not publish.
 pub fn read_frontmatter(source: &[u8]) -> Result<serde_json::Value, Refusal> {
-    let Source { root, issues, .. } = read_source(source)?;
+    read_parts(source).map(|(frontmatter, _)| frontmatter)
+}
+
+/// The frontmatter as JSON and the body, read as [`read_frontmatter`] reads them.
+pub fn read_parts(source: &[u8]) -> Result<(serde_json::Value, String), Refusal> {
+    let Source { body, root, issues } = read_source(source)?;
     if !issues.is_empty() {
         return Err(Refusal {
             issues: issues.finish(),
         });
     }
-    Ok(json::to_json(&root))
+    Ok((json::to_json(&root), body.to_owned()))
 }
 
 /// Reads and validates a `PROCESS.md` against spec §2 and the profiles `options`

@@ -37,6 +37,8 @@ pub struct Draft {
     pub roles: Vec<String>,
     /// Role → group bindings so far.
     pub bindings: BTreeMap<String, String>,
+    /// The external systems the process says it needs (`requires.systems`).
+    pub systems: Vec<String>,
 }
 
 /// What publishing did.
@@ -190,6 +192,7 @@ impl<S: Store> Admin<S> {
             None => BTreeMap::new(),
         };
         let roles: Vec<String> = process.document().roles().into_iter().map(str::to_owned).collect();
+        let systems = systems_of(&process);
         let bindings: BTreeMap<String, String> =
             previous.into_iter().filter(|(role, _)| roles.contains(role)).collect();
         let text = String::from_utf8_lossy(source).into_owned();
@@ -201,11 +204,37 @@ impl<S: Store> Admin<S> {
             process: name,
             roles,
             bindings,
+            systems,
         })
     }
 
-    /// Binds a role of a draft to a group (created if missing).
-    pub async fn bind_role(&self, org: &str, process: &str, role: &str, group: &str) -> Result<Draft, Error> {
+    /// The draft of a process.
+    pub async fn draft(&self, org: &str, process: &str) -> Result<Draft, Error> {
+        let (source, roles) = self
+            .store
+            .draft(org, process)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
+        let parsed = validated(source.as_bytes(), None)?;
+        Ok(Draft {
+            process: process.to_owned(),
+            roles: parsed.document().roles().into_iter().map(str::to_owned).collect(),
+            bindings: parse_roles(&roles)?,
+            systems: systems_of(&parsed),
+        })
+    }
+
+    /// Binds a role of a draft to a group. A group that does not exist is refused, and
+    /// so is one without members unless `force` (its work items would wait for
+    /// nobody).
+    pub async fn bind_role(
+        &self,
+        org: &str,
+        process: &str,
+        role: &str,
+        group: &str,
+        force: bool,
+    ) -> Result<Draft, Error> {
         let (source, roles) = self
             .store
             .draft(org, process)
@@ -221,18 +250,34 @@ impl<S: Store> Admin<S> {
             ));
         }
         check_id("group id", group, &mut issues);
+        let groups = self.store.group_list(org).await?;
+        match groups.iter().find(|known| known.id == group) {
+            None => issues.push(format!(
+                "group {group:?}: the organization has no such group (it has: {})",
+                if groups.is_empty() {
+                    "none".to_owned()
+                } else {
+                    groups.iter().map(|known| known.id.as_str()).collect::<Vec<_>>().join(", ")
+                }
+            )),
+            Some(known) if known.members.is_empty() && !force => issues.push(format!(
+                "group {group:?}: has no members, so the work of role {role} would wait for nobody; \
+                 add members first, or bind with force"
+            )),
+            Some(_) => {}
+        }
         refuse(issues)?;
         let mut bindings = parse_roles(&roles)?;
         bindings.insert(role.to_owned(), group.to_owned());
         let now = millis(self.now());
         let mut tx = self.store.begin().await?;
-        tx.create_group(org, group, now).await?;
         tx.put_draft(org, process, &source, &roles_json(&bindings), now).await?;
         tx.commit().await?;
         Ok(Draft {
             process: process.to_owned(),
             roles: named,
             bindings,
+            systems: systems_of(&parsed),
         })
     }
 
@@ -340,6 +385,15 @@ impl<S: Store> Admin<S> {
     pub async fn deliveries(&self, org: &str, limit: u32) -> Result<Vec<DeliveryRecord>, Error> {
         Ok(self.store.deliveries(org, limit).await?)
     }
+}
+
+fn systems_of(process: &ValidatedProcess) -> Vec<String> {
+    process
+        .document()
+        .requires
+        .as_ref()
+        .map(|requires| requires.systems.clone())
+        .unwrap_or_default()
 }
 
 /// The process, or every issue in the format library's words with line and column.

@@ -193,6 +193,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
         self.queue.as_ref()
     }
 
+    /// The admin actions over this service's store and clock.
+    pub fn admin(&self) -> Admin<S>
+    where
+        S: Clone,
+    {
+        Admin::new(self.store.clone(), Arc::clone(&self.clock), self.settings.engine.person)
+    }
+
     /// The store.
     pub fn store(&self) -> &S {
         &self.store

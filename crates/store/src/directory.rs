@@ -611,6 +611,19 @@ pub(crate) async fn revoke_token(connection: &mut AnyConnection, org: &str, id: 
     Ok(done.rows_affected() > 0)
 }
 
+pub(crate) async fn set_token_expiry(connection: &mut AnyConnection, org: &str, id: &str, expires_at: i64) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE access_tokens SET expires_at = $3 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL \
+         AND (expires_at IS NULL OR expires_at > $3)",
+    )
+    .bind(org)
+    .bind(id)
+    .bind(expires_at)
+    .execute(connection)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
 fn token_row(row: &AnyRow) -> Result<TokenRow> {
     let audience: String = row.try_get("audience")?;
     Ok(TokenRow {
@@ -783,6 +796,8 @@ pub trait DirectoryTx: Send {
     fn delete_expired_sessions(&mut self, now: i64, limit: u32) -> impl Future<Output = Result<u64>> + Send;
     /// Stores a token's record.
     fn add_token(&mut self, token: &TokenRow) -> impl Future<Output = Result<()>> + Send;
+    /// Brings a live token's expiry forward to `expires_at`; whether it did.
+    fn set_token_expiry(&mut self, org: &str, id: &str, expires_at: i64) -> impl Future<Output = Result<bool>> + Send;
     /// Revokes one token; whether it was live.
     fn revoke_token(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<bool>> + Send;
     /// Appends to the audit log.

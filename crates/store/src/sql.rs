@@ -571,6 +571,10 @@ impl DirectoryTx for SqlTx {
         directory::add_token(&mut self.tx, token).await
     }
 
+    async fn set_token_expiry(&mut self, org: &str, id: &str, expires_at: i64) -> Result<bool> {
+        directory::set_token_expiry(&mut self.tx, org, id, expires_at).await
+    }
+
     async fn revoke_token(&mut self, org: &str, id: &str, now: i64) -> Result<bool> {
         directory::revoke_token(&mut self.tx, org, id, now).await
     }

@@ -102,6 +102,9 @@ enum Action {
         role: String,
         /// The group.
         group: String,
+        /// Bind even though the group has no members yet.
+        #[arg(long)]
+        force: bool,
     },
     /// Publish a draft as the next version.
     Publish {
@@ -219,9 +222,10 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             for identity in admin.identities(&org).await? {
                 let person = identity.person.as_deref().unwrap_or("-");
                 println!(
-                    "{}\t{}\t{person}\t{}",
+                    "{}\t{}\t{}\t{person}\t{}",
                     identity.id,
-                    identity.role.map_or("agent", Role::as_str),
+                    identity.kind,
+                    identity.role.map_or("-", Role::as_str),
                     identity.groups.join(",")
                 );
             }
@@ -240,7 +244,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 match draft.bindings.get(role) {
                     Some(group) => println!("  role {role} → group {group}"),
                     None => println!(
-                        "  role {role}: not bound yet (agentprocess admin bind {} {role} GROUP)",
+                        "  role {role}: not bound yet (agentprocess admin bind --org {org} {} {role} GROUP)",
                         draft.process
                     ),
                 }
@@ -251,8 +255,9 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             process,
             role,
             group,
+            force,
         } => {
-            admin.bind_role(&org, &process, &role, &group).await?;
+            admin.bind_role(&org, &process, &role, &group, force).await?;
             println!("role {role} of {process} bound to group {group}");
         }
         Action::Publish { org, process } => {

@@ -223,7 +223,7 @@ async fn publish_one(
 ) -> Result<String, agentprocess_service::admin::Error> {
     let draft = admin.import_draft(ORG, source, Some(folder)).await?;
     for role in &draft.roles {
-        admin.bind_role(ORG, &draft.process, role, PEOPLE).await?;
+        admin.bind_role(ORG, &draft.process, role, PEOPLE, false).await?;
     }
     let published = admin.publish(ORG, &draft.process).await?;
     Ok(format!("version {}", published.number))

@@ -4,6 +4,7 @@ mod admin;
 mod catalog;
 mod conformance;
 mod dev;
+mod publish;
 mod validate;
 
 use std::path::PathBuf;
@@ -74,8 +75,16 @@ enum Command {
     /// processes instead. Every role of every process is bound to the group of the two
     /// people; the welcome text lists what was published.
     Dev(dev::Dev),
-    /// Administer organizations, identities, tokens and processes in a database.
+    /// Administer organizations, identities, tokens and processes in a database (for
+    /// bootstrapping; everything else goes through the REST surface).
     Admin(admin::AdminArgs),
+    /// Import a process folder on a server, bind its roles and publish it, through the
+    /// REST surface with an admin API token: prints the version and its content hash,
+    /// or every issue (with line and column).
+    ///
+    /// Example: agentprocess publish processes/purchase-order --bind approver=finance
+    /// --url https://process.example.com --token "$AGENTPROCESS_TOKEN"
+    Publish(publish::Publish),
     /// Test any Agent Process server over MCP against the protocol (core-2).
     ///
     /// Publishes nothing: reads describe and the catalog, walks every conformance
@@ -115,6 +124,7 @@ fn main() -> ExitCode {
         Command::Dev(options) => dev::run(options).map(|()| ExitCode::SUCCESS),
         Command::Admin(options) => admin::run(options).map(|()| ExitCode::SUCCESS),
         Command::Conformance(options) => conformance::run(options),
+        Command::Publish(options) => publish::run(options),
     };
     match outcome {
         Ok(code) => code,

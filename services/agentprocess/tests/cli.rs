@@ -215,8 +215,24 @@ fn admin_publishes_once_every_role_is_bound_and_versions_only_on_change() {
     let refused = db.run(&["publish", "--org", "acme", "invoice-approval"]);
     assert!(!refused.status.success());
     assert!(text(&refused.stderr).contains("role finance-controller: not bound to a group"));
-    for (role, group) in [("finance-controller", "finance"), ("cfo", "executives")] {
-        let bound = db.run(&["bind", "--org", "acme", "invoice-approval", role, group]);
+    assert!(
+        text(&imported.stdout)
+            .contains("(agentprocess admin bind --org acme invoice-approval finance-controller GROUP)"),
+        "the hint is a whole command"
+    );
+    let typo = db.run(&["bind", "--org", "acme", "invoice-approval", "finance-controller", "fnance"]);
+    assert!(!typo.status.success());
+    assert!(text(&typo.stderr).contains("group \"fnance\": the organization has no such group"), "{}", text(&typo.stderr));
+    let made = db.run(&["create-identity", "--org", "acme", "--kind", "person", "--person", "fin@acme.com", "fin", "--group", "finance"]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let group = db.run(&["create-group", "--org", "acme", "executives"]);
+    assert!(group.status.success(), "{}", text(&group.stderr));
+    let empty = db.run(&["bind", "--org", "acme", "invoice-approval", "cfo", "executives"]);
+    assert!(text(&empty.stderr).contains("has no members"), "{}", text(&empty.stderr));
+    for (role, group, force) in [("finance-controller", "finance", None), ("cfo", "executives", Some("--force"))] {
+        let mut args = vec!["bind", "--org", "acme", "invoice-approval", role, group];
+        args.extend(force);
+        let bound = db.run(&args);
         assert!(bound.status.success(), "{}", text(&bound.stderr));
     }
     let first = db.run(&["publish", "--org", "acme", "invoice-approval"]);
@@ -256,7 +272,7 @@ fn admin_identities_get_tokens_shown_once() {
     let token = db.run(&["issue-token", "--org", "acme", "mira"]);
     assert!(text(&token.stdout).starts_with("apt_"));
     let listed = text(&db.run(&["identities", "--org", "acme"]).stdout);
-    assert_eq!(listed.trim(), "mira\tperson\tmira@acme.com\tfinance");
+    assert_eq!(listed.trim(), "mira\tperson\tmember\tmira@acme.com\tfinance");
     let revoked = db.run(&["revoke-tokens", "--org", "acme", "mira"]);
     assert_eq!(text(&revoked.stdout).trim(), "1 token(s) of mira revoked");
     let again = db.run(&["revoke-tokens", "--org", "acme", "mira"]);

@@ -1,5 +1,4 @@
-//! `/api/v1`: the organization, its members, API tokens and the audit log. JSON in and
-//! out, errors as `{ code, message, issues? }`.
+//! The organization, its domains, members, groups, API tokens and audit log.
 
 use std::sync::Arc;
 
@@ -18,12 +17,13 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
-use super::{ApiError, Authenticated, Via, Web, csrf_token};
+use super::{Items, body, time_text};
+use crate::identity::{ApiCaller, ApiError, Authenticated, Via, Web, csrf_token};
 
 /// The most audit entries one page holds.
 const AUDIT_PAGE: u32 = 200;
 
-pub(super) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
+pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -48,17 +48,6 @@ where
         .route("/api/v1/tokens/{id}", delete(revoke_token::<S, B>))
         .route("/api/v1/audit", get(audit::<S, B>))
         .route("/api/v1/audit/export", get(audit_export::<S, B>))
-        .with_state(web)
-}
-
-/// A JSON body, or `invalid` naming what is wrong with it.
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    body.map(|Json(value)| value)
-        .map_err(|rejection| ApiError::invalid("the request body is not valid; nothing changed", vec![rejection.body_text()]))
-}
-
-fn time_text(millis: i64) -> String {
-    jiff::Timestamp::from_millisecond(millis).map(|at| at.to_string()).unwrap_or_default()
 }
 
 /// A person, as the REST surface shows them.
@@ -281,11 +270,6 @@ where
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Serialize)]
-struct Items<T> {
-    items: Vec<T>,
-}
-
 async fn members<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
@@ -446,7 +430,7 @@ where
 
 async fn membership<S, B>(
     web: &Web<S, B>,
-    caller: &super::ApiCaller,
+    caller: &ApiCaller,
     group: &str,
     member: &str,
     inside: bool,
@@ -486,7 +470,7 @@ where
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct TokenView {
+pub(super) struct TokenView {
     id: String,
     name: Option<String>,
     scope: Option<String>,
@@ -496,7 +480,7 @@ struct TokenView {
     revoked_at: Option<String>,
     /// The token itself: only in the answer that made it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    token: Option<String>,
+    pub(super) token: Option<String>,
 }
 
 impl From<&TokenRow> for TokenView {

@@ -1,0 +1,203 @@
+//! Agents and their MCP bearer tokens.
+
+use std::sync::Arc;
+
+use agentprocess_auth::agents::NewAgent;
+use agentprocess_auth::{Identity, Role};
+use agentprocess_blobs::Blobs;
+use agentprocess_store::Store;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::organization::TokenView;
+use super::{Items, body};
+use crate::identity::{ApiError, Authenticated, Web};
+
+pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    Router::new()
+        .route("/api/v1/agents", get(agents::<S, B>).post(create::<S, B>))
+        .route("/api/v1/agents/{id}", get(agent::<S, B>).patch(change::<S, B>))
+        .route("/api/v1/agents/{id}/tokens", get(tokens::<S, B>).post(create_token::<S, B>))
+        .route("/api/v1/agents/{id}/tokens/{token}", delete(revoke_token::<S, B>))
+        .route("/api/v1/agents/{id}/tokens/{token}/rotate", post(rotate_token::<S, B>))
+}
+
+#[derive(Debug, Serialize)]
+struct AgentView {
+    id: String,
+    name: String,
+    enabled: bool,
+}
+
+impl From<&Identity> for AgentView {
+    fn from(agent: &Identity) -> Self {
+        Self {
+            id: agent.id.clone(),
+            name: agent.name.clone(),
+            enabled: agent.deactivated_at.is_none(),
+        }
+    }
+}
+
+async fn agents<S, B>(State(web): State<Arc<Web<S, B>>>, Authenticated(caller): Authenticated) -> Result<Json<Items<AgentView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Operator, false)?;
+    let agents = web.auth.agents(caller.org()).await?;
+    Ok(Json(Items {
+        items: agents.iter().map(AgentView::from).collect(),
+    }))
+}
+
+async fn agent<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<AgentView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Operator, false)?;
+    Ok(Json(AgentView::from(&web.auth.agent(caller.org(), &id).await?)))
+}
+
+async fn create<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    new: Result<Json<NewAgent>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let agent = web.auth.create_agent(&caller.actor(), caller.org(), &new, web.now()).await?;
+    Ok((StatusCode::CREATED, Json(AgentView::from(&agent))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentChange {
+    enabled: bool,
+}
+
+async fn change<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    change: Result<Json<AgentChange>, JsonRejection>,
+) -> Result<Json<AgentView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let change = body(change)?;
+    let agent = web.auth.set_agent_enabled(&caller.actor(), caller.org(), &id, change.enabled, web.now()).await?;
+    Ok(Json(AgentView::from(&agent)))
+}
+
+async fn tokens<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Items<TokenView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, false)?;
+    let tokens = web.auth.agent_tokens(caller.org(), &id).await?;
+    Ok(Json(Items {
+        items: tokens.iter().map(TokenView::from).collect(),
+    }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NewAgentToken {
+    #[serde(default)]
+    expires_in_days: Option<u32>,
+}
+
+fn made(row: &agentprocess_store::TokenRow, token: String) -> Response {
+    let mut view = TokenView::from(row);
+    view.token = Some(token);
+    let mut response = (StatusCode::CREATED, Json(view)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn create_token<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    new: Result<Json<NewAgentToken>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let (row, token) = web
+        .auth
+        .create_agent_token(&caller.actor(), caller.org(), &id, new.expires_in_days, web.now())
+        .await?;
+    Ok(made(&row, token))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Rotation {
+    /// How long the old token keeps working.
+    overlap_seconds: u32,
+}
+
+async fn rotate_token<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((id, token)): Path<(String, String)>,
+    rotation: Result<Json<Rotation>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let rotation = body(rotation)?;
+    let (row, secret) = web
+        .auth
+        .rotate_agent_token(&caller.actor(), caller.org(), &id, &token, rotation.overlap_seconds, web.now())
+        .await?;
+    Ok(made(&row, secret))
+}
+
+async fn revoke_token<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((id, token)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.auth.revoke_agent_token(&caller.actor(), caller.org(), &id, &token, web.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,46 @@
+//! `/api/v1`: the REST admin surface. JSON in and out, errors as
+//! `{ code, message, issues? }` with the HTTP status of each code.
+
+mod agents;
+mod organization;
+mod processes;
+mod runs;
+
+use std::sync::Arc;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_store::Store;
+use axum::Json;
+use axum::Router;
+use axum::extract::rejection::JsonRejection;
+use serde::Serialize;
+
+use super::{ApiError, Web};
+
+pub(super) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    organization::routes()
+        .merge(agents::routes())
+        .merge(processes::routes())
+        .merge(runs::routes())
+        .with_state(web)
+}
+
+/// A JSON body, or `invalid` naming what is wrong with it.
+fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(value)| value)
+        .map_err(|rejection| ApiError::invalid("the request body is not valid; nothing changed", vec![rejection.body_text()]))
+}
+
+fn time_text(millis: i64) -> String {
+    jiff::Timestamp::from_millisecond(millis).map(|at| at.to_string()).unwrap_or_default()
+}
+
+/// A list.
+#[derive(Debug, Serialize)]
+struct Items<T> {
+    items: Vec<T>,
+}

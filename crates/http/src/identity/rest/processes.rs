@@ -1,0 +1,353 @@
+//! Processes: import a PROCESS.md as a draft, bind its roles to groups, publish it as
+//! a numbered version with its content hash, read versions and compare two.
+
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_auth::audit::detail;
+use agentprocess_blobs::Blobs;
+use agentprocess_service::admin::Draft;
+use agentprocess_store::{Store, StoredVersion};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Multipart, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Items, body, time_text};
+use crate::identity::{ApiError, Authenticated, Web};
+
+/// The largest PROCESS.md an import takes.
+const MAX_SOURCE_BYTES: usize = 1 << 20;
+
+pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    Router::new()
+        .route("/api/v1/processes", get(processes::<S, B>).post(import::<S, B>))
+        .route("/api/v1/processes/{name}/draft", get(draft::<S, B>))
+        .route("/api/v1/processes/{name}/draft/roles/{role}", put(bind::<S, B>))
+        .route("/api/v1/processes/{name}/publish", post(publish::<S, B>))
+        .route("/api/v1/processes/{name}/versions", get(versions::<S, B>))
+        .route("/api/v1/processes/{name}/versions/{number}", get(version::<S, B>))
+        .route("/api/v1/processes/{name}/diff", get(diff::<S, B>))
+}
+
+#[derive(Debug, Serialize)]
+struct RoleView {
+    role: String,
+    group: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DraftView {
+    process: String,
+    roles: Vec<RoleView>,
+    /// What the organization must connect before running it; shown, never checked.
+    requires_systems: Vec<String>,
+    /// Whether every role is bound, so it can be published.
+    publishable: bool,
+}
+
+impl From<Draft> for DraftView {
+    fn from(draft: Draft) -> Self {
+        let roles: Vec<RoleView> = draft
+            .roles
+            .iter()
+            .map(|role| RoleView {
+                role: role.clone(),
+                group: draft.bindings.get(role).cloned(),
+            })
+            .collect();
+        Self {
+            publishable: roles.iter().all(|role| role.group.is_some()),
+            process: draft.process,
+            roles,
+            requires_systems: draft.systems,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionView {
+    process: String,
+    number: u32,
+    content_hash: String,
+    published_at: String,
+    roles: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frontmatter: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+}
+
+impl VersionView {
+    fn of(version: &StoredVersion) -> Self {
+        Self {
+            process: version.process.clone(),
+            number: version.number,
+            content_hash: version.content_hash.clone(),
+            published_at: time_text(version.published_at),
+            roles: serde_json::from_str(&version.roles).unwrap_or(Value::Null),
+            frontmatter: None,
+            body: None,
+        }
+    }
+}
+
+async fn processes<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<VersionView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let mut items = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = web
+            .service
+            .store()
+            .latest_versions(caller.org(), after.as_deref(), agentprocess_service::MAX_PAGE)
+            .await
+            .map_err(agentprocess_service::admin::Error::from)?;
+        let full = page.len() == agentprocess_service::MAX_PAGE as usize;
+        after = page.last().map(|version| version.process.clone());
+        items.extend(page.iter().map(VersionView::of));
+        if !full {
+            break;
+        }
+    }
+    Ok(Json(Items { items }))
+}
+
+/// `multipart/form-data` with the PROCESS.md in a part named `file`, and optionally the
+/// name of the folder it sits in (part `folder`, or the file name's directory, as
+/// `purchase-order/PROCESS.md`), which must then be the process's name.
+async fn import<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    mut multipart: Multipart,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let unreadable = |error: axum::extract::multipart::MultipartError| {
+        ApiError::invalid("the upload could not be read", vec![error.body_text()])
+    };
+    let (mut source, mut folder) = (None, None);
+    while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
+        match field.name() {
+            Some("file") => {
+                if let Some((directory, _)) = field.file_name().and_then(|name| name.rsplit_once('/')) {
+                    folder = folder.or_else(|| directory.rsplit('/').next().map(str::to_owned));
+                }
+                let bytes = field.bytes().await.map_err(unreadable)?;
+                if bytes.len() > MAX_SOURCE_BYTES {
+                    return Err(ApiError::invalid(
+                        "the PROCESS.md is too large",
+                        vec![format!("file: {} bytes, at most {MAX_SOURCE_BYTES}", bytes.len())],
+                    ));
+                }
+                source = Some(bytes);
+            }
+            Some("folder") => folder = Some(field.text().await.map_err(unreadable)?),
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "the upload has a part this surface does not take",
+                    vec![format!("{other}: use the parts file and folder")],
+                ));
+            }
+            None => {}
+        }
+    }
+    let Some(source) = source else {
+        return Err(ApiError::invalid("the upload has no PROCESS.md", vec!["file: required".to_owned()]));
+    };
+    let draft = web.service.admin().import_draft(caller.org(), &source, folder.as_deref()).await?;
+    web.auth
+        .record(caller.org(), &caller.actor(), "process.imported", Some(&draft.process), detail([]), web.now())
+        .await?;
+    Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
+}
+
+async fn draft<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Result<Json<DraftView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Operator, false)?;
+    Ok(Json(DraftView::from(web.service.admin().draft(caller.org(), &name).await?)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Binding {
+    group: String,
+    /// Bind even though the group has no members yet.
+    #[serde(default)]
+    force: bool,
+}
+
+async fn bind<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((name, role)): Path<(String, String)>,
+    binding: Result<Json<Binding>, JsonRejection>,
+) -> Result<Json<DraftView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let binding = body(binding)?;
+    let draft = web
+        .service
+        .admin()
+        .bind_role(caller.org(), &name, &role, &binding.group, binding.force)
+        .await?;
+    web.auth
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "process.role_bound",
+            Some(&name),
+            detail([("role", json!(role)), ("group", json!(binding.group)), ("force", json!(binding.force))]),
+            web.now(),
+        )
+        .await?;
+    Ok(Json(DraftView::from(draft)))
+}
+
+async fn publish<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let published = web.service.admin().publish(caller.org(), &name).await?;
+    if !published.unchanged {
+        web.auth
+            .record(
+                caller.org(),
+                &caller.actor(),
+                "process.published",
+                Some(&name),
+                detail([("number", json!(published.number)), ("contentHash", json!(published.content_hash))]),
+                web.now(),
+            )
+            .await?;
+    }
+    let status = if published.unchanged { StatusCode::OK } else { StatusCode::CREATED };
+    let view = json!({
+        "process": name,
+        "number": published.number,
+        "contentHash": published.content_hash,
+        "unchanged": published.unchanged,
+    });
+    Ok((status, Json(view)).into_response())
+}
+
+async fn versions<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Result<Json<Items<VersionView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let versions = web.service.admin().versions(caller.org(), &name).await?;
+    if versions.is_empty() {
+        return Err(ApiError::not_found(format!("there is no published process {name:?}")));
+    }
+    Ok(Json(Items {
+        items: versions.iter().map(VersionView::of).collect(),
+    }))
+}
+
+async fn stored<S, B>(web: &Web<S, B>, org: &str, name: &str, number: u32) -> Result<StoredVersion, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    web.service
+        .store()
+        .version(org, name, Some(number))
+        .await
+        .map_err(agentprocess_service::admin::Error::from)?
+        .ok_or_else(|| ApiError::not_found(format!("{name} has no version {number}")))
+}
+
+async fn version<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, u32)>,
+) -> Result<Json<VersionView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let version = stored(&web, caller.org(), &name, number).await?;
+    let (frontmatter, text) = agentprocess_format::read_parts(version.source.as_bytes())
+        .map_err(|_| ApiError::retry())?;
+    let mut view = VersionView::of(&version);
+    view.frontmatter = Some(frontmatter);
+    view.body = Some(text);
+    Ok(Json(view))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pair {
+    from: u32,
+    to: u32,
+}
+
+async fn diff<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    pair: Result<Query<Pair>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let Query(pair) = pair.map_err(|rejection| ApiError::invalid("give from and to, two version numbers", vec![rejection.body_text()]))?;
+    let from = stored(&web, caller.org(), &name, pair.from).await?;
+    let to = stored(&web, caller.org(), &name, pair.to).await?;
+    let unified = similar::TextDiff::from_lines(&from.source, &to.source)
+        .unified_diff()
+        .header(&format!("{name} version {}", from.number), &format!("{name} version {}", to.number))
+        .to_string();
+    Ok(Json(json!({
+        "process": name,
+        "from": { "number": from.number, "contentHash": from.content_hash },
+        "to": { "number": to.number, "contentHash": to.content_hash },
+        "rolesChanged": from.roles != to.roles,
+        "diff": unified,
+    })))
+}

@@ -1,0 +1,286 @@
+//! Runs (list and filter as `list_runs` does, one run's view, cancel) and webhooks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_auth::audit::detail;
+use agentprocess_blobs::Blobs;
+use agentprocess_service::{Caller, ListRuns, Write};
+use agentprocess_store::{DeliveryRecord, Store, Webhook};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{Items, body, time_text};
+use crate::identity::{ApiCaller, ApiError, Authenticated, Web};
+
+pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    Router::new()
+        .route("/api/v1/runs", get(runs::<S, B>))
+        .route("/api/v1/runs/{id}", get(run::<S, B>))
+        .route("/api/v1/runs/{id}/cancel", post(cancel::<S, B>))
+        .route("/api/v1/webhooks", get(webhooks::<S, B>).post(add_webhook::<S, B>))
+        .route("/api/v1/webhooks/deliveries", get(deliveries::<S, B>))
+        .route("/api/v1/webhooks/{id}", delete(remove_webhook::<S, B>))
+}
+
+fn caller_of(caller: &ApiCaller) -> Caller {
+    Caller {
+        identity: caller.identity.clone(),
+    }
+}
+
+/// `list_runs`: `process`, `state`, `limit`, `cursor`, and `input.<field>=<value>` for
+/// each input to match (the value as JSON, or as a string when it is not JSON).
+async fn runs<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let mut args = ListRuns {
+        limit: 50,
+        ..ListRuns::default()
+    };
+    let mut issues = Vec::new();
+    let mut inputs = Map::new();
+    for (key, value) in query {
+        match key.as_str() {
+            "process" => args.process = Some(value),
+            "state" => args.state = Some(value),
+            "cursor" => args.cursor = Some(value),
+            "limit" => match value.parse::<u32>() {
+                Ok(limit) if (1..=agentprocess_service::MAX_PAGE).contains(&limit) => args.limit = limit,
+                _ => issues.push(format!("limit: {value:?} is not between 1 and {}", agentprocess_service::MAX_PAGE)),
+            },
+            _ => match key.strip_prefix("input.") {
+                Some(field) if !field.is_empty() => {
+                    let parsed = agentprocess_format::exact::parse(&value).unwrap_or(Value::String(value));
+                    inputs.insert(field.to_owned(), parsed);
+                }
+                _ => issues.push(format!("{key}: not a filter (use process, state, limit, cursor, input.<field>)")),
+            },
+        }
+    }
+    if !issues.is_empty() {
+        return Err(ApiError::invalid("the query has problems", issues));
+    }
+    args.inputs = inputs;
+    let page = web.service.list_runs(&caller_of(&caller), args).await.map_err(ApiError::from_tool)?;
+    Ok(Json(page))
+}
+
+async fn run<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Member, false)?;
+    let view = web.service.get_run(&caller_of(&caller), &id).await.map_err(ApiError::from_tool)?;
+    Ok(Json(view))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cancel {
+    reason: String,
+}
+
+/// The write of a REST call: its `Idempotency-Key` (the same semantics as a tool's
+/// `requestId`: the same key with the same body gets the first answer, with another
+/// body `conflict`), or a fresh one.
+fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write, ApiError> {
+    let key = match headers.get("idempotency-key") {
+        Some(value) => {
+            let key = value.to_str().unwrap_or_default().trim();
+            if key.is_empty() || key.len() > 128 {
+                return Err(ApiError::invalid("Idempotency-Key must have 1 to 128 characters", Vec::new()));
+            }
+            format!("rest:{key}")
+        }
+        None => agentprocess_auth::secrets::new_id("rest:"),
+    };
+    Ok(Write::from_arguments(key, arguments))
+}
+
+async fn cancel<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    cancel: Result<Json<Cancel>, JsonRejection>,
+) -> Result<Json<Value>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Operator, true)?;
+    let cancel = body(cancel)?;
+    let mut arguments = Map::new();
+    arguments.insert("runId".to_owned(), json!(id));
+    arguments.insert("reason".to_owned(), json!(cancel.reason));
+    let write = write_of(&headers, &arguments)?;
+    let view = web
+        .service
+        .cancel(&caller_of(&caller), &id, &cancel.reason, &write)
+        .await
+        .map_err(ApiError::from_tool)?;
+    web.auth
+        .record(caller.org(), &caller.actor(), "run.cancelled", Some(&id), detail([("reason", json!(cancel.reason))]), web.now())
+        .await?;
+    Ok(Json(view))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WebhookView {
+    id: String,
+    url: String,
+    created_at: String,
+    /// The signing secret: only in the answer that made the webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+}
+
+impl From<&Webhook> for WebhookView {
+    fn from(webhook: &Webhook) -> Self {
+        Self {
+            id: webhook.id.clone(),
+            url: webhook.url.clone(),
+            created_at: time_text(webhook.created_at),
+            secret: None,
+        }
+    }
+}
+
+async fn webhooks<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<WebhookView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, false)?;
+    let webhooks = web.service.admin().webhooks(caller.org()).await?;
+    Ok(Json(Items {
+        items: webhooks.iter().map(WebhookView::from).collect(),
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewWebhook {
+    url: String,
+}
+
+async fn add_webhook<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    new: Result<Json<NewWebhook>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let webhook = web.service.admin().add_webhook(caller.org(), &new.url).await?;
+    web.auth
+        .record(caller.org(), &caller.actor(), "webhook.added", Some(&webhook.id), detail([("url", json!(webhook.url))]), web.now())
+        .await?;
+    let mut view = WebhookView::from(&webhook);
+    view.secret = Some(webhook.secret.clone());
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+async fn remove_webhook<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.service.admin().remove_webhook(caller.org(), &id).await?;
+    web.auth
+        .record(caller.org(), &caller.actor(), "webhook.removed", Some(&id), detail([]), web.now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeliveryView {
+    notification: String,
+    event: String,
+    run_id: String,
+    webhook: String,
+    status: String,
+    attempts: u32,
+    last_status_code: Option<u16>,
+    last_error: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<&DeliveryRecord> for DeliveryView {
+    fn from(record: &DeliveryRecord) -> Self {
+        Self {
+            notification: record.notification_id.clone(),
+            event: record.event.clone(),
+            run_id: record.run_id.clone(),
+            webhook: record.webhook_id.clone(),
+            status: record.status.as_str().to_owned(),
+            attempts: record.attempts,
+            last_status_code: record.last_status_code,
+            last_error: record.last_error.clone(),
+            created_at: time_text(record.created_at),
+            updated_at: time_text(record.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeliveriesQuery {
+    limit: Option<u32>,
+}
+
+async fn deliveries<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Items<DeliveryView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, false)?;
+    let Query(query) = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
+    let limit = query.limit.unwrap_or(50).clamp(1, agentprocess_service::MAX_PAGE);
+    let records = web.service.admin().deliveries(caller.org(), limit).await?;
+    Ok(Json(Items {
+        items: records.iter().map(DeliveryView::from).collect(),
+    }))
+}
