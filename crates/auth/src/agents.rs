@@ -50,14 +50,22 @@ impl<S: Store + Clone> Auth<S> {
     }
 
     /// Makes an agent.
-    pub async fn create_agent(&self, actor: &Actor, org: &str, new: &NewAgent, now: jiff::Timestamp) -> Result<Identity, Error> {
+    pub async fn create_agent(
+        &self,
+        actor: &Actor,
+        org: &str,
+        new: &NewAgent,
+        now: jiff::Timestamp,
+    ) -> Result<Identity, Error> {
         let mut issues = crate::id_issues(&new.id);
         if new.name.as_deref().is_some_and(|name| name.chars().count() > 200) {
             issues.push("name: at most 200 characters".to_owned());
         }
         refuse_if_any("the agent was not made", issues)?;
         let mut tx = self.store.begin().await?;
-        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
         if tx.identity(org, &new.id).await?.is_some() {
             return Err(Error::conflict(format!("an identity {:?} exists already", new.id)));
         }
@@ -67,14 +75,26 @@ impl<S: Store + Clone> Auth<S> {
             kind: IdentityKind::Agent,
             role: None,
             person: None,
-            name: new.name.clone().filter(|name| !name.trim().is_empty()).unwrap_or_else(|| new.id.clone()),
+            name: new
+                .name
+                .clone()
+                .filter(|name| !name.trim().is_empty())
+                .unwrap_or_else(|| new.id.clone()),
             groups: Vec::new(),
             deactivated_at: None,
         };
         let at = millis(now);
         tx.create_identity(&agent, at).await?;
-        audit::append(&mut tx, org, actor, "agent.created", Some(&agent.id), detail([("name", json!(agent.name))]), at)
-            .await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "agent.created",
+            Some(&agent.id),
+            detail([("name", json!(agent.name))]),
+            at,
+        )
+        .await?;
         tx.commit().await?;
         Ok(agent)
     }
@@ -91,10 +111,18 @@ impl<S: Store + Clone> Auth<S> {
     ) -> Result<Identity, Error> {
         let at = millis(now);
         let mut tx = self.store.begin().await?;
-        let Some(mut agent) = tx.identity(org, id).await?.filter(|identity| identity.kind == IdentityKind::Agent) else {
+        let Some(mut agent) = tx
+            .identity(org, id)
+            .await?
+            .filter(|identity| identity.kind == IdentityKind::Agent)
+        else {
             return Err(Error::not_found(format!("there is no agent {id:?}")));
         };
-        agent.deactivated_at = if enabled { None } else { agent.deactivated_at.or(Some(at)) };
+        agent.deactivated_at = if enabled {
+            None
+        } else {
+            agent.deactivated_at.or(Some(at))
+        };
         tx.set_person(org, id, None, agent.deactivated_at).await?;
         let kind = if enabled { "agent.enabled" } else { "agent.disabled" };
         audit::append(&mut tx, org, actor, kind, Some(id), detail([]), at).await?;
@@ -134,7 +162,9 @@ impl<S: Store + Clone> Auth<S> {
             ));
         }
         let mut tx = self.store.begin().await?;
-        let made = self.add_agent_token(&mut tx, actor, org, id, expires_in_days, millis(now)).await?;
+        let made = self
+            .add_agent_token(&mut tx, actor, org, id, expires_in_days, millis(now))
+            .await?;
         tx.commit().await?;
         Ok(made)
     }
@@ -163,7 +193,16 @@ impl<S: Store + Clone> Auth<S> {
             revoked_at: None,
         };
         tx.add_token(&row).await?;
-        audit::append(tx, org, actor, "agent.token_created", Some(id), detail([("token", json!(row.id))]), at).await?;
+        audit::append(
+            tx,
+            org,
+            actor,
+            "agent.token_created",
+            Some(id),
+            detail([("token", json!(row.id))]),
+            at,
+        )
+        .await?;
         Ok((row, secret))
     }
 
@@ -181,26 +220,41 @@ impl<S: Store + Clone> Auth<S> {
         if overlap_seconds > MAX_OVERLAP_SECONDS {
             return Err(Error::invalid(
                 "the token was not rotated",
-                vec![format!("overlapSeconds: {overlap_seconds} is more than {MAX_OVERLAP_SECONDS}")],
+                vec![format!(
+                    "overlapSeconds: {overlap_seconds} is more than {MAX_OVERLAP_SECONDS}"
+                )],
             ));
         }
-        let old = self.agent_tokens(org, id).await?.into_iter().find(|row| row.id == token);
+        let old = self
+            .agent_tokens(org, id)
+            .await?
+            .into_iter()
+            .find(|row| row.id == token);
         let Some(old) = old.filter(|row| row.revoked_at.is_none()) else {
             return Err(Error::not_found(format!("agent {id:?} has no live token {token:?}")));
         };
         let at = millis(now);
         let lifetime = old.expires_at.map(|expires| expires.saturating_sub(old.created_at));
-        let days = lifetime.map(|millis| u32::try_from(millis / 86_400_000).unwrap_or(MAX_TOKEN_DAYS).clamp(1, MAX_TOKEN_DAYS));
+        let days = lifetime.map(|millis| {
+            u32::try_from(millis / 86_400_000)
+                .unwrap_or(MAX_TOKEN_DAYS)
+                .clamp(1, MAX_TOKEN_DAYS)
+        });
         let mut tx = self.store.begin().await?;
         let made = self.add_agent_token(&mut tx, actor, org, id, days, at).await?;
-        tx.set_token_expiry(org, &old.id, at.saturating_add(i64::from(overlap_seconds) * 1000)).await?;
+        tx.set_token_expiry(org, &old.id, at.saturating_add(i64::from(overlap_seconds) * 1000))
+            .await?;
         audit::append(
             &mut tx,
             org,
             actor,
             "agent.token_rotated",
             Some(id),
-            detail([("old", json!(old.id)), ("new", json!(made.0.id)), ("overlapSeconds", json!(overlap_seconds))]),
+            detail([
+                ("old", json!(old.id)),
+                ("new", json!(made.0.id)),
+                ("overlapSeconds", json!(overlap_seconds)),
+            ]),
             at,
         )
         .await?;
@@ -209,7 +263,14 @@ impl<S: Store + Clone> Auth<S> {
     }
 
     /// Revokes an agent's token.
-    pub async fn revoke_agent_token(&self, actor: &Actor, org: &str, id: &str, token: &str, now: jiff::Timestamp) -> Result<(), Error> {
+    pub async fn revoke_agent_token(
+        &self,
+        actor: &Actor,
+        org: &str,
+        id: &str,
+        token: &str,
+        now: jiff::Timestamp,
+    ) -> Result<(), Error> {
         if !self.agent_tokens(org, id).await?.iter().any(|row| row.id == token) {
             return Err(Error::not_found(format!("agent {id:?} has no token {token:?}")));
         }
@@ -217,8 +278,16 @@ impl<S: Store + Clone> Auth<S> {
         if !tx.revoke_token(org, token, millis(now)).await? {
             return Err(Error::conflict(format!("the token {token:?} is already revoked")));
         }
-        audit::append(&mut tx, org, actor, "agent.token_revoked", Some(id), detail([("token", json!(token))]), millis(now))
-            .await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "agent.token_revoked",
+            Some(id),
+            detail([("token", json!(token))]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }

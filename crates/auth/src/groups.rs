@@ -42,12 +42,20 @@ impl<S: Store + Clone> Auth<S> {
     }
 
     /// Makes a group.
-    pub async fn create_group(&self, actor: &Actor, org: &str, new: &NewGroup, now: jiff::Timestamp) -> Result<Group, Error> {
+    pub async fn create_group(
+        &self,
+        actor: &Actor,
+        org: &str,
+        new: &NewGroup,
+        now: jiff::Timestamp,
+    ) -> Result<Group, Error> {
         let mut issues = crate::id_issues(&new.id);
         issues.extend(name_issues(new.name.as_deref()));
         refuse_if_any("the group was not made", issues)?;
         let mut tx = self.store.begin().await?;
-        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
         if tx.groups(org).await?.contains(&new.id) {
             return Err(Error::conflict(format!("the group {:?} exists already", new.id)));
         }
@@ -55,7 +63,16 @@ impl<S: Store + Clone> Auth<S> {
         tx.create_group(org, &new.id, at).await?;
         let name = new.name.as_deref().map(str::trim).filter(|name| !name.is_empty());
         tx.rename_group(org, &new.id, name).await?;
-        audit::append(&mut tx, org, actor, "group.created", Some(&new.id), detail([("name", json!(name))]), at).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "group.created",
+            Some(&new.id),
+            detail([("name", json!(name))]),
+            at,
+        )
+        .await?;
         tx.commit().await?;
         Ok(Group {
             id: new.id.clone(),
@@ -79,7 +96,16 @@ impl<S: Store + Clone> Auth<S> {
         if !tx.rename_group(org, id, name).await? {
             return Err(Error::not_found(format!("there is no group {id:?}")));
         }
-        audit::append(&mut tx, org, actor, "group.renamed", Some(id), detail([("name", json!(name))]), millis(now)).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "group.renamed",
+            Some(id),
+            detail([("name", json!(name))]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         self.group(org, id).await
     }
@@ -87,7 +113,9 @@ impl<S: Store + Clone> Auth<S> {
     /// Deletes a group, unless a role of a draft or a published version is bound to it.
     pub async fn delete_group(&self, actor: &Actor, org: &str, id: &str, now: jiff::Timestamp) -> Result<(), Error> {
         let mut tx = self.store.begin().await?;
-        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
         let mut uses = Vec::new();
         for (process, number, roles) in tx.role_bindings(org).await? {
             let roles: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&roles).unwrap_or_default();
@@ -124,7 +152,9 @@ impl<S: Store + Clone> Auth<S> {
         now: jiff::Timestamp,
     ) -> Result<Group, Error> {
         let mut tx = self.store.begin().await?;
-        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
         if !tx.groups(org).await?.iter().any(|known| known == group) {
             return Err(Error::not_found(format!("there is no group {group:?}")));
         }
@@ -136,8 +166,21 @@ impl<S: Store + Clone> Auth<S> {
         } else {
             tx.remove_member(org, group, member).await?;
         }
-        let kind = if inside { "group.member_added" } else { "group.member_removed" };
-        audit::append(&mut tx, org, actor, kind, Some(group), detail([("member", json!(member))]), millis(now)).await?;
+        let kind = if inside {
+            "group.member_added"
+        } else {
+            "group.member_removed"
+        };
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            kind,
+            Some(group),
+            detail([("member", json!(member))]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         self.group(org, group).await
     }

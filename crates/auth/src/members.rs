@@ -118,7 +118,10 @@ impl<S: Store + Clone> Auth<S> {
         }
         refuse_if_any("the change has problems; nothing changed", issues)?;
         let mut tx = self.store.begin().await?;
-        let current = tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        let current = tx
+            .lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
         if let Some(expected) = revision
             && expected != current
         {
@@ -161,7 +164,13 @@ impl<S: Store + Clone> Auth<S> {
 
     /// Adds an email domain; its people can then be provisioned at sign-in, and once
     /// verified it routes sign-in by email.
-    pub async fn add_domain(&self, actor: &Actor, org: &str, domain: &str, now: jiff::Timestamp) -> Result<Domain, Error> {
+    pub async fn add_domain(
+        &self,
+        actor: &Actor,
+        org: &str,
+        domain: &str,
+        now: jiff::Timestamp,
+    ) -> Result<Domain, Error> {
         let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
         if !is_email(&format!("x@{domain}")) || domain.len() > 253 {
             return Err(Error::invalid(
@@ -169,7 +178,13 @@ impl<S: Store + Clone> Auth<S> {
                 vec![format!("domain: {domain:?} is not a domain name")],
             ));
         }
-        if let Some(known) = self.store.domains(org).await?.into_iter().find(|known| known.domain == domain) {
+        if let Some(known) = self
+            .store
+            .domains(org)
+            .await?
+            .into_iter()
+            .find(|known| known.domain == domain)
+        {
             return Ok(known);
         }
         let added = Domain {
@@ -179,18 +194,42 @@ impl<S: Store + Clone> Auth<S> {
         };
         let mut tx = self.store.begin().await?;
         tx.put_domain(org, &added, millis(now)).await?;
-        audit::append(&mut tx, org, actor, "domain.added", Some(&domain), detail([]), millis(now)).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "domain.added",
+            Some(&domain),
+            detail([]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         Ok(added)
     }
 
     /// Removes an email domain.
-    pub async fn remove_domain(&self, actor: &Actor, org: &str, domain: &str, now: jiff::Timestamp) -> Result<(), Error> {
+    pub async fn remove_domain(
+        &self,
+        actor: &Actor,
+        org: &str,
+        domain: &str,
+        now: jiff::Timestamp,
+    ) -> Result<(), Error> {
         let mut tx = self.store.begin().await?;
         if !tx.remove_domain(org, domain).await? {
             return Err(Error::not_found(format!("the organization has no domain {domain:?}")));
         }
-        audit::append(&mut tx, org, actor, "domain.removed", Some(domain), detail([]), millis(now)).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "domain.removed",
+            Some(domain),
+            detail([]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -216,14 +255,22 @@ impl<S: Store + Clone> Auth<S> {
     }
 
     /// Invites someone by email.
-    pub async fn invite(&self, actor: &Actor, org: &str, invite: &Invite, now: jiff::Timestamp) -> Result<Identity, Error> {
+    pub async fn invite(
+        &self,
+        actor: &Actor,
+        org: &str,
+        invite: &Invite,
+        now: jiff::Timestamp,
+    ) -> Result<Identity, Error> {
         let email = invite.email.trim().to_ascii_lowercase();
         let mut issues = Vec::new();
         if !is_email(&email) {
             issues.push(format!("email: {:?} is not an email address", invite.email));
         }
         let mut tx = self.store.begin().await?;
-        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
         let known = tx.groups(org).await?;
         issues.extend(unknown_groups(&invite.groups, &known));
         refuse_if_any("the invitation has problems; nobody was invited", issues)?;
@@ -239,7 +286,11 @@ impl<S: Store + Clone> Auth<S> {
             kind: IdentityKind::Person,
             role: Some(invite.role),
             person: Some(email.clone()),
-            name: invite.name.clone().filter(|name| !name.trim().is_empty()).unwrap_or_else(|| email.clone()),
+            name: invite
+                .name
+                .clone()
+                .filter(|name| !name.trim().is_empty())
+                .unwrap_or_else(|| email.clone()),
             groups,
             deactivated_at: None,
         };
@@ -276,14 +327,22 @@ impl<S: Store + Clone> Auth<S> {
     ) -> Result<Identity, Error> {
         let at = millis(now);
         let mut tx = self.store.begin().await?;
-        tx.lock_org(org).await?.ok_or_else(|| Error::not_found("there is no such organization"))?;
-        let Some(mut identity) = tx.identity(org, id).await?.filter(|identity| identity.kind == IdentityKind::Person)
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
+        let Some(mut identity) = tx
+            .identity(org, id)
+            .await?
+            .filter(|identity| identity.kind == IdentityKind::Person)
         else {
             return Err(Error::not_found(format!("there is no member {id:?}")));
         };
         if let Some(groups) = &change.groups {
             let known = tx.groups(org).await?;
-            refuse_if_any("the change has problems; nothing changed", unknown_groups(groups, &known))?;
+            refuse_if_any(
+                "the change has problems; nothing changed",
+                unknown_groups(groups, &known),
+            )?;
         }
         let was_admin = identity.has_role(Role::Admin);
         if let Some(role) = change.role {

@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
 use openidconnect::{
-    AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
-    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, SignatureVerificationError,
-    TokenResponse as _,
+    AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, SignatureVerificationError, TokenResponse as _,
 };
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +42,9 @@ pub struct Oidc {
 
 impl std::fmt::Debug for Oidc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Oidc").field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("Oidc")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
     }
 }
 
@@ -205,6 +206,12 @@ impl Oidc {
         Ok(metadata)
     }
 
+    /// Runs discovery at `issuer` afresh: whether the provider answers as itself, with
+    /// its keys.
+    pub async fn discover(&self, issuer: &str) -> Result<(), OidcError> {
+        self.metadata(issuer, true).await.map(|_| ())
+    }
+
     /// Runs discovery for `config` and makes the authorization request: the URL to
     /// send the person to, and what to keep until they come back. The request is
     /// tried once by the server first, so a provider that refuses it (an unknown
@@ -219,7 +226,11 @@ impl Oidc {
         let client = self.client(metadata, config)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut request = client
-            .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
+            .authorize_url(
+                CoreAuthenticationFlow::AuthorizationCode,
+                CsrfToken::new_random,
+                Nonce::new_random,
+            )
             .add_scope(Scope::new("email".to_owned()))
             .add_scope(Scope::new("profile".to_owned()));
         if groups {
@@ -302,9 +313,15 @@ impl Oidc {
                 OidcError::Exchange(match error {
                     RequestTokenError::ServerResponse(response) => {
                         let description = response.error_description().map(String::as_str).unwrap_or("");
-                        format!("{}{}{description}", response.error(), if description.is_empty() { "" } else { ": " })
+                        format!(
+                            "{}{}{description}",
+                            response.error(),
+                            if description.is_empty() { "" } else { ": " }
+                        )
                     }
-                    RequestTokenError::Request(error) => format!("the token endpoint could not be reached ({})", chain(&error)),
+                    RequestTokenError::Request(error) => {
+                        format!("the token endpoint could not be reached ({})", chain(&error))
+                    }
                     other => other.to_string(),
                 })
             })?;
@@ -454,7 +471,11 @@ fn page_text(html: &str) -> String {
         short.truncate(cut);
         short.push('…');
     }
-    if short.is_empty() { "(no text)".to_owned() } else { short }
+    if short.is_empty() {
+        "(no text)".to_owned()
+    } else {
+        short
+    }
 }
 
 #[cfg(test)]

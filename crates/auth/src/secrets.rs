@@ -20,7 +20,9 @@ pub struct SecretKey {
 
 impl std::fmt::Debug for SecretKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SecretKey").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("SecretKey")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -41,7 +43,10 @@ impl SecretKey {
     /// A key from at least 32 bytes of secret material.
     pub fn new(material: &[u8]) -> Result<Self, String> {
         if material.len() < 32 {
-            return Err(format!("the secret key must hold at least 32 bytes, not {}", material.len()));
+            return Err(format!(
+                "the secret key must hold at least 32 bytes, not {}",
+                material.len()
+            ));
         }
         let key: [u8; 32] = Sha256::digest(material).into();
         let id = sha256_hex(&key)[..8].to_owned();
@@ -147,7 +152,10 @@ mod tests {
         assert!(!sealed.contains("client-secret"));
         assert_eq!(key(1).open(&sealed, "idp-secret:acme").as_deref(), Ok("client-secret"));
         assert_eq!(key(1).open(&sealed, "idp-secret:other"), Err(SealError::Damaged));
-        assert!(matches!(key(2).open(&sealed, "idp-secret:acme"), Err(SealError::OtherKey(_))));
+        assert!(matches!(
+            key(2).open(&sealed, "idp-secret:acme"),
+            Err(SealError::OtherKey(_))
+        ));
         let mut tampered = sealed.clone();
         tampered.pop();
         tampered.push(if sealed.ends_with('A') { 'B' } else { 'A' });

@@ -99,7 +99,9 @@ impl<S: Store + Clone + std::fmt::Debug> SessionStore for Sessions<S> {
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
         let mut tx = self.store.begin().await.map_err(backend)?;
-        tx.delete_session(&sha256_hex(id.to_string().as_bytes())).await.map_err(backend)?;
+        tx.delete_session(&sha256_hex(id.to_string().as_bytes()))
+            .await
+            .map_err(backend)?;
         tx.commit().await.map_err(backend)
     }
 }

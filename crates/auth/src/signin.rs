@@ -86,7 +86,9 @@ pub fn slug_issues(slug: &str) -> Vec<String> {
     if !(3..=40).contains(&slug.len()) {
         issues.push(format!("slug: {slug:?} must have 3 to 40 characters"));
     }
-    if !slug.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+    if !slug
+        .bytes()
+        .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
         || slug.starts_with('-')
         || slug.ends_with('-')
     {
@@ -217,7 +219,11 @@ impl<S: Store + Clone> Auth<S> {
             client_secret: secret.as_deref(),
         };
         let (url, pending) = self.oidc.begin(&config).await.map_err(|error| {
-            Error::refused(Code::Retry, "the identity provider cannot be used right now", vec![error.to_string()])
+            Error::refused(
+                Code::Retry,
+                "the identity provider cannot be used right now",
+                vec![error.to_string()],
+            )
         })?;
         Ok((
             url,
@@ -226,6 +232,65 @@ impl<S: Store + Clone> Auth<S> {
                 purpose: Purpose::SignIn { org: organization.id },
             },
         ))
+    }
+
+    /// Sets the organization's identity provider, after discovery at `issuer`
+    /// succeeded. People keep their accounts: at their first sign-in through the new
+    /// provider they are linked by their (verified) email.
+    pub async fn set_provider(
+        &self,
+        actor: &Actor,
+        org: &str,
+        issuer: &str,
+        client_id: &str,
+        client_secret: Option<&str>,
+        now: jiff::Timestamp,
+    ) -> Result<(), Error> {
+        let issuer = issuer.trim();
+        let client_id = client_id.trim();
+        let mut issues = self.oidc.issuer_issues(issuer);
+        if client_id.is_empty() {
+            issues.push("clientId: give the client id registered at the identity provider".to_owned());
+        }
+        refuse_if_any("the sign-in settings were not changed", issues)?;
+        self.oidc.discover(issuer).await.map_err(|error| {
+            Error::invalid(
+                "the sign-in settings were not changed",
+                vec![format!("issuer: {error}")],
+            )
+        })?;
+        let secret = client_secret.map(str::trim).filter(|secret| !secret.is_empty());
+        let at = millis(now);
+        let mut tx = self.store.begin().await?;
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| Error::not_found("there is no such organization"))?;
+        tx.put_provider(
+            &Provider {
+                org: org.to_owned(),
+                issuer: issuer.to_owned(),
+                client_id: client_id.to_owned(),
+                sealed_secret: secret.map(|secret| self.key.seal(secret, &provider_context(org))),
+            },
+            at,
+        )
+        .await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "organization.sign_in_changed",
+            Some(org),
+            detail([
+                ("issuer", json!(issuer)),
+                ("clientId", json!(client_id)),
+                ("clientSecret", json!(secret.is_some())),
+            ]),
+            at,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     fn provider_secret(&self, provider: &Provider) -> Result<Option<String>, Error> {
@@ -341,7 +406,8 @@ impl<S: Store + Clone> Auth<S> {
         )
         .await?;
         tx.create_identity(&identity, at).await?;
-        tx.add_login(&org, &claims.issuer, &claims.subject, &identity.id, at).await?;
+        tx.add_login(&org, &claims.issuer, &claims.subject, &identity.id, at)
+            .await?;
         let actor = Actor {
             id: identity.id.clone(),
             address,
@@ -352,12 +418,24 @@ impl<S: Store + Clone> Auth<S> {
             &actor,
             "organization.created",
             Some(&org),
-            detail([("slug", json!(slug)), ("name", json!(name)), ("issuer", json!(config.issuer))]),
+            detail([
+                ("slug", json!(slug)),
+                ("name", json!(name)),
+                ("issuer", json!(config.issuer)),
+            ]),
             at,
         )
         .await?;
-        audit::append(&mut tx, &org, &actor, "signin.succeeded", Some(&identity.id), detail([("email", json!(email))]), at)
-            .await?;
+        audit::append(
+            &mut tx,
+            &org,
+            &actor,
+            "signin.succeeded",
+            Some(&identity.id),
+            detail([("email", json!(email))]),
+            at,
+        )
+        .await?;
         tx.commit().await?;
         let organization = self
             .store
@@ -375,7 +453,8 @@ impl<S: Store + Clone> Auth<S> {
         address: Option<String>,
         now: jiff::Timestamp,
     ) -> Result<SignedInPerson, Error> {
-        let (Some(organization), Some(provider)) = (self.store.organization(org).await?, self.store.provider(org).await?)
+        let (Some(organization), Some(provider)) =
+            (self.store.organization(org).await?, self.store.provider(org).await?)
         else {
             return Err(Error::not_found("the organization is gone"));
         };
@@ -401,7 +480,12 @@ impl<S: Store + Clone> Auth<S> {
         // transaction's until it ends.
         let known = self.store.login(org, &claims.issuer, &claims.subject).await?;
         let domain = email_domain(&email).unwrap_or_default();
-        let allowed = self.store.domains(org).await?.iter().any(|known| known.domain == domain);
+        let allowed = self
+            .store
+            .domains(org)
+            .await?
+            .iter()
+            .any(|known| known.domain == domain);
         let mut tx = self.store.begin().await?;
         tx.lock_org(org).await?;
         let identity = match known {
@@ -422,8 +506,16 @@ impl<S: Store + Clone> Auth<S> {
             id: identity.id.clone(),
             address,
         };
-        audit::append(&mut tx, org, &actor, "signin.succeeded", Some(&identity.id), detail([("email", json!(email))]), at)
-            .await?;
+        audit::append(
+            &mut tx,
+            org,
+            &actor,
+            "signin.succeeded",
+            Some(&identity.id),
+            detail([("email", json!(email))]),
+            at,
+        )
+        .await?;
         tx.commit().await?;
         Ok(SignedInPerson { organization, identity })
     }
@@ -441,13 +533,14 @@ async fn first_sign_in(
 ) -> Result<Identity, Error> {
     let org = &organization.id;
     if let Some(invited) = tx.identity_by_person(org, email).await? {
-        if invited.kind != IdentityKind::Person || tx.has_login(org, &invited.id).await? {
+        if invited.kind != IdentityKind::Person || tx.has_login(org, &invited.id, &claims.issuer).await? {
             return Err(Error::forbidden(format!(
                 "{email} already signs in to {} through another account",
                 organization.name
             )));
         }
-        tx.add_login(org, &claims.issuer, &claims.subject, &invited.id, at).await?;
+        tx.add_login(org, &claims.issuer, &claims.subject, &invited.id, at)
+            .await?;
         return Ok(invited);
     }
     if !(organization.auto_provision && allowed) {
@@ -467,7 +560,8 @@ async fn first_sign_in(
         deactivated_at: None,
     };
     tx.create_identity(&identity, at).await?;
-    tx.add_login(org, &claims.issuer, &claims.subject, &identity.id, at).await?;
+    tx.add_login(org, &claims.issuer, &claims.subject, &identity.id, at)
+        .await?;
     audit::append(
         tx,
         org,
@@ -487,16 +581,27 @@ async fn first_sign_in(
 /// The person's email, when the provider vouches for it: `email_verified`, or a
 /// Google `hd` claim naming the email's domain.
 fn verified_email(claims: &Claims) -> Result<String, Error> {
-    let Some(email) = claims.email.as_deref().map(str::to_ascii_lowercase).filter(|email| is_email(email)) else {
+    let Some(email) = claims
+        .email
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .filter(|email| is_email(email))
+    else {
         return Err(Error::forbidden(
             "the identity provider sent no email claim: allow the email scope for this client",
         ));
     };
-    let hosted_domain = claims.all.get("hd").and_then(serde_json::Value::as_str).map(str::to_ascii_lowercase);
+    let hosted_domain = claims
+        .all
+        .get("hd")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_ascii_lowercase);
     if claims.email_verified == Some(true) || hosted_domain.is_some_and(|hd| Some(hd) == email_domain(&email)) {
         Ok(email)
     } else {
-        Err(Error::forbidden(format!("{email} is not verified at the identity provider")))
+        Err(Error::forbidden(format!(
+            "{email} is not verified at the identity provider"
+        )))
     }
 }
 
@@ -587,7 +692,10 @@ mod tests {
     #[test]
     fn an_overage_says_nothing_about_groups() {
         let listed = claims(json!({ "groups": ["a", "b"] }));
-        assert_eq!(claimed_groups(&listed, "groups"), Some(vec!["a".to_owned(), "b".to_owned()]));
+        assert_eq!(
+            claimed_groups(&listed, "groups"),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
         let overage = claims(json!({ "_claim_names": { "groups": "src1" }, "_claim_sources": {} }));
         assert_eq!(claimed_groups(&overage, "groups"), None);
         assert_eq!(claimed_groups(&claims(json!({})), "groups"), None);

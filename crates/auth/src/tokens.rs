@@ -94,7 +94,11 @@ impl<S: Store + Clone> Auth<S> {
             actor,
             "token.created",
             Some(&row.id),
-            detail([("name", json!(name)), ("scope", json!(new.scope.as_str())), ("expiresInDays", json!(days))]),
+            detail([
+                ("name", json!(name)),
+                ("scope", json!(new.scope.as_str())),
+                ("expiresInDays", json!(days)),
+            ]),
             at,
         )
         .await?;
@@ -108,9 +112,20 @@ impl<S: Store + Clone> Auth<S> {
     }
 
     /// Revokes an API token. An admin revokes any; others only their own.
-    pub async fn revoke_token(&self, actor: &Actor, caller: &Identity, id: &str, now: jiff::Timestamp) -> Result<(), Error> {
+    pub async fn revoke_token(
+        &self,
+        actor: &Actor,
+        caller: &Identity,
+        id: &str,
+        now: jiff::Timestamp,
+    ) -> Result<(), Error> {
         let org = &caller.org;
-        let token = self.store.tokens(org, Audience::Api).await?.into_iter().find(|token| token.id == id);
+        let token = self
+            .store
+            .tokens(org, Audience::Api)
+            .await?
+            .into_iter()
+            .find(|token| token.id == id);
         let Some(token) = token else {
             return Err(Error::not_found(format!("there is no token {id:?}")));
         };

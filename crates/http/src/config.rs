@@ -292,7 +292,12 @@ pub struct AuthArgs {
     #[arg(long, env = "AGENTPROCESS_SIGNUP", default_value = "closed")]
     pub signup: agentprocess_auth::SignupPolicy,
     /// A sign-up code accepted when sign-up is `invite` (repeat, or separate with commas).
-    #[arg(long = "signup-code", env = "AGENTPROCESS_SIGNUP_CODES", value_delimiter = ',', hide_env_values = true)]
+    #[arg(
+        long = "signup-code",
+        env = "AGENTPROCESS_SIGNUP_CODES",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     pub signup_codes: Vec<String>,
     /// A browser session unused this long ends.
     #[arg(long, env = "AGENTPROCESS_SESSION_IDLE_SECONDS", default_value = "28800", value_parser = seconds)]
@@ -326,9 +331,12 @@ impl AuthArgs {
                 .decode(text.trim())
                 .map_err(|_| anyhow::anyhow!("--secret-key must be base64"))?,
             (None, Some(key)) => key.to_vec(),
-            (None, None) => anyhow::bail!("give --secret-key (base64, at least 32 bytes): it seals identity providers' client secrets"),
+            (None, None) => anyhow::bail!(
+                "give --secret-key (base64, at least 32 bytes): it seals identity providers' client secrets"
+            ),
         };
-        let key = agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))?;
+        let key =
+            agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))?;
         if self.signup == agentprocess_auth::SignupPolicy::Invite && self.signup_codes.is_empty() {
             anyhow::bail!("--signup invite needs at least one --signup-code");
         }
@@ -339,7 +347,9 @@ impl AuthArgs {
         })
         .map_err(|error| anyhow::anyhow!("identity provider client: {error}"))?;
         if self.oidc_allow_private_issuers {
-            tracing::warn!("identity providers on private addresses and plain http are allowed; never on a public server");
+            tracing::warn!(
+                "identity providers on private addresses and plain http are allowed; never on a public server"
+            );
         }
         Ok(agentprocess_auth::Auth::new(
             store,

@@ -95,7 +95,11 @@ pub fn with_test_clock<S: Store, B: Blobs>(
 
 /// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`, the
 /// sign-up and sign-in pages and `/api/v1`.
-pub fn router<S, B>(service: Arc<Service<S, B>>, auth: Arc<agentprocess_auth::Auth<S>>, settings: &HttpSettings) -> Router
+pub fn router<S, B>(
+    service: Arc<Service<S, B>>,
+    auth: Arc<agentprocess_auth::Auth<S>>,
+    settings: &HttpSettings,
+) -> Router
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,

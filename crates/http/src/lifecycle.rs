@@ -82,7 +82,11 @@ pub async fn serve<S: Store, B: Blobs>(
         .layer(axum::Extension(draining.clone()));
     tokio::spawn(on_signals(draining, process.shutdown_delay, stop.clone()));
 
-    let server = axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(stop.clone().cancelled_owned());
+    let server = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(stop.clone().cancelled_owned());
     let grace = process.shutdown_grace;
     let finished = async {
         let served = server.await;

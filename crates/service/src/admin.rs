@@ -7,8 +7,8 @@ use std::sync::Arc;
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Options, ValidatedProcess};
 use agentprocess_store::{
-    Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, NewVersion, Role, Store, StoreTx, StoredVersion,
-    TokenRow, Webhook,
+    Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, NewVersion, Role, Store, StoreTx,
+    StoredVersion, TokenRow, Webhook,
 };
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
@@ -104,7 +104,11 @@ impl<S: Store> Admin<S> {
     ) -> Result<Identity, Error> {
         let mut issues = Vec::new();
         check_id("identity id", id, &mut issues);
-        let kind = if role.is_some() { IdentityKind::Person } else { IdentityKind::Agent };
+        let kind = if role.is_some() {
+            IdentityKind::Person
+        } else {
+            IdentityKind::Agent
+        };
         match (kind, person) {
             (IdentityKind::Agent, Some(_)) => issues.push("person: agents have no person value".to_owned()),
             (IdentityKind::Person, None) => {
@@ -257,7 +261,11 @@ impl<S: Store> Admin<S> {
                 if groups.is_empty() {
                     "none".to_owned()
                 } else {
-                    groups.iter().map(|known| known.id.as_str()).collect::<Vec<_>>().join(", ")
+                    groups
+                        .iter()
+                        .map(|known| known.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 }
             )),
             Some(known) if known.members.is_empty() && !force => issues.push(format!(

@@ -19,9 +19,9 @@ use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use agentprocess_auth::outbound::{PublicOnly, literal_refusal};
 use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
+use agentprocess_auth::outbound::{PublicOnly, literal_refusal};
 
 /// How webhooks are delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,13 @@ use sqlx::{AnyConnection, Row};
 use crate::model::{Identity, IdentityKind, NewVersion, Role, StoredVersion};
 use crate::{Error, Result};
 
-pub(crate) async fn create_org(connection: &mut AnyConnection, id: &str, slug: &str, name: &str, now: i64) -> Result<()> {
+pub(crate) async fn create_org(
+    connection: &mut AnyConnection,
+    id: &str,
+    slug: &str,
+    name: &str,
+    now: i64,
+) -> Result<()> {
     sqlx::query("INSERT INTO organizations (id, slug, name, created_at) VALUES ($1, $2, $3, $4)")
         .bind(id)
         .bind(slug)
@@ -94,11 +100,13 @@ pub(crate) async fn identity_by_token(
 }
 
 pub(crate) async fn identity(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<Identity>> {
-    let row = sqlx::query("SELECT org_id, id, kind, role, person, name, deactivated_at FROM identities WHERE org_id = $1 AND id = $2")
-        .bind(org)
-        .bind(id)
-        .fetch_optional(&mut *connection)
-        .await?;
+    let row = sqlx::query(
+        "SELECT org_id, id, kind, role, person, name, deactivated_at FROM identities WHERE org_id = $1 AND id = $2",
+    )
+    .bind(org)
+    .bind(id)
+    .fetch_optional(&mut *connection)
+    .await?;
     let Some(row) = row else {
         return Ok(None);
     };

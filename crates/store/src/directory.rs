@@ -263,14 +263,12 @@ pub(crate) async fn login(
     issuer: &str,
     subject: &str,
 ) -> Result<Option<Identity>> {
-    let row = sqlx::query(
-        "SELECT identity_id FROM person_logins WHERE org_id = $1 AND issuer = $2 AND subject = $3",
-    )
-    .bind(org)
-    .bind(issuer)
-    .bind(subject)
-    .fetch_optional(&mut *connection)
-    .await?;
+    let row = sqlx::query("SELECT identity_id FROM person_logins WHERE org_id = $1 AND issuer = $2 AND subject = $3")
+        .bind(org)
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(&mut *connection)
+        .await?;
     match row {
         Some(row) => admin::identity(connection, org, &row.try_get::<String, _>("identity_id")?).await,
         None => Ok(None),
@@ -299,13 +297,16 @@ pub(crate) async fn add_login(
 }
 
 /// Whether an identity already has a login at `issuer` (a person invited by email
-/// gets linked at their first sign-in, and only then).
-pub(crate) async fn has_login(connection: &mut AnyConnection, org: &str, identity: &str) -> Result<bool> {
-    let row = sqlx::query("SELECT 1 AS one FROM person_logins WHERE org_id = $1 AND identity_id = $2 LIMIT 1")
-        .bind(org)
-        .bind(identity)
-        .fetch_optional(connection)
-        .await?;
+/// gets linked at their first sign-in there, and only then).
+pub(crate) async fn has_login(connection: &mut AnyConnection, org: &str, identity: &str, issuer: &str) -> Result<bool> {
+    let row = sqlx::query(
+        "SELECT 1 AS one FROM person_logins WHERE org_id = $1 AND identity_id = $2 AND issuer = $3 LIMIT 1",
+    )
+    .bind(org)
+    .bind(identity)
+    .bind(issuer)
+    .fetch_optional(connection)
+    .await?;
     Ok(row.is_some())
 }
 
@@ -387,7 +388,12 @@ pub(crate) async fn group_list(connection: &mut AnyConnection, org: &str) -> Res
     Ok(groups)
 }
 
-pub(crate) async fn rename_group(connection: &mut AnyConnection, org: &str, id: &str, name: Option<&str>) -> Result<bool> {
+pub(crate) async fn rename_group(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+    name: Option<&str>,
+) -> Result<bool> {
     let done = sqlx::query("UPDATE org_groups SET name = $3 WHERE org_id = $1 AND id = $2")
         .bind(org)
         .bind(id)
@@ -429,7 +435,12 @@ pub(crate) async fn role_bindings(
         .collect()
 }
 
-pub(crate) async fn remove_member(connection: &mut AnyConnection, org: &str, group: &str, identity: &str) -> Result<()> {
+pub(crate) async fn remove_member(
+    connection: &mut AnyConnection,
+    org: &str,
+    group: &str,
+    identity: &str,
+) -> Result<()> {
     sqlx::query("DELETE FROM memberships WHERE org_id = $1 AND group_id = $2 AND identity_id = $3")
         .bind(org)
         .bind(group)
@@ -582,10 +593,12 @@ pub(crate) async fn add_token(connection: &mut AnyConnection, token: &TokenRow) 
 }
 
 pub(crate) async fn token_by_hash(connection: &mut AnyConnection, token_hash: &str) -> Result<Option<TokenRow>> {
-    let row = sqlx::query(&format!("SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE token_hash = $1"))
-        .bind(token_hash)
-        .fetch_optional(connection)
-        .await?;
+    let row = sqlx::query(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM access_tokens WHERE token_hash = $1"
+    ))
+    .bind(token_hash)
+    .fetch_optional(connection)
+    .await?;
     row.as_ref().map(token_row).transpose()
 }
 
@@ -611,7 +624,12 @@ pub(crate) async fn revoke_token(connection: &mut AnyConnection, org: &str, id: 
     Ok(done.rows_affected() > 0)
 }
 
-pub(crate) async fn set_token_expiry(connection: &mut AnyConnection, org: &str, id: &str, expires_at: i64) -> Result<bool> {
+pub(crate) async fn set_token_expiry(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+    expires_at: i64,
+) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE access_tokens SET expires_at = $3 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL \
          AND (expires_at IS NULL OR expires_at > $3)",
@@ -713,8 +731,7 @@ pub trait Directory: Send + Sync + 'static {
     /// An organization's identity provider.
     fn provider(&self, org: &str) -> impl Future<Output = Result<Option<Provider>>> + Send;
     /// The person who signs in as (`issuer`, `subject`).
-    fn login(&self, org: &str, issuer: &str, subject: &str)
-    -> impl Future<Output = Result<Option<Identity>>> + Send;
+    fn login(&self, org: &str, issuer: &str, subject: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
     /// The identity with this person value.
     fn identity_by_person(&self, org: &str, person: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
     /// The organization's group ids.
@@ -730,8 +747,7 @@ pub trait Directory: Send + Sync + 'static {
     /// An organization's tokens of one audience, oldest first.
     fn tokens(&self, org: &str, audience: Audience) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
     /// Audit entries in order, and whether more follow.
-    fn audit(&self, org: &str, filter: &AuditFilter)
-    -> impl Future<Output = Result<(Vec<AuditRow>, bool)>> + Send;
+    fn audit(&self, org: &str, filter: &AuditFilter) -> impl Future<Output = Result<(Vec<AuditRow>, bool)>> + Send;
 }
 
 /// Writes of who may sign in and how, inside a store transaction.
@@ -754,13 +770,12 @@ pub trait DirectoryTx: Send {
         identity: &str,
         now: i64,
     ) -> impl Future<Output = Result<()>> + Send;
-    /// Whether a person has a login already.
-    fn has_login(&mut self, org: &str, identity: &str) -> impl Future<Output = Result<bool>> + Send;
+    /// Whether a person has a login at `issuer` already.
+    fn has_login(&mut self, org: &str, identity: &str, issuer: &str) -> impl Future<Output = Result<bool>> + Send;
     /// One identity with its groups, read inside the transaction.
     fn identity(&mut self, org: &str, id: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
     /// The identity with this person value, read inside the transaction.
-    fn identity_by_person(&mut self, org: &str, person: &str)
-    -> impl Future<Output = Result<Option<Identity>>> + Send;
+    fn identity_by_person(&mut self, org: &str, person: &str) -> impl Future<Output = Result<Option<Identity>>> + Send;
     /// Sets a person's role and deactivation.
     fn set_person(
         &mut self,

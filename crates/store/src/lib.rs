@@ -10,13 +10,14 @@ mod timers;
 
 use std::future::Future;
 
-pub use model::{
-    AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, Role, NewNotification,
-    NewRequest, NewUpload, NewVersion, Page, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer,
-    TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
-};
 pub use directory::{
-    Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, Organization, Provider, SessionRow, TokenRow,
+    Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, Organization, Provider, SessionRow,
+    TokenRow,
+};
+pub use model::{
+    AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
+    NewRequest, NewUpload, NewVersion, Page, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
+    TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
 };
 pub use sql::{Dialect, SqlStore, SqlTx};
 

@@ -7,16 +7,16 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 use tracing::Instrument as _;
 
+use crate::directory::{
+    self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, OrgKey, Organization, Provider,
+    SessionRow, TokenRow,
+};
+use crate::model::Role;
 use crate::model::{
     AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
     RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkLevels,
     WorkQuery, WorkRow,
 };
-use crate::directory::{
-    self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, OrgKey, Organization, Provider, SessionRow,
-    TokenRow,
-};
-use crate::model::Role;
 use crate::{Result, Store, StoreTx, admin, outbox, runs, timers};
 
 /// Connections idle longer than this are checked before use.
@@ -503,8 +503,8 @@ impl DirectoryTx for SqlTx {
         directory::add_login(&mut self.tx, org, issuer, subject, identity, now).await
     }
 
-    async fn has_login(&mut self, org: &str, identity: &str) -> Result<bool> {
-        directory::has_login(&mut self.tx, org, identity).await
+    async fn has_login(&mut self, org: &str, identity: &str, issuer: &str) -> Result<bool> {
+        directory::has_login(&mut self.tx, org, identity, issuer).await
     }
 
     async fn identity(&mut self, org: &str, id: &str) -> Result<Option<Identity>> {

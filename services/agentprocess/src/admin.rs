@@ -25,6 +25,29 @@ enum Action {
     /// Apply database migrations.
     Migrate,
     /// Create an organization.
+    /// Set an organization's OpenID provider (discovery must succeed), so its people can
+    /// sign in; for bootstrapping when sign-up is closed.
+    SetProvider {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The provider's issuer URL.
+        #[arg(long)]
+        issuer: String,
+        /// The client id registered there.
+        #[arg(long)]
+        client_id: String,
+        /// The client secret (from the environment, so it stays out of shell history);
+        /// absent for a public client.
+        #[arg(long, env = "AGENTPROCESS_IDP_CLIENT_SECRET", hide_env_values = true)]
+        client_secret: Option<String>,
+        /// The API processes' --secret-key, which seals the client secret.
+        #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
+        secret_key: String,
+        /// Allow an issuer on a private address or plain http (development only).
+        #[arg(long)]
+        allow_private_issuers: bool,
+    },
     CreateOrg {
         /// Its id (a-z, 0-9, '_', '-', '.').
         id: String,
@@ -182,9 +205,43 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
         println!("migrations applied");
         return Ok(());
     }
-    let admin = Admin::new(store, Arc::new(SystemClock), PersonFormat::Email);
+    let admin = Admin::new(store.clone(), Arc::new(SystemClock), PersonFormat::Email);
     match args.action {
         Action::Migrate => {}
+        Action::SetProvider {
+            org,
+            issuer,
+            client_id,
+            client_secret,
+            secret_key,
+            allow_private_issuers,
+        } => {
+            let auth = agentprocess_http::config::AuthArgs {
+                secret_key: Some(secret_key),
+                signup: agentprocess_auth::SignupPolicy::Closed,
+                signup_codes: Vec::new(),
+                session_idle_seconds: std::time::Duration::from_secs(3600),
+                session_absolute_seconds: std::time::Duration::from_secs(3600),
+                oidc_allow_private_issuers: allow_private_issuers,
+                oidc_timeout_seconds: std::time::Duration::from_secs(10),
+            }
+            .auth(store.clone(), "http://localhost", None)?;
+            let actor = agentprocess_auth::audit::Actor {
+                id: "agentprocess-admin".to_owned(),
+                address: None,
+            };
+            auth.set_provider(
+                &actor,
+                &org,
+                &issuer,
+                &client_id,
+                client_secret.as_deref(),
+                jiff::Timestamp::now(),
+            )
+            .await
+            .map_err(|error| anyhow::anyhow!("{}", error.to_tool_error()))?;
+            println!("{org} signs in through {issuer}; its people sign in at /login?org=<its slug>");
+        }
         Action::CreateOrg { id, name } => {
             admin.create_org(&id, name.as_deref().unwrap_or(&id)).await?;
             println!("organization {id} created");

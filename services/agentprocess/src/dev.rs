@@ -20,8 +20,11 @@ pub(crate) const ORG: &str = "dev";
 /// The group every role of every published process is bound to.
 const PEOPLE: &str = "people";
 
-/// id, role (none for an agent), person value, groups.
-const IDENTITIES: [(&str, Option<Role>, Option<&str>, &[&str]); 6] = [
+/// One identity of the dev organization: id, role (none for an agent), person value,
+/// groups.
+type DevIdentity = (&'static str, Option<Role>, Option<&'static str>, &'static [&'static str]);
+
+const IDENTITIES: [DevIdentity; 6] = [
     ("agent-1", None, None, &[]),
     ("agent-2", None, None, &[]),
     ("alice", Some(Role::Member), Some("alice@example.com"), &[PEOPLE]),
@@ -138,7 +141,10 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     .auth(
         service.store().clone(),
         &public_url,
-        Some(&agentprocess_service::sha256_hex(&[b"seal:".as_slice(), &url_secret(&dev.data_dir)?].concat()).into_bytes()),
+        Some(
+            &agentprocess_service::sha256_hex(&[b"seal:".as_slice(), &url_secret(&dev.data_dir)?].concat())
+                .into_bytes(),
+        ),
     )?;
     let router = agentprocess_http::with_test_clock(
         agentprocess_http::router(Arc::clone(&service), Arc::new(auth), &http),

@@ -59,13 +59,18 @@ async fn publish(options: Publish) -> Result<ExitCode> {
     let send = |request: reqwest::RequestBuilder| {
         let token = options.token.clone();
         async move {
-            let response = request.bearer_auth(token).send().await.context("the server could not be reached")?;
+            let response = request
+                .bearer_auth(token)
+                .send()
+                .await
+                .context("the server could not be reached")?;
             let status = response.status();
             let body: Value = response.json().await.unwrap_or(Value::Null);
             anyhow::Ok((status, body))
         }
     };
-    let mut form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(bytes).file_name("PROCESS.md"));
+    let mut form =
+        reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(bytes).file_name("PROCESS.md"));
     if let Some(folder) = &source.folder {
         form = form.text("folder", folder.clone());
     }
@@ -99,7 +104,11 @@ async fn publish(options: Publish) -> Result<ExitCode> {
         eprintln!("{process}: {}", refusal(&published));
         return Ok(ExitCode::FAILURE);
     }
-    let note = if published["unchanged"] == json!(true) { " (unchanged)" } else { "" };
+    let note = if published["unchanged"] == json!(true) {
+        " (unchanged)"
+    } else {
+        ""
+    };
     println!(
         "{process} version {}{note}: {}",
         published["number"],

@@ -220,16 +220,45 @@ fn admin_publishes_once_every_role_is_bound_and_versions_only_on_change() {
             .contains("(agentprocess admin bind --org acme invoice-approval finance-controller GROUP)"),
         "the hint is a whole command"
     );
-    let typo = db.run(&["bind", "--org", "acme", "invoice-approval", "finance-controller", "fnance"]);
+    let typo = db.run(&[
+        "bind",
+        "--org",
+        "acme",
+        "invoice-approval",
+        "finance-controller",
+        "fnance",
+    ]);
     assert!(!typo.status.success());
-    assert!(text(&typo.stderr).contains("group \"fnance\": the organization has no such group"), "{}", text(&typo.stderr));
-    let made = db.run(&["create-identity", "--org", "acme", "--kind", "person", "--person", "fin@acme.com", "fin", "--group", "finance"]);
+    assert!(
+        text(&typo.stderr).contains("group \"fnance\": the organization has no such group"),
+        "{}",
+        text(&typo.stderr)
+    );
+    let made = db.run(&[
+        "create-identity",
+        "--org",
+        "acme",
+        "--kind",
+        "person",
+        "--person",
+        "fin@acme.com",
+        "fin",
+        "--group",
+        "finance",
+    ]);
     assert!(made.status.success(), "{}", text(&made.stderr));
     let group = db.run(&["create-group", "--org", "acme", "executives"]);
     assert!(group.status.success(), "{}", text(&group.stderr));
     let empty = db.run(&["bind", "--org", "acme", "invoice-approval", "cfo", "executives"]);
-    assert!(text(&empty.stderr).contains("has no members"), "{}", text(&empty.stderr));
-    for (role, group, force) in [("finance-controller", "finance", None), ("cfo", "executives", Some("--force"))] {
+    assert!(
+        text(&empty.stderr).contains("has no members"),
+        "{}",
+        text(&empty.stderr)
+    );
+    for (role, group, force) in [
+        ("finance-controller", "finance", None),
+        ("cfo", "executives", Some("--force")),
+    ] {
         let mut args = vec!["bind", "--org", "acme", "invoice-approval", role, group];
         args.extend(force);
         let bound = db.run(&args);

@@ -55,7 +55,11 @@ impl ApiError {
     }
 
     pub(crate) fn retry() -> Self {
-        Self::new(Code::Retry, "the server could not complete the request; try again shortly", Vec::new())
+        Self::new(
+            Code::Retry,
+            "the server could not complete the request; try again shortly",
+            Vec::new(),
+        )
     }
 
     pub(crate) fn message(&self) -> &str {
@@ -122,12 +126,15 @@ impl IntoResponse for ApiError {
         }
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"agentprocess\""));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"agentprocess\""),
+            );
         }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response
     }

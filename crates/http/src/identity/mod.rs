@@ -52,7 +52,11 @@ impl<S, B> Web<S, B> {
 /// The session cookie's name: `__Host-` prefixed (so it is bound to this host, path
 /// `/`, and secure) whenever the server is reached over https.
 pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
-    if secure { "__Host-agentprocess-session" } else { "agentprocess-session" }
+    if secure {
+        "__Host-agentprocess-session"
+    } else {
+        "agentprocess-session"
+    }
 }
 
 /// The routes, with the session layer around them.
@@ -198,7 +202,11 @@ where
 
 /// Starts a signed-in session: a new id (so an id planted before sign-in is
 /// worthless), a new CSRF token, and who signed in when.
-pub(crate) async fn sign_in_session(session: &Session, identity: &Identity, now: jiff::Timestamp) -> Result<(), ApiError> {
+pub(crate) async fn sign_in_session(
+    session: &Session,
+    identity: &Identity,
+    now: jiff::Timestamp,
+) -> Result<(), ApiError> {
     session.cycle_id().await.map_err(ApiError::session)?;
     session.remove::<String>(CSRF).await.map_err(ApiError::session)?;
     session
@@ -236,7 +244,9 @@ where
             .map(str::trim);
         if let Some(token) = bearer {
             let Some((identity, scope)) = web.auth.api_caller(token, web.now()).await.map_err(ApiError::from)? else {
-                return Err(ApiError::unauthenticated("the API token is not valid (unknown, expired or revoked)"));
+                return Err(ApiError::unauthenticated(
+                    "the API token is not valid (unknown, expired or revoked)",
+                ));
             };
             return Ok(Self(ApiCaller {
                 identity,

@@ -71,7 +71,10 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
 }
 
 fn problems(error: &ApiError) -> String {
-    let mut html = format!("<div class=\"problems\" role=\"alert\"><p>{}</p>", escape(error.message()));
+    let mut html = format!(
+        "<div class=\"problems\" role=\"alert\"><p>{}</p>",
+        escape(error.message())
+    );
     if !error.issues().is_empty() {
         html.push_str("<ul>");
         for issue in error.issues() {
@@ -88,7 +91,11 @@ fn field(label: &str, name: &str, value: &str, kind: &str, hint: &str) -> String
         "<label for=\"{name}\">{label}</label><input id=\"{name}\" name=\"{name}\" type=\"{kind}\" value=\"{value}\">{hint}",
         label = escape(label),
         value = escape(value),
-        hint = if hint.is_empty() { String::new() } else { format!("<small>{}</small>", escape(hint)) }
+        hint = if hint.is_empty() {
+            String::new()
+        } else {
+            format!("<small>{}</small>", escape(hint))
+        }
     )
 }
 
@@ -117,7 +124,12 @@ struct SignupFormFields {
     code: String,
 }
 
-async fn signup_page<S, B>(web: &Web<S, B>, session: &Session, fields: &SignupFormFields, error: Option<&ApiError>) -> Response
+async fn signup_page<S, B>(
+    web: &Web<S, B>,
+    session: &Session,
+    fields: &SignupFormFields,
+    error: Option<&ApiError>,
+) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -147,17 +159,45 @@ where
         redirect = escape(redirect),
         csrf = escape(&csrf),
         name = field("Organization name", "name", &fields.name, "text", ""),
-        slug = field("Slug", "slug", &fields.slug, "text", "lowercase letters, digits and dashes; people sign in with it"),
-        issuer = field("Issuer URL", "issuer", &fields.issuer, "url", "for example https://yourcompany.okta.com"),
+        slug = field(
+            "Slug",
+            "slug",
+            &fields.slug,
+            "text",
+            "lowercase letters, digits and dashes; people sign in with it"
+        ),
+        issuer = field(
+            "Issuer URL",
+            "issuer",
+            &fields.issuer,
+            "url",
+            "for example https://yourcompany.okta.com"
+        ),
         client = field("Client ID", "clientId", &fields.client_id, "text", ""),
-        secret = field("Client secret", "clientSecret", "", "password", "leave empty for a public client (PKCE only); stored encrypted, never shown again"),
+        secret = field(
+            "Client secret",
+            "clientSecret",
+            "",
+            "password",
+            "leave empty for a public client (PKCE only); stored encrypted, never shown again"
+        ),
         code = if policy == SignupPolicy::Invite {
-            field("Sign-up code", "code", "", "password", "sign-up on this server is by invitation")
+            field(
+                "Sign-up code",
+                "code",
+                "",
+                "password",
+                "sign-up on this server is by invitation",
+            )
         } else {
             String::new()
         },
     );
-    let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
     page(status, "Sign up your organization", &body)
 }
 
@@ -221,12 +261,22 @@ async fn login_page(session: &Session, who: &str, error: Option<&ApiError>, dev:
          <button type=\"submit\">Continue to your identity provider</button></form>\
          <p><a href=\"/signup\">Sign up an organization</a></p>",
         csrf = escape(&csrf),
-        who = field("Organization or work email", "who", who, "text", "your organization's slug, or an email of a domain it has verified"),
+        who = field(
+            "Organization or work email",
+            "who",
+            who,
+            "text",
+            "your organization's slug, or an email of a domain it has verified"
+        ),
     );
     if dev {
         body.push_str("<p class=\"dev\"><a href=\"/dev/sign-in\">Development sign-in</a> (no identity provider; never on a real deployment)</p>");
     }
-    let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
     page(status, "Sign in", &body)
 }
 
@@ -282,7 +332,9 @@ where
     B: Blobs,
 {
     let (parts, _) = request.into_parts();
-    let callback: Callback = Query::try_from_uri(&parts.uri).map(|Query(query)| query).unwrap_or_default();
+    let callback: Callback = Query::try_from_uri(&parts.uri)
+        .map(|Query(query)| query)
+        .unwrap_or_default();
     // Taken out before anything else: a callback is answered once, so a replayed one
     // (same code, state and nonce) finds nothing to finish.
     let pending = match session.remove::<PendingSignIn>(PENDING).await {
@@ -336,7 +388,11 @@ where
         slug = escape(&organization.slug),
         person = escape(identity.person.as_deref().unwrap_or(&identity.id)),
         role = identity.role.map_or("agent", agentprocess_auth::Role::as_str),
-        groups = if identity.groups.is_empty() { "none".to_owned() } else { escape(&identity.groups.join(", ")) },
+        groups = if identity.groups.is_empty() {
+            "none".to_owned()
+        } else {
+            escape(&identity.groups.join(", "))
+        },
         csrf = escape(&csrf),
     );
     page(StatusCode::OK, "Your account", &body)
@@ -377,7 +433,10 @@ where
     let Some(org) = &web.dev_org else {
         return Err(ApiError::not_found("the development sign-in is off").into_response());
     };
-    web.auth.members(org).await.map_err(|error| ApiError::from(error).into_response())
+    web.auth
+        .members(org)
+        .await
+        .map_err(|error| ApiError::from(error).into_response())
 }
 
 async fn dev_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
@@ -428,7 +487,10 @@ where
     if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
         return error.into_response();
     }
-    let Some(person) = people.into_iter().find(|person| person.id == fields.identity && person.deactivated_at.is_none()) else {
+    let Some(person) = people
+        .into_iter()
+        .find(|person| person.id == fields.identity && person.deactivated_at.is_none())
+    else {
         return ApiError::not_found(format!("there is no development person {:?}", fields.identity)).into_response();
     };
     tracing::warn!(identity = %person.id, "development sign-in used");
@@ -437,4 +499,3 @@ where
         Err(error) => error.into_response(),
     }
 }
-

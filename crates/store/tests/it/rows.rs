@@ -2,7 +2,7 @@
 //! versions, uploads, timers, and the notification outbox.
 
 use agentprocess_store::{
-    AttemptResult, DeliveryStatus, DirectoryTx as _, Keyset, Role, NewNotification, NewRequest, NewUpload, NewVersion,
+    AttemptResult, DeliveryStatus, DirectoryTx as _, Keyset, NewNotification, NewRequest, NewUpload, NewVersion, Role,
     RunFilter, Store, StoreTx, TimerRow, Upload, Webhook, WorkKind, WorkQuery,
 };
 
@@ -269,7 +269,9 @@ async fn identities_and_versions(db: &TestDb) {
     tx.create_org("o", "o", "Org", 1).await.expect("org");
     let ann = crate::support::person("o", "ann", Role::Operator, &["finance", "legal"]);
     tx.create_identity(&ann, 1).await.expect("identity");
-    tx.add_token(&crate::support::mcp_token("o", "ann", "hash-1")).await.expect("token");
+    tx.add_token(&crate::support::mcp_token("o", "ann", "hash-1"))
+        .await
+        .expect("token");
     for (process, source) in [("b", "v1"), ("b", "v2"), ("a", "v1")] {
         let version = NewVersion {
             process: process.to_owned(),

@@ -123,7 +123,12 @@ pub(crate) fn work_row(run: &str, step: &str, kind: WorkKind, since: i64) -> Wor
     }
 }
 
-pub(crate) fn person(org: &str, id: &str, role: agentprocess_store::Role, groups: &[&str]) -> agentprocess_store::Identity {
+pub(crate) fn person(
+    org: &str,
+    id: &str,
+    role: agentprocess_store::Role,
+    groups: &[&str],
+) -> agentprocess_store::Identity {
     agentprocess_store::Identity {
         org: org.to_owned(),
         id: id.to_owned(),

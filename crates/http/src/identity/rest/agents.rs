@@ -26,7 +26,10 @@ where
     Router::new()
         .route("/api/v1/agents", get(agents::<S, B>).post(create::<S, B>))
         .route("/api/v1/agents/{id}", get(agent::<S, B>).patch(change::<S, B>))
-        .route("/api/v1/agents/{id}/tokens", get(tokens::<S, B>).post(create_token::<S, B>))
+        .route(
+            "/api/v1/agents/{id}/tokens",
+            get(tokens::<S, B>).post(create_token::<S, B>),
+        )
         .route("/api/v1/agents/{id}/tokens/{token}", delete(revoke_token::<S, B>))
         .route("/api/v1/agents/{id}/tokens/{token}/rotate", post(rotate_token::<S, B>))
 }
@@ -48,7 +51,10 @@ impl From<&Identity> for AgentView {
     }
 }
 
-async fn agents<S, B>(State(web): State<Arc<Web<S, B>>>, Authenticated(caller): Authenticated) -> Result<Json<Items<AgentView>>, ApiError>
+async fn agents<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<AgentView>>, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -84,7 +90,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let agent = web.auth.create_agent(&caller.actor(), caller.org(), &new, web.now()).await?;
+    let agent = web
+        .auth
+        .create_agent(&caller.actor(), caller.org(), &new, web.now())
+        .await?;
     Ok((StatusCode::CREATED, Json(AgentView::from(&agent))).into_response())
 }
 
@@ -106,7 +115,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let change = body(change)?;
-    let agent = web.auth.set_agent_enabled(&caller.actor(), caller.org(), &id, change.enabled, web.now()).await?;
+    let agent = web
+        .auth
+        .set_agent_enabled(&caller.actor(), caller.org(), &id, change.enabled, web.now())
+        .await?;
     Ok(Json(AgentView::from(&agent)))
 }
 
@@ -183,7 +195,14 @@ where
     let rotation = body(rotation)?;
     let (row, secret) = web
         .auth
-        .rotate_agent_token(&caller.actor(), caller.org(), &id, &token, rotation.overlap_seconds, web.now())
+        .rotate_agent_token(
+            &caller.actor(),
+            caller.org(),
+            &id,
+            &token,
+            rotation.overlap_seconds,
+            web.now(),
+        )
         .await?;
     Ok(made(&row, secret))
 }
@@ -198,6 +217,8 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    web.auth.revoke_agent_token(&caller.actor(), caller.org(), &id, &token, web.now()).await?;
+    web.auth
+        .revoke_agent_token(&caller.actor(), caller.org(), &id, &token, web.now())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

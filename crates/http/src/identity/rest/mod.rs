@@ -31,12 +31,18 @@ where
 
 /// A JSON body, or `invalid` naming what is wrong with it.
 fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    body.map(|Json(value)| value)
-        .map_err(|rejection| ApiError::invalid("the request body is not valid; nothing changed", vec![rejection.body_text()]))
+    body.map(|Json(value)| value).map_err(|rejection| {
+        ApiError::invalid(
+            "the request body is not valid; nothing changed",
+            vec![rejection.body_text()],
+        )
+    })
 }
 
 fn time_text(millis: i64) -> String {
-    jiff::Timestamp::from_millisecond(millis).map(|at| at.to_string()).unwrap_or_default()
+    jiff::Timestamp::from_millisecond(millis)
+        .map(|at| at.to_string())
+        .unwrap_or_default()
 }
 
 /// A list.

@@ -30,7 +30,11 @@ where
 {
     Router::new()
         .route("/api/v1/session", get(me::<S, B>))
-        .route("/api/v1/organization", get(organization::<S, B>).patch(change_organization::<S, B>))
+        .route(
+            "/api/v1/organization",
+            get(organization::<S, B>).patch(change_organization::<S, B>),
+        )
+        .route("/api/v1/organization/sign-in", axum::routing::put(set_sign_in::<S, B>))
         .route("/api/v1/organization/domains", axum::routing::post(add_domain::<S, B>))
         .route("/api/v1/organization/domains/{domain}", delete(remove_domain::<S, B>))
         .route("/api/v1/members", get(members::<S, B>).post(invite::<S, B>))
@@ -38,7 +42,9 @@ where
         .route("/api/v1/groups", get(groups::<S, B>).post(create_group::<S, B>))
         .route(
             "/api/v1/groups/{id}",
-            get(group::<S, B>).patch(rename_group::<S, B>).delete(delete_group::<S, B>),
+            get(group::<S, B>)
+                .patch(rename_group::<S, B>)
+                .delete(delete_group::<S, B>),
         )
         .route(
             "/api/v1/groups/{id}/members/{member}",
@@ -193,7 +199,10 @@ where
     Ok(response)
 }
 
-async fn organization<S, B>(State(web): State<Arc<Web<S, B>>>, Authenticated(caller): Authenticated) -> Result<Response, ApiError>
+async fn organization<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Response, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -236,6 +245,41 @@ where
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SignIn {
+    issuer: String,
+    client_id: String,
+    /// Absent or empty for a public client.
+    #[serde(default)]
+    client_secret: Option<String>,
+}
+
+async fn set_sign_in<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    sign_in: Result<Json<SignIn>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let sign_in = body(sign_in)?;
+    web.auth
+        .set_provider(
+            &caller.actor(),
+            caller.org(),
+            &sign_in.issuer,
+            &sign_in.client_id,
+            sign_in.client_secret.as_deref(),
+            web.now(),
+        )
+        .await?;
+    let organization = web.auth.organization(caller.org()).await?;
+    organization_view(&web, organization).await
+}
+
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewDomain {
     domain: String,
@@ -252,7 +296,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let domain = web.auth.add_domain(&caller.actor(), caller.org(), &new.domain, web.now()).await?;
+    let domain = web
+        .auth
+        .add_domain(&caller.actor(), caller.org(), &new.domain, web.now())
+        .await?;
     Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
 }
 
@@ -266,7 +313,9 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    web.auth.remove_domain(&caller.actor(), caller.org(), &domain, web.now()).await?;
+    web.auth
+        .remove_domain(&caller.actor(), caller.org(), &domain, web.now())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -312,7 +361,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let invite = body(invite)?;
-    let member = web.auth.invite(&caller.actor(), caller.org(), &invite, web.now()).await?;
+    let member = web
+        .auth
+        .invite(&caller.actor(), caller.org(), &invite, web.now())
+        .await?;
     Ok((StatusCode::CREATED, Json(MemberView::from(&member))).into_response())
 }
 
@@ -328,7 +380,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let change = body(change)?;
-    let member = web.auth.change_member(&caller.actor(), caller.org(), &id, &change, web.now()).await?;
+    let member = web
+        .auth
+        .change_member(&caller.actor(), caller.org(), &id, &change, web.now())
+        .await?;
     Ok(Json(MemberView::from(&member)))
 }
 
@@ -388,7 +443,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let group = web.auth.create_group(&caller.actor(), caller.org(), &new, web.now()).await?;
+    let group = web
+        .auth
+        .create_group(&caller.actor(), caller.org(), &new, web.now())
+        .await?;
     Ok((StatusCode::CREATED, Json(GroupView::from(group))).into_response())
 }
 
@@ -410,7 +468,10 @@ where
 {
     caller.require(Role::Admin, true)?;
     let name = body(name)?;
-    let group = web.auth.rename_group(&caller.actor(), caller.org(), &id, name.name.as_deref(), web.now()).await?;
+    let group = web
+        .auth
+        .rename_group(&caller.actor(), caller.org(), &id, name.name.as_deref(), web.now())
+        .await?;
     Ok(Json(GroupView::from(group)))
 }
 
@@ -424,7 +485,9 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    web.auth.delete_group(&caller.actor(), caller.org(), &id, web.now()).await?;
+    web.auth
+        .delete_group(&caller.actor(), caller.org(), &id, web.now())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -440,7 +503,10 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    let group = web.auth.set_membership(&caller.actor(), caller.org(), group, member, inside, web.now()).await?;
+    let group = web
+        .auth
+        .set_membership(&caller.actor(), caller.org(), group, member, inside, web.now())
+        .await?;
     Ok(Json(GroupView::from(group)))
 }
 
@@ -531,7 +597,10 @@ where
         return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
     }
     let new = body(new)?;
-    let (row, token) = web.auth.create_token(&caller.actor(), &caller.identity, &new, web.now()).await?;
+    let (row, token) = web
+        .auth
+        .create_token(&caller.actor(), &caller.identity, &new, web.now())
+        .await?;
     let mut view = TokenView::from(&row);
     view.token = Some(token);
     let mut response = (StatusCode::CREATED, Json(view)).into_response();
@@ -551,7 +620,9 @@ where
     B: Blobs,
 {
     caller.require(Role::Member, true)?;
-    web.auth.revoke_token(&caller.actor(), &caller.identity, &id, web.now()).await?;
+    web.auth
+        .revoke_token(&caller.actor(), &caller.identity, &id, web.now())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -642,7 +713,11 @@ where
     let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
     let filter = audit_filter(query.0)?;
     let (rows, more) = web.auth.audit(caller.org(), &filter).await?;
-    let next_cursor = if more { rows.last().map(|row| row.id.clone()) } else { None };
+    let next_cursor = if more {
+        rows.last().map(|row| row.id.clone())
+    } else {
+        None
+    };
     Ok(Json(AuditPage {
         items: rows.into_iter().map(AuditView::from).collect(),
         next_cursor,

@@ -173,11 +173,25 @@ where
         }
     }
     let Some(source) = source else {
-        return Err(ApiError::invalid("the upload has no PROCESS.md", vec!["file: required".to_owned()]));
+        return Err(ApiError::invalid(
+            "the upload has no PROCESS.md",
+            vec!["file: required".to_owned()],
+        ));
     };
-    let draft = web.service.admin().import_draft(caller.org(), &source, folder.as_deref()).await?;
+    let draft = web
+        .service
+        .admin()
+        .import_draft(caller.org(), &source, folder.as_deref())
+        .await?;
     web.auth
-        .record(caller.org(), &caller.actor(), "process.imported", Some(&draft.process), detail([]), web.now())
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "process.imported",
+            Some(&draft.process),
+            detail([]),
+            web.now(),
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
 }
@@ -192,7 +206,9 @@ where
     B: Blobs,
 {
     caller.require(Role::Operator, false)?;
-    Ok(Json(DraftView::from(web.service.admin().draft(caller.org(), &name).await?)))
+    Ok(Json(DraftView::from(
+        web.service.admin().draft(caller.org(), &name).await?,
+    )))
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,7 +243,11 @@ where
             &caller.actor(),
             "process.role_bound",
             Some(&name),
-            detail([("role", json!(role)), ("group", json!(binding.group)), ("force", json!(binding.force))]),
+            detail([
+                ("role", json!(role)),
+                ("group", json!(binding.group)),
+                ("force", json!(binding.force)),
+            ]),
             web.now(),
         )
         .await?;
@@ -252,12 +272,19 @@ where
                 &caller.actor(),
                 "process.published",
                 Some(&name),
-                detail([("number", json!(published.number)), ("contentHash", json!(published.content_hash))]),
+                detail([
+                    ("number", json!(published.number)),
+                    ("contentHash", json!(published.content_hash)),
+                ]),
                 web.now(),
             )
             .await?;
     }
-    let status = if published.unchanged { StatusCode::OK } else { StatusCode::CREATED };
+    let status = if published.unchanged {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
     let view = json!({
         "process": name,
         "number": published.number,
@@ -310,8 +337,8 @@ where
 {
     caller.require(Role::Member, false)?;
     let version = stored(&web, caller.org(), &name, number).await?;
-    let (frontmatter, text) = agentprocess_format::read_parts(version.source.as_bytes())
-        .map_err(|_| ApiError::retry())?;
+    let (frontmatter, text) =
+        agentprocess_format::read_parts(version.source.as_bytes()).map_err(|_| ApiError::retry())?;
     let mut view = VersionView::of(&version);
     view.frontmatter = Some(frontmatter);
     view.body = Some(text);
@@ -336,12 +363,16 @@ where
     B: Blobs,
 {
     caller.require(Role::Member, false)?;
-    let Query(pair) = pair.map_err(|rejection| ApiError::invalid("give from and to, two version numbers", vec![rejection.body_text()]))?;
+    let Query(pair) = pair
+        .map_err(|rejection| ApiError::invalid("give from and to, two version numbers", vec![rejection.body_text()]))?;
     let from = stored(&web, caller.org(), &name, pair.from).await?;
     let to = stored(&web, caller.org(), &name, pair.to).await?;
     let unified = similar::TextDiff::from_lines(&from.source, &to.source)
         .unified_diff()
-        .header(&format!("{name} version {}", from.number), &format!("{name} version {}", to.number))
+        .header(
+            &format!("{name} version {}", from.number),
+            &format!("{name} version {}", to.number),
+        )
         .to_string();
     Ok(Json(json!({
         "process": name,

@@ -65,14 +65,19 @@ where
             "cursor" => args.cursor = Some(value),
             "limit" => match value.parse::<u32>() {
                 Ok(limit) if (1..=agentprocess_service::MAX_PAGE).contains(&limit) => args.limit = limit,
-                _ => issues.push(format!("limit: {value:?} is not between 1 and {}", agentprocess_service::MAX_PAGE)),
+                _ => issues.push(format!(
+                    "limit: {value:?} is not between 1 and {}",
+                    agentprocess_service::MAX_PAGE
+                )),
             },
             _ => match key.strip_prefix("input.") {
                 Some(field) if !field.is_empty() => {
                     let parsed = agentprocess_format::exact::parse(&value).unwrap_or(Value::String(value));
                     inputs.insert(field.to_owned(), parsed);
                 }
-                _ => issues.push(format!("{key}: not a filter (use process, state, limit, cursor, input.<field>)")),
+                _ => issues.push(format!(
+                    "{key}: not a filter (use process, state, limit, cursor, input.<field>)"
+                )),
             },
         }
     }
@@ -80,7 +85,11 @@ where
         return Err(ApiError::invalid("the query has problems", issues));
     }
     args.inputs = inputs;
-    let page = web.service.list_runs(&caller_of(&caller), args).await.map_err(ApiError::from_tool)?;
+    let page = web
+        .service
+        .list_runs(&caller_of(&caller), args)
+        .await
+        .map_err(ApiError::from_tool)?;
     Ok(Json(page))
 }
 
@@ -94,7 +103,11 @@ where
     B: Blobs,
 {
     caller.require(Role::Member, false)?;
-    let view = web.service.get_run(&caller_of(&caller), &id).await.map_err(ApiError::from_tool)?;
+    let view = web
+        .service
+        .get_run(&caller_of(&caller), &id)
+        .await
+        .map_err(ApiError::from_tool)?;
     Ok(Json(view))
 }
 
@@ -112,7 +125,10 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
         Some(value) => {
             let key = value.to_str().unwrap_or_default().trim();
             if key.is_empty() || key.len() > 128 {
-                return Err(ApiError::invalid("Idempotency-Key must have 1 to 128 characters", Vec::new()));
+                return Err(ApiError::invalid(
+                    "Idempotency-Key must have 1 to 128 characters",
+                    Vec::new(),
+                ));
             }
             format!("rest:{key}")
         }
@@ -144,7 +160,14 @@ where
         .await
         .map_err(ApiError::from_tool)?;
     web.auth
-        .record(caller.org(), &caller.actor(), "run.cancelled", Some(&id), detail([("reason", json!(cancel.reason))]), web.now())
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "run.cancelled",
+            Some(&id),
+            detail([("reason", json!(cancel.reason))]),
+            web.now(),
+        )
         .await?;
     Ok(Json(view))
 }
@@ -205,7 +228,14 @@ where
     let new = body(new)?;
     let webhook = web.service.admin().add_webhook(caller.org(), &new.url).await?;
     web.auth
-        .record(caller.org(), &caller.actor(), "webhook.added", Some(&webhook.id), detail([("url", json!(webhook.url))]), web.now())
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "webhook.added",
+            Some(&webhook.id),
+            detail([("url", json!(webhook.url))]),
+            web.now(),
+        )
         .await?;
     let mut view = WebhookView::from(&webhook);
     view.secret = Some(webhook.secret.clone());
@@ -224,7 +254,14 @@ where
     caller.require(Role::Admin, true)?;
     web.service.admin().remove_webhook(caller.org(), &id).await?;
     web.auth
-        .record(caller.org(), &caller.actor(), "webhook.removed", Some(&id), detail([]), web.now())
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "webhook.removed",
+            Some(&id),
+            detail([]),
+            web.now(),
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -277,7 +314,8 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, false)?;
-    let Query(query) = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
+    let Query(query) =
+        query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
     let limit = query.limit.unwrap_or(50).clamp(1, agentprocess_service::MAX_PAGE);
     let records = web.service.admin().deliveries(caller.org(), limit).await?;
     Ok(Json(Items {
