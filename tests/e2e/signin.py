@@ -122,7 +122,10 @@ class Site:
         return {"clientId": "agentprocess", "clientSecret": "s3cret", "issuer": idp.issuer}
 
 
-def idp_for(bases: list[str], accounts: dict) -> Idp:
+def idp_for(bases: list[str], accounts: dict, port: int = 0) -> Idp:
+    """A provider with the clients the sign-in tests use: `agentprocess` (confidential)
+    and `public` registered for every process of the server, `elsewhere` registered for
+    another redirect URI only."""
     return start_idp(
         [
             {"client_id": "agentprocess", "client_secret": "s3cret",
@@ -131,6 +134,7 @@ def idp_for(bases: list[str], accounts: dict) -> Idp:
             {"client_id": "elsewhere", "client_secret": "x", "redirect_uris": ["http://127.0.0.1:9/cb"]},
         ],
         accounts,
+        port=port,
     )
 
 

@@ -13,9 +13,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import pytest
 
 import servers
-from idp import start_idp
 from signin import Browser, Site, bearer, csrf_of, idp_for, new_slug, problems_of, signed_up
 
+BETA = {"zed": {"email": "zed@beta.test", "email_verified": True},
+        "ann-at-beta": {"email": "ann@acme.test", "email_verified": True}}
 ACCOUNTS = {
     "ann": {"email": "ann@acme.test", "email_verified": True, "name": "Ann Admin", "groups": []},
     "bob": {"email": "bob@acme.test", "email_verified": True, "name": "Bob", "groups": ["finance"]},
@@ -30,7 +31,7 @@ ACCOUNTS = {
 def site(request):
     server = servers.start_signup(request.param)
     acme = idp_for(server.bases, ACCOUNTS)
-    beta = idp_for(server.bases, {"zed": {"email": "zed@beta.test", "email_verified": True}})
+    beta = idp_for(server.bases, BETA)
     yield Site(server, acme, beta)
     acme.stop()
     beta.stop()
@@ -323,11 +324,24 @@ def test_an_unreachable_provider_is_reported_and_its_return_works(site):
     finally:
         # Back on the same port, with new signing keys: the cached keys miss, and the
         # server fetches the provider's keys again.
-        site.beta = start_idp(
-            [{"client_id": "agentprocess", "client_secret": "s3cret",
-              "redirect_uris": [f"{base}/auth/callback" for base in site.server.bases]}],
-            {"zed": {"email": "zed@beta.test", "email_verified": True}}, port=port)
+        site.beta = idp_for(site.server.bases, BETA, port=port)
     assert Browser(site.first).sign_in(slug, "zed").status_code == 303
+
+
+def test_a_new_provider_keeps_people_their_accounts(site):
+    admin, slug = signed_up(site)
+    me = admin.api("GET", "/session").json()["member"]["id"]
+    unreachable = admin.api("PUT", "/organization/sign-in",
+                            {"issuer": f"http://127.0.0.1:{servers.free_port()}", "clientId": "agentprocess"})
+    assert unreachable.status_code == 400 and "discovery" in unreachable.json()["issues"][0]
+    assert admin.api("GET", "/organization").json()["signIn"]["issuer"] == site.acme.issuer
+    changed = admin.api("PUT", "/organization/sign-in", site.client_of(site.beta))
+    assert changed.status_code == 200 and changed.json()["signIn"]["issuer"] == site.beta.issuer, changed.text
+    again = Browser(site.first)
+    assert again.sign_in(slug, "ann-at-beta").status_code == 303
+    assert again.api("GET", "/session").json()["member"] == admin.api("GET", "/session").json()["member"]
+    assert again.api("GET", "/session").json()["member"]["id"] == me
+    assert "organization.sign_in_changed" in [entry["kind"] for entry in admin.api("GET", "/audit").json()["items"]]
 
 
 def test_session_cookies_open_nothing_on_mcp(site):

@@ -22,7 +22,12 @@ const PEOPLE: &str = "people";
 
 /// One identity of the dev organization: id, role (none for an agent), person value,
 /// groups.
-type DevIdentity = (&'static str, Option<Role>, Option<&'static str>, &'static [&'static str]);
+type DevIdentity = (
+    &'static str,
+    Option<Role>,
+    Option<&'static str>,
+    &'static [&'static str],
+);
 
 const IDENTITIES: [DevIdentity; 6] = [
     ("agent-1", None, None, &[]),
