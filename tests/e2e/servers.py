@@ -265,12 +265,12 @@ def drop(server: Server) -> None:
         shutil.rmtree(server.workdir, ignore_errors=True)
 
 
-def start_signup(backend: str) -> Server:
+def start_signup(backend: str, extra: tuple[str, ...] = ()) -> Server:
     """A server where anyone may sign up an organization against an identity provider
     on this machine: `agentprocess dev` (which allows both), or two API processes over
     one fresh PostgreSQL database with open sign-up, private issuers and a secret key."""
     if backend == "sqlite":
-        return start_sqlite()
+        return start_sqlite(extra=extra)
     key = base64.b64encode(secrets.token_bytes(32)).decode()
     return start_postgres(
-        processes=2, extra=("--signup", "open", "--oidc-allow-private-issuers", "--secret-key", key))
+        processes=2, extra=("--signup", "open", "--oidc-allow-private-issuers", "--secret-key", key, *extra))

@@ -12,7 +12,7 @@ use crate::tokens::MAX_TOKEN_DAYS;
 use crate::{Auth, Error, millis};
 
 /// An agent to make.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewAgent {
     /// Its id, which work items and the record show as who claimed.

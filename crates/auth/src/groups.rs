@@ -9,7 +9,7 @@ use crate::error::refuse_if_any;
 use crate::{Auth, Error, millis};
 
 /// A group to make.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewGroup {
     /// Its id, which role bindings name: lowercase letters, digits, `-` and `_`.

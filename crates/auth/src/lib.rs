@@ -22,6 +22,19 @@ pub use error::Error;
 pub use oidc::{Oidc, OidcSettings};
 pub use secrets::SecretKey;
 
+/// A role as requests and answers name it (its schema; the type is [`Role`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = Role)]
+pub enum RoleName {
+    /// Decides the work items of their groups, starts runs.
+    Member,
+    /// Also cancels runs, sends events, decides escalations.
+    Operator,
+    /// Also manages the organization.
+    Admin,
+}
+
 /// Who may sign up an organization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignupPolicy {

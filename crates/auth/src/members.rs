@@ -11,7 +11,7 @@ use crate::signin::is_email;
 use crate::{Auth, Error, millis};
 
 /// Someone an admin invites; they get in at their first sign-in with this email.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Invite {
     /// Their email, which becomes their person value.
@@ -21,6 +21,7 @@ pub struct Invite {
     pub name: Option<String>,
     /// Their role.
     #[serde(deserialize_with = "role")]
+    #[schema(value_type = crate::RoleName)]
     pub role: Role,
     /// Groups they join.
     #[serde(default)]
@@ -28,11 +29,12 @@ pub struct Invite {
 }
 
 /// What an admin changes about a member; absent fields stay.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemberChange {
     /// A new role.
     #[serde(default, deserialize_with = "optional_role")]
+    #[schema(value_type = Option<crate::RoleName>)]
     pub role: Option<Role>,
     /// `false` deactivates (their sessions end, their tokens are revoked); `true`
     /// reactivates.
@@ -44,7 +46,7 @@ pub struct MemberChange {
 }
 
 /// What an admin changes about the organization; absent fields stay.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrganizationChange {
     /// A new display name.

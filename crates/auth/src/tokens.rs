@@ -11,7 +11,7 @@ use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::{Auth, Error, millis};
 
 /// What an API token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// What its maker may do.
@@ -34,7 +34,7 @@ impl Scope {
 pub const MAX_TOKEN_DAYS: u32 = 366;
 
 /// A token to make.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewToken {
     /// What it is for.

@@ -284,7 +284,9 @@ fn seconds(text: &str) -> Result<Duration, String> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct AuthArgs {
     /// Key (base64, at least 32 bytes) that seals secrets kept in the database, such
-    /// as organizations' IdP client secrets. Every API process shares it.
+    /// as organizations' IdP client secrets. Every API process shares it. Without it,
+    /// a key derived from --url-secret is used (and changing that secret then makes
+    /// sealed secrets unreadable).
     #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
     /// Who may sign up an organization: `open`, `invite` (with a sign-up code) or
@@ -313,6 +315,12 @@ pub struct AuthArgs {
     /// How long one request to an identity provider may take.
     #[arg(long, env = "AGENTPROCESS_OIDC_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
     pub oidc_timeout_seconds: Duration,
+}
+
+/// A sealing key derived from the URL-signing secret, for servers given no
+/// `--secret-key` (the two uses never share the key itself).
+pub fn derived_secret_key(url_secret: &[u8]) -> Vec<u8> {
+    agentprocess_auth::secrets::sha256_hex(&[b"agentprocess seal key:".as_slice(), url_secret].concat()).into_bytes()
 }
 
 impl AuthArgs {

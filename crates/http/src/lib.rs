@@ -24,6 +24,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 
+pub use identity::openapi_text;
 pub use lifecycle::{Draining, ProcessSettings, serve};
 
 /// What the HTTP surface needs beyond the service.

@@ -146,10 +146,9 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     .auth(
         service.store().clone(),
         &public_url,
-        Some(
-            &agentprocess_service::sha256_hex(&[b"seal:".as_slice(), &url_secret(&dev.data_dir)?].concat())
-                .into_bytes(),
-        ),
+        Some(&agentprocess_http::config::derived_secret_key(
+            &service.settings().url_secret,
+        )),
     )?;
     let router = agentprocess_http::with_test_clock(
         agentprocess_http::router(Arc::clone(&service), Arc::new(auth), &http),

@@ -132,6 +132,12 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         allowed_origins: serve.allowed_origin.clone(),
         dev_sign_in_org: serve.dangerously_allow_dev_sign_in.clone(),
     };
+    if serve.auth.secret_key.is_none() {
+        tracing::warn!(
+            "no --secret-key: secrets are sealed with a key derived from --url-secret, so changing that \
+             secret makes them unreadable"
+        );
+    }
     if let Some(org) = &serve.dangerously_allow_dev_sign_in {
         tracing::warn!(%org, "development sign-in on: anyone can sign in as this organization's people");
     }
@@ -153,7 +159,13 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     let router = agentprocess_http::with_test_clock(
         agentprocess_http::router(
             std::sync::Arc::clone(&service),
-            std::sync::Arc::new(serve.auth.auth(service.store().clone(), &serve.public_url, None)?),
+            std::sync::Arc::new(serve.auth.auth(
+                service.store().clone(),
+                &serve.public_url,
+                Some(&agentprocess_http::config::derived_secret_key(
+                    &service.settings().url_secret,
+                )),
+            )?),
             &http,
         ),
         &service,

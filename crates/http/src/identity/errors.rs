@@ -6,7 +6,6 @@ use agentprocess_engine::{Code, ToolError};
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 /// A refusal of a REST request.
 #[derive(Debug, Clone)]
@@ -118,12 +117,26 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The protocol's error body (spec §4.3).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorBody {
+    /// One of the protocol's seven codes.
+    #[schema(value_type = String, pattern = "^(invalid|not_accepted|stale|conflict|forbidden|not_found|retry)$")]
+    code: &'static str,
+    /// What happened, as a sentence.
+    message: String,
+    /// Every problem, each naming where.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    issues: Vec<String>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "code": self.error.code.as_str(), "message": self.error.message });
-        if !self.error.issues.is_empty() {
-            body["issues"] = json!(self.error.issues);
-        }
+        let body = ErrorBody {
+            code: self.error.code.as_str(),
+            message: self.error.message,
+            issues: self.error.issues,
+        };
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
@@ -138,4 +151,47 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// Answers every refusal of `/api/v1` in the protocol's body, including those axum
+/// makes itself (a path segment that is not a number, a body that is not multipart, a
+/// method the route lacks), which come as plain text.
+pub(crate) async fn json_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_owned();
+    let code = match status {
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Code::Forbidden,
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::CONFLICT => Code::Conflict,
+        StatusCode::UNPROCESSABLE_ENTITY => Code::NotAccepted,
+        status if status.is_server_error() => Code::Retry,
+        _ => Code::Invalid,
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("refused").to_owned()
+    } else {
+        text
+    };
+    let mut answer = ApiError {
+        status,
+        error: ToolError::new(code, message, Vec::new()),
+    }
+    .into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    answer
 }

@@ -2,9 +2,9 @@
 //! sign-in pages, and the REST admin surface under `/api/v1`. Sessions never reach
 //! `/mcp`: the session layer wraps only these routes.
 
-mod errors;
+pub(crate) mod errors;
 mod pages;
-mod rest;
+pub(crate) mod rest;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
 pub(crate) use errors::ApiError;
+pub use rest::openapi::document_text as openapi_text;
 
 /// The session key holding the synchronizer token every unsafe request must echo.
 const CSRF: &str = "csrf";

@@ -34,8 +34,8 @@ where
         .route("/api/v1/agents/{id}/tokens/{token}/rotate", post(rotate_token::<S, B>))
 }
 
-#[derive(Debug, Serialize)]
-struct AgentView {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct AgentView {
     id: String,
     name: String,
     enabled: bool,
@@ -51,7 +51,14 @@ impl From<&Identity> for AgentView {
     }
 }
 
-async fn agents<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents",
+    tag = "agents",
+    responses((status = 200, description = "The agents", body = Items<AgentView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn agents<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AgentView>>, ApiError>
@@ -66,7 +73,15 @@ where
     }))
 }
 
-async fn agent<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents/{id}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 200, description = "An agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn agent<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -79,7 +94,15 @@ where
     Ok(Json(AgentView::from(&web.auth.agent(caller.org(), &id).await?)))
 }
 
-async fn create<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents",
+    tag = "agents",
+    request_body = agentprocess_auth::agents::NewAgent,
+    responses((status = 201, description = "The agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn create<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     new: Result<Json<NewAgent>, JsonRejection>,
@@ -97,13 +120,22 @@ where
     Ok((StatusCode::CREATED, Json(AgentView::from(&agent))).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AgentChange {
+pub(super) struct AgentChange {
     enabled: bool,
 }
 
-async fn change<S, B>(
+#[utoipa::path(
+    patch,
+    path = "/api/v1/agents/{id}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The id")),
+    request_body = AgentChange,
+    responses((status = 200, description = "The agent as changed", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn change<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -122,7 +154,15 @@ where
     Ok(Json(AgentView::from(&agent)))
 }
 
-async fn tokens<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents/{id}/tokens",
+    tag = "agents",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn tokens<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -138,9 +178,9 @@ where
     }))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct NewAgentToken {
+pub(super) struct NewAgentToken {
     #[serde(default)]
     expires_in_days: Option<u32>,
 }
@@ -155,7 +195,16 @@ fn made(row: &agentprocess_store::TokenRow, token: String) -> Response {
     response
 }
 
-async fn create_token<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents/{id}/tokens",
+    tag = "agents",
+    params(("id" = String, Path, description = "The id")),
+    request_body = NewAgentToken,
+    responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn create_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -174,14 +223,23 @@ where
     Ok(made(&row, token))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Rotation {
+pub(super) struct Rotation {
     /// How long the old token keeps working.
     overlap_seconds: u32,
 }
 
-async fn rotate_token<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents/{id}/tokens/{token}/rotate",
+    tag = "agents",
+    params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id")),
+    request_body = Rotation,
+    responses((status = 201, description = "The new token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn rotate_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
@@ -207,7 +265,15 @@ where
     Ok(made(&row, secret))
 }
 
-async fn revoke_token<S, B>(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{id}/tokens/{token}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id")),
+    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn revoke_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,

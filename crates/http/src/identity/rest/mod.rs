@@ -2,6 +2,7 @@
 //! `{ code, message, issues? }` with the HTTP status of each code.
 
 mod agents;
+pub(crate) mod openapi;
 mod organization;
 mod processes;
 mod runs;
@@ -23,10 +24,15 @@ where
     B: Blobs,
 {
     organization::routes()
+        .route(
+            "/api/v1/openapi.json",
+            axum::routing::get(|| async { Json(openapi::document()) }),
+        )
         .merge(agents::routes())
         .merge(processes::routes())
         .merge(runs::routes())
         .with_state(web)
+        .layer(axum::middleware::from_fn(super::errors::json_errors))
 }
 
 /// A JSON body, or `invalid` naming what is wrong with it.
@@ -46,7 +52,7 @@ fn time_text(millis: i64) -> String {
 }
 
 /// A list.
-#[derive(Debug, Serialize)]
-struct Items<T> {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct Items<T> {
     items: Vec<T>,
 }

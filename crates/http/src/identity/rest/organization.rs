@@ -57,9 +57,9 @@ where
 }
 
 /// A person, as the REST surface shows them.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct MemberView {
+pub(super) struct MemberView {
     id: String,
     email: Option<String>,
     name: String,
@@ -81,9 +81,9 @@ impl From<&Identity> for MemberView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct SessionView {
+pub(super) struct SessionView {
     organization: String,
     slug: String,
     member: MemberView,
@@ -93,7 +93,14 @@ struct SessionView {
     csrf_token: Option<String>,
 }
 
-async fn me<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/session",
+    tag = "session",
+    responses((status = 200, description = "Who is calling", body = SessionView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn me<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     session: Session,
@@ -119,26 +126,26 @@ where
     }))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ProviderView {
+pub(super) struct ProviderView {
     issuer: String,
     client_id: String,
     has_client_secret: bool,
     redirect_uri: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct DomainView {
+pub(super) struct DomainView {
     domain: String,
     verified: bool,
     /// The DNS TXT record that proves ownership.
     txt_record: TxtRecord,
 }
 
-#[derive(Debug, Serialize)]
-struct TxtRecord {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct TxtRecord {
     name: String,
     value: String,
 }
@@ -156,9 +163,9 @@ impl From<&Domain> for DomainView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct OrganizationView {
+pub(super) struct OrganizationView {
     id: String,
     slug: String,
     name: String,
@@ -199,7 +206,14 @@ where
     Ok(response)
 }
 
-async fn organization<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/organization",
+    tag = "organization",
+    responses((status = 200, description = "The organization, with its revision as ETag", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn organization<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Response, ApiError>
@@ -225,7 +239,16 @@ fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
         .ok_or_else(|| ApiError::invalid("If-Match must be an ETag this surface gave", Vec::new()))
 }
 
-async fn change_organization<S, B>(
+#[utoipa::path(
+    patch,
+    path = "/api/v1/organization",
+    tag = "organization",
+    params(("If-Match" = Option<String>, Header, description = "The ETag read; refused with conflict when it changed meanwhile")),
+    request_body = agentprocess_auth::members::OrganizationChange,
+    responses((status = 200, description = "The organization as changed", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn change_organization<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
@@ -244,9 +267,9 @@ where
     organization_view(&web, organization).await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SignIn {
+pub(super) struct SignIn {
     issuer: String,
     client_id: String,
     /// Absent or empty for a public client.
@@ -254,7 +277,15 @@ struct SignIn {
     client_secret: Option<String>,
 }
 
-async fn set_sign_in<S, B>(
+#[utoipa::path(
+    put,
+    path = "/api/v1/organization/sign-in",
+    tag = "organization",
+    request_body = SignIn,
+    responses((status = 200, description = "The organization with its new provider", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn set_sign_in<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     sign_in: Result<Json<SignIn>, JsonRejection>,
@@ -279,13 +310,21 @@ where
     organization_view(&web, organization).await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewDomain {
+pub(super) struct NewDomain {
     domain: String,
 }
 
-async fn add_domain<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/organization/domains",
+    tag = "organization",
+    request_body = NewDomain,
+    responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn add_domain<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     new: Result<Json<NewDomain>, JsonRejection>,
@@ -303,7 +342,15 @@ where
     Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
 }
 
-async fn remove_domain<S, B>(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/organization/domains/{domain}",
+    tag = "organization",
+    params(("domain" = String, Path, description = "The domain")),
+    responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn remove_domain<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(domain): Path<String>,
@@ -319,7 +366,14 @@ where
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn members<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/members",
+    tag = "members",
+    responses((status = 200, description = "The members", body = Items<MemberView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn members<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<MemberView>>, ApiError>
@@ -334,7 +388,15 @@ where
     }))
 }
 
-async fn member<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/members/{id}",
+    tag = "members",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 200, description = "A member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn member<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -350,7 +412,15 @@ where
     Ok(Json(MemberView::from(&member)))
 }
 
-async fn invite<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/members",
+    tag = "members",
+    request_body = agentprocess_auth::members::Invite,
+    responses((status = 201, description = "The invited member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn invite<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     invite: Result<Json<Invite>, JsonRejection>,
@@ -368,7 +438,16 @@ where
     Ok((StatusCode::CREATED, Json(MemberView::from(&member))).into_response())
 }
 
-async fn change_member<S, B>(
+#[utoipa::path(
+    patch,
+    path = "/api/v1/members/{id}",
+    tag = "members",
+    params(("id" = String, Path, description = "The id")),
+    request_body = agentprocess_auth::members::MemberChange,
+    responses((status = 200, description = "The member as changed", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn change_member<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -387,8 +466,8 @@ where
     Ok(Json(MemberView::from(&member)))
 }
 
-#[derive(Debug, Serialize)]
-struct GroupView {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct GroupView {
     id: String,
     name: Option<String>,
     members: Vec<String>,
@@ -404,7 +483,14 @@ impl From<Group> for GroupView {
     }
 }
 
-async fn groups<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/groups",
+    tag = "groups",
+    responses((status = 200, description = "The groups", body = Items<GroupView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn groups<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<GroupView>>, ApiError>
@@ -419,7 +505,15 @@ where
     }))
 }
 
-async fn group<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/groups/{id}",
+    tag = "groups",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 200, description = "A group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -432,7 +526,15 @@ where
     Ok(Json(GroupView::from(web.auth.group(caller.org(), &id).await?)))
 }
 
-async fn create_group<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/groups",
+    tag = "groups",
+    request_body = agentprocess_auth::groups::NewGroup,
+    responses((status = 201, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn create_group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     new: Result<Json<NewGroup>, JsonRejection>,
@@ -450,13 +552,22 @@ where
     Ok((StatusCode::CREATED, Json(GroupView::from(group))).into_response())
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct GroupName {
+pub(super) struct GroupName {
     name: Option<String>,
 }
 
-async fn rename_group<S, B>(
+#[utoipa::path(
+    patch,
+    path = "/api/v1/groups/{id}",
+    tag = "groups",
+    params(("id" = String, Path, description = "The id")),
+    request_body = GroupName,
+    responses((status = 200, description = "The group as renamed", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn rename_group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -475,7 +586,15 @@ where
     Ok(Json(GroupView::from(group)))
 }
 
-async fn delete_group<S, B>(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/groups/{id}",
+    tag = "groups",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 204, description = "Deleted"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn delete_group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -510,7 +629,15 @@ where
     Ok(Json(GroupView::from(group)))
 }
 
-async fn add_to_group<S, B>(
+#[utoipa::path(
+    put,
+    path = "/api/v1/groups/{id}/members/{member}",
+    tag = "groups",
+    params(("id" = String, Path, description = "The id"), ("member" = String, Path, description = "The member's id")),
+    responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn add_to_group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((group, member)): Path<(String, String)>,
@@ -522,7 +649,15 @@ where
     membership(&web, &caller, &group, &member, true).await
 }
 
-async fn remove_from_group<S, B>(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/groups/{id}/members/{member}",
+    tag = "groups",
+    params(("id" = String, Path, description = "The id"), ("member" = String, Path, description = "The member's id")),
+    responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn remove_from_group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((group, member)): Path<(String, String)>,
@@ -534,7 +669,7 @@ where
     membership(&web, &caller, &group, &member, false).await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct TokenView {
     id: String,
@@ -564,7 +699,14 @@ impl From<&TokenRow> for TokenView {
     }
 }
 
-async fn tokens<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/tokens",
+    tag = "tokens",
+    responses((status = 200, description = "API tokens (all for admins, else the caller's own)", body = Items<TokenView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn tokens<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<TokenView>>, ApiError>
@@ -583,7 +725,15 @@ where
     }))
 }
 
-async fn create_token<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/tokens",
+    tag = "tokens",
+    request_body = agentprocess_auth::tokens::NewToken,
+    responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn create_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     new: Result<Json<NewToken>, JsonRejection>,
@@ -610,7 +760,15 @@ where
     Ok(response)
 }
 
-async fn revoke_token<S, B>(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/tokens/{id}",
+    tag = "tokens",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn revoke_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -626,9 +784,10 @@ where
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AuditQuery {
+pub(super) struct AuditQuery {
     since: Option<String>,
     until: Option<String>,
     actor: Option<String>,
@@ -637,9 +796,9 @@ struct AuditQuery {
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct AuditView {
+pub(super) struct AuditView {
     id: String,
     at: String,
     actor: String,
@@ -663,9 +822,9 @@ impl From<AuditRow> for AuditView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct AuditPage {
+pub(super) struct AuditPage {
     items: Vec<AuditView>,
     next_cursor: Option<String>,
 }
@@ -700,7 +859,15 @@ fn audit_filter(query: AuditQuery) -> Result<AuditFilter, ApiError> {
     })
 }
 
-async fn audit<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit",
+    tag = "audit",
+    params(AuditQuery),
+    responses((status = 200, description = "Entries, oldest first", body = AuditPage), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn audit<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
@@ -725,7 +892,15 @@ where
 }
 
 /// The whole log (or the filtered part) as JSON lines, read page by page.
-async fn audit_export<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit/export",
+    tag = "audit",
+    params(AuditQuery),
+    responses((status = 200, description = "Entries as JSON lines", body = String, content_type = "application/x-ndjson"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn audit_export<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,

@@ -38,15 +38,57 @@ where
         .route("/api/v1/processes/{name}/diff", get(diff::<S, B>))
 }
 
-#[derive(Debug, Serialize)]
-struct RoleView {
+/// The multipart body of an import.
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(super) struct ImportForm {
+    /// The PROCESS.md; its file name may carry the folder, as `purchase-order/PROCESS.md`.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// The name of the folder the file sits in, which must then be the process's name.
+    folder: Option<String>,
+}
+
+/// What publishing did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PublishedView {
+    process: String,
+    number: u32,
+    content_hash: String,
+    /// The latest version already had this text and these bindings.
+    unchanged: bool,
+}
+
+/// A version named in a diff.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct VersionRef {
+    number: u32,
+    content_hash: String,
+}
+
+/// Two versions compared.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DiffView {
+    process: String,
+    from: VersionRef,
+    to: VersionRef,
+    roles_changed: bool,
+    /// A unified diff of the two PROCESS.md texts.
+    diff: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct RoleView {
     role: String,
     group: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct DraftView {
+pub(super) struct DraftView {
     process: String,
     roles: Vec<RoleView>,
     /// What the organization must connect before running it; shown, never checked.
@@ -74,9 +116,9 @@ impl From<Draft> for DraftView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct VersionView {
+pub(super) struct VersionView {
     process: String,
     number: u32,
     content_hash: String,
@@ -102,7 +144,14 @@ impl VersionView {
     }
 }
 
-async fn processes<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes",
+    tag = "processes",
+    responses((status = 200, description = "The latest version of each process", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn processes<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<VersionView>>, ApiError>
@@ -133,7 +182,15 @@ where
 /// `multipart/form-data` with the PROCESS.md in a part named `file`, and optionally the
 /// name of the folder it sits in (part `folder`, or the file name's directory, as
 /// `purchase-order/PROCESS.md`), which must then be the process's name.
-async fn import<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/processes",
+    tag = "processes",
+    request_body(content = ImportForm, content_type = "multipart/form-data"),
+    responses((status = 201, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn import<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     mut multipart: Multipart,
@@ -196,7 +253,15 @@ where
     Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
 }
 
-async fn draft<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/draft",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name")),
+    responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn draft<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
@@ -211,16 +276,25 @@ where
     )))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Binding {
+pub(super) struct Binding {
     group: String,
     /// Bind even though the group has no members yet.
     #[serde(default)]
     force: bool,
 }
 
-async fn bind<S, B>(
+#[utoipa::path(
+    put,
+    path = "/api/v1/processes/{name}/draft/roles/{role}",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("role" = String, Path, description = "The role")),
+    request_body = Binding,
+    responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn bind<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((name, role)): Path<(String, String)>,
@@ -254,7 +328,15 @@ where
     Ok(Json(DraftView::from(draft)))
 }
 
-async fn publish<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/processes/{name}/publish",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name")),
+    responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn publish<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
@@ -294,7 +376,15 @@ where
     Ok((status, Json(view)).into_response())
 }
 
-async fn versions<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/versions",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name")),
+    responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn versions<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
@@ -326,7 +416,15 @@ where
         .ok_or_else(|| ApiError::not_found(format!("{name} has no version {number}")))
 }
 
-async fn version<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/versions/{number}",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("number" = u32, Path, description = "The version number")),
+    responses((status = 200, description = "One version with its frontmatter and body", body = VersionView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn version<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, u32)>,
@@ -345,19 +443,28 @@ where
     Ok(Json(view))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
-struct Pair {
+pub(super) struct Pair {
     from: u32,
     to: u32,
 }
 
-async fn diff<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/diff",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), Pair),
+    responses((status = 200, description = "A unified diff of two versions", body = DiffView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn diff<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     pair: Result<Query<Pair>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError>
+) -> Result<Json<DiffView>, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -374,11 +481,17 @@ where
             &format!("{name} version {}", to.number),
         )
         .to_string();
-    Ok(Json(json!({
-        "process": name,
-        "from": { "number": from.number, "contentHash": from.content_hash },
-        "to": { "number": to.number, "contentHash": to.content_hash },
-        "rolesChanged": from.roles != to.roles,
-        "diff": unified,
-    })))
+    Ok(Json(DiffView {
+        process: name,
+        roles_changed: from.roles != to.roles,
+        from: VersionRef {
+            number: from.number,
+            content_hash: from.content_hash,
+        },
+        to: VersionRef {
+            number: to.number,
+            content_hash: to.content_hash,
+        },
+        diff: unified,
+    }))
 }

@@ -40,9 +40,34 @@ fn caller_of(caller: &ApiCaller) -> Caller {
     }
 }
 
+/// The query of `GET /runs` as documented; `input.<field>=<value>` (any number, one per
+/// input to match; the value as JSON, or as a string when it is not JSON) cannot be
+/// named in advance.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub(super) struct RunsQuery {
+    /// Only runs of this process.
+    process: Option<String>,
+    /// Only runs in this state.
+    state: Option<String>,
+    /// Page size, 1 to 100 (50).
+    limit: Option<u32>,
+    /// Where the previous page ended.
+    cursor: Option<String>,
+}
+
 /// `list_runs`: `process`, `state`, `limit`, `cursor`, and `input.<field>=<value>` for
 /// each input to match (the value as JSON, or as a string when it is not JSON).
-async fn runs<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/runs",
+    tag = "runs",
+    params(RunsQuery),
+    responses((status = 200, description = "list_runs's result", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn runs<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Query(query): Query<HashMap<String, String>>,
@@ -93,7 +118,15 @@ where
     Ok(Json(page))
 }
 
-async fn run<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/runs/{id}",
+    tag = "runs",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 200, description = "get_run's result", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn run<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -111,9 +144,9 @@ where
     Ok(Json(view))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Cancel {
+pub(super) struct Cancel {
     reason: String,
 }
 
@@ -137,7 +170,16 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
     Ok(Write::from_arguments(key, arguments))
 }
 
-async fn cancel<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/runs/{id}/cancel",
+    tag = "runs",
+    params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "The same key and body get the first answer again")),
+    request_body = Cancel,
+    responses((status = 200, description = "cancel's result", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn cancel<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -172,9 +214,9 @@ where
     Ok(Json(view))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct WebhookView {
+pub(super) struct WebhookView {
     id: String,
     url: String,
     created_at: String,
@@ -194,7 +236,14 @@ impl From<&Webhook> for WebhookView {
     }
 }
 
-async fn webhooks<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/webhooks",
+    tag = "webhooks",
+    responses((status = 200, description = "The webhooks", body = Items<WebhookView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn webhooks<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<WebhookView>>, ApiError>
@@ -209,13 +258,21 @@ where
     }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewWebhook {
+pub(super) struct NewWebhook {
     url: String,
 }
 
-async fn add_webhook<S, B>(
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks",
+    tag = "webhooks",
+    request_body = NewWebhook,
+    responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn add_webhook<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     new: Result<Json<NewWebhook>, JsonRejection>,
@@ -242,7 +299,15 @@ where
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
-async fn remove_webhook<S, B>(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/webhooks/{id}",
+    tag = "webhooks",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn remove_webhook<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
@@ -266,9 +331,9 @@ where
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct DeliveryView {
+pub(super) struct DeliveryView {
     notification: String,
     event: String,
     run_id: String,
@@ -298,13 +363,22 @@ impl From<&DeliveryRecord> for DeliveryView {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
-struct DeliveriesQuery {
+pub(super) struct DeliveriesQuery {
     limit: Option<u32>,
 }
 
-async fn deliveries<S, B>(
+#[utoipa::path(
+    get,
+    path = "/api/v1/webhooks/deliveries",
+    tag = "webhooks",
+    params(DeliveriesQuery),
+    responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn deliveries<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     query: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
