@@ -52,6 +52,54 @@ impl TimerKind {
             TimerKind::Timeout => "timeout",
         }
     }
+
+    /// The kind a name in a timer id stands for.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            TimerKind::Due,
+            TimerKind::Wait,
+            TimerKind::WaitUntil,
+            TimerKind::Timeout,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == text)
+    }
+}
+
+/// Which timer: of which attempt of which step, for what. Written `<step>:<kind>:<attempt>`
+/// in timer rows and queues; step ids may hold `:`, so it is read from the right.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerId {
+    /// The step.
+    pub step: String,
+    /// What the timer is for.
+    pub kind: TimerKind,
+    /// The step's attempt when the timer was set.
+    pub attempt: u32,
+}
+
+impl std::fmt::Display for TimerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.step, self.kind.as_str(), self.attempt)
+    }
+}
+
+impl std::str::FromStr for TimerId {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mut parts = text.rsplitn(3, ':');
+        let (Some(attempt), Some(kind), Some(step)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(format!("{text:?} is not <step>:<kind>:<attempt>"));
+        };
+        Ok(Self {
+            step: step.to_owned(),
+            kind: TimerKind::parse(kind).ok_or_else(|| format!("{kind:?} is not a timer kind"))?,
+            attempt: attempt
+                .parse()
+                .map_err(|_| format!("{attempt:?} is not an attempt number"))?,
+        })
+    }
 }
 
 /// A notification to deliver.
@@ -77,4 +125,23 @@ pub enum Notification {
         /// The outcome, if any.
         outcome: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timer_id_reads_back_as_written_even_when_the_step_id_holds_colons() {
+        let id = TimerId {
+            step: "a:b".to_owned(),
+            kind: TimerKind::WaitUntil,
+            attempt: 3,
+        };
+        assert_eq!(id.to_string(), "a:b:wait_until:3");
+        assert_eq!("a:b:wait_until:3".parse::<TimerId>(), Ok(id));
+        assert!("a:soon:1".parse::<TimerId>().is_err());
+        assert!("a:due:x".parse::<TimerId>().is_err());
+        assert!("due:1".parse::<TimerId>().is_err());
+    }
 }

@@ -25,7 +25,7 @@ pub use cancel::cancel;
 pub use claim::{Claimed, claim};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
 pub use decide::{Decide, Decision, decide};
-pub use effect::{Effect, Notification, Timer, TimerKind};
+pub use effect::{Effect, Notification, Timer, TimerId, TimerKind};
 pub use error::{Code, ToolError};
 pub use escalate::escalate;
 pub use event::send_event;

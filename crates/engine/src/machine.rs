@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
 use crate::context::{Ids, ProcessVersion};
-use crate::effect::{Effect, Notification, Timer, TimerKind};
+use crate::effect::{Effect, Notification, Timer, TimerId, TimerKind};
 use crate::model::{Assignee, End, Handoff, Record, Run, StepState, WorkItem};
 
 /// The run being changed, and the effects gathered on the way.
@@ -148,7 +148,12 @@ impl<'a> Machine<'a> {
 
     fn timer_id(&self, index: usize, kind: TimerKind) -> String {
         let step = &self.run.steps[index];
-        format!("{}:{}:{}", step.id, kind.as_str(), step.attempt)
+        TimerId {
+            step: step.id.clone(),
+            kind,
+            attempt: step.attempt,
+        }
+        .to_string()
     }
 
     fn schedule(&mut self, index: usize, kind: TimerKind, at: Timestamp) {

@@ -1,6 +1,7 @@
 //! Every tool's arguments, declared once: the JSON Schema `tools/list` advertises and
 //! the decoder that checks a call both come from [`ARGUMENTS`].
 
+use agentprocess_service::Tool;
 use serde_json::{Map, Value, json};
 
 /// The type of one argument, with exactly the bounds of the official argument schema.
@@ -63,8 +64,8 @@ pub struct Argument {
 /// A tool and its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolSpec {
-    /// The tool's name.
-    pub name: &'static str,
+    /// The tool.
+    pub tool: Tool,
     /// What it does, for `tools/list`.
     pub description: &'static str,
     /// Its arguments.
@@ -131,17 +132,17 @@ const REASON: Argument = optional("reason", NOTE, "Why that route.");
 /// Every tool, in the order `describe` lists them.
 pub const ARGUMENTS: &[ToolSpec] = &[
     ToolSpec {
-        name: "describe",
+        tool: Tool::Describe,
         description: "Protocol version, profiles, lease seconds, person format, tools and limits of this server.",
         arguments: &[],
     },
     ToolSpec {
-        name: "list_processes",
+        tool: Tool::ListProcesses,
         description: "Published processes: name, description, latest version, inputs (and requires). Paged.",
         arguments: &[CURSOR],
     },
     ToolSpec {
-        name: "start_run",
+        tool: Tool::StartRun,
         description: "Start a run of a published process with inputs. Returns the run view.",
         arguments: &[
             required("process", ANY_TEXT, "The process name."),
@@ -159,23 +160,23 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "get_run",
+        tool: Tool::GetRun,
         description: "The run view: run data, step states, open work items. Never a token.",
         arguments: &[RUN_ID],
     },
     ToolSpec {
-        name: "get_work",
+        tool: Tool::GetWork,
         description: "For an agent: ready agent steps with the exact claim call. For a person: open work items with \
                       the exact decide call. Oldest first, paged.",
         arguments: &[LIMIT, CURSOR, optional("process", ANY_TEXT, "Only this process.")],
     },
     ToolSpec {
-        name: "claim",
+        tool: Tool::Claim,
         description: "Claim a ready agent step: token, expiry, step, body and run data.",
         arguments: &[RUN_ID, required("stepId", ANY_TEXT, "The step to claim."), REQUEST_ID],
     },
     ToolSpec {
-        name: "renew",
+        tool: Tool::Renew,
         description: "A new token and expiry for a live claim; the old token stops working.",
         arguments: &[
             TOKEN_ARG,
@@ -188,7 +189,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "upload",
+        tool: Tool::Upload,
         description: "Store a file for use as evidence; returns its id and SHA-256.",
         arguments: &[
             required("fileName", Kind::Text { min: 1, max: Some(255) }, "The file's name."),
@@ -198,7 +199,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "submit",
+        tool: Tool::Submit,
         description: "Complete a claimed step with output, evidence, summary and the chosen next. Returns the run view.",
         arguments: &[
             TOKEN_ARG,
@@ -214,7 +215,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "escalate",
+        tool: Tool::Escalate,
         description: "Hand the claimed step to a person with a note. Returns the run view.",
         arguments: &[
             TOKEN_ARG,
@@ -223,7 +224,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "decide",
+        tool: Tool::Decide,
         description: "Decide a work item: completed, approved, rejected, returned or failed. Returns the run view.",
         arguments: &[
             RUN_ID,
@@ -248,12 +249,12 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "cancel",
+        tool: Tool::Cancel,
         description: "Cancel a run (operators). Returns the run view.",
         arguments: &[RUN_ID, required("reason", NOTE, "Why."), REQUEST_ID],
     },
     ToolSpec {
-        name: "send_event",
+        tool: Tool::SendEvent,
         description: "Send a named event to a run (agents and operators); a waiting wait_for consumes it.",
         arguments: &[
             RUN_ID,
@@ -263,7 +264,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
         ],
     },
     ToolSpec {
-        name: "list_runs",
+        tool: Tool::ListRuns,
         description: "Runs of this organization, oldest first, filtered by process, state and input values. Paged.",
         arguments: &[
             optional("process", ANY_TEXT, "Only this process."),
@@ -280,8 +281,9 @@ pub const ARGUMENTS: &[ToolSpec] = &[
 ];
 
 /// The declaration of a tool.
-pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
-    ARGUMENTS.iter().find(|spec| spec.name == tool)
+pub fn spec(name: &str) -> Option<&'static ToolSpec> {
+    let tool = Tool::parse(name)?;
+    ARGUMENTS.iter().find(|spec| spec.tool == tool)
 }
 
 /// The JSON Schema (draft 2020-12) of a tool's arguments: the official argument schema
@@ -367,7 +369,11 @@ fn check_arguments(spec: &ToolSpec, arguments: &Map<String, Value>, all_required
     }
     for name in arguments.keys() {
         if !spec.arguments.iter().any(|argument| argument.name == name) {
-            issues.push(format!("{}: not an argument of {}", name.escape_debug(), spec.name));
+            issues.push(format!(
+                "{}: not an argument of {}",
+                name.escape_debug(),
+                spec.tool.name()
+            ));
         }
     }
     issues

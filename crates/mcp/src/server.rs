@@ -50,7 +50,7 @@ impl<S: Store, B: Blobs> McpServer<S, B> {
     pub fn new(service: Arc<Service<S, B>>) -> Self {
         let tools = ARGUMENTS
             .iter()
-            .map(|spec| Tool::new(spec.name, spec.description, input_schema(spec)))
+            .map(|spec| Tool::new(spec.tool.name(), spec.description, input_schema(spec)))
             .collect();
         Self {
             service,
@@ -102,7 +102,7 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .as_ref()
             .filter(|meta| meta.get_traceparent().is_some())
             .unwrap_or(&context.meta);
-        let span = tool_span(spec.name, &caller, &context, meta);
+        let span = tool_span(spec.tool.name(), &caller, &context, meta);
         // The HTTP layer's parse of the same message, whose numbers keep their text;
         // taken, not copied (an upload's arguments are up to the body limit).
         let exact = context
@@ -121,12 +121,12 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
         let result = call(&self.service, &caller, spec, arguments)
             .instrument(span.clone())
             .await;
-        observe_call(&span, spec.name, &result, started.elapsed());
+        observe_call(&span, spec.tool.name(), &result, started.elapsed());
         // Refusals are the protocol working (a claim lost to another agent, say): debug.
         if let Err(error) = &result {
             tracing::debug!(
                 parent: &span,
-                tool = spec.name,
+                tool = spec.tool.name(),
                 org = caller.org(),
                 code = error.code.as_str(),
                 "tool call refused"

@@ -4,7 +4,7 @@
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Decide, Decision, EvidenceItem, Mode, Submission, ToolError};
 use agentprocess_format::EvidenceKind;
-use agentprocess_service::{Caller, ListRuns, Service, StartRunArgs, Write};
+use agentprocess_service::{Caller, ListRuns, Service, StartRunArgs, Tool, Write};
 use agentprocess_store::Store;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -45,17 +45,17 @@ pub async fn call<S: Store, B: Blobs>(
     if !issues.is_empty() {
         return Err(ToolError::new(
             Code::Invalid,
-            format!("the arguments of {} are not valid", spec.name),
+            format!("the arguments of {} are not valid", spec.tool.name()),
             issues,
         ));
     }
     let args = Args(&arguments);
     let write = || Write::from_arguments(args.text("requestId"), &arguments);
     let org = caller.org();
-    match spec.name {
-        "describe" => Ok(service.describe()),
-        "list_processes" => service.list_processes(org, args.optional_text("cursor")).await,
-        "start_run" => {
+    match spec.tool {
+        Tool::Describe => Ok(service.describe()),
+        Tool::ListProcesses => service.list_processes(org, args.optional_text("cursor")).await,
+        Tool::StartRun => {
             let start = StartRunArgs {
                 process: args.text("process").to_owned(),
                 version: args.integer("version").and_then(|n| u32::try_from(n).ok()),
@@ -67,40 +67,40 @@ pub async fn call<S: Store, B: Blobs>(
             };
             service.start_run(caller, start, &write()).await
         }
-        "get_run" => service.get_run(caller, args.text("runId")).await,
-        "get_work" => {
+        Tool::GetRun => service.get_run(caller, args.text("runId")).await,
+        Tool::GetWork => {
             let limit = args.integer("limit").map_or(20, |n| u32::try_from(n).unwrap_or(20));
             let process = args.optional_text("process").map(str::to_owned);
             service
                 .get_work(caller, limit, args.optional_text("cursor"), process)
                 .await
         }
-        "claim" => {
+        Tool::Claim => {
             service
                 .claim(caller, args.text("runId"), args.text("stepId"), &write())
                 .await
         }
-        "renew" => {
+        Tool::Renew => {
             let progress = args.optional_text("progress").map(str::to_owned);
             service.renew(caller, args.text("token"), progress, &write()).await
         }
-        "upload" => {
+        Tool::Upload => {
             let bytes = decode_base64(args.text("contentBase64"), service.settings().max_upload_bytes)?;
             service
                 .upload(caller, args.text("fileName"), args.text("contentType"), bytes, &write())
                 .await
         }
-        "submit" => {
+        Tool::Submit => {
             service
                 .submit(caller, args.text("token"), args.submission(), &write())
                 .await
         }
-        "escalate" => {
+        Tool::Escalate => {
             service
                 .escalate(caller, args.text("token"), args.text("note"), &write())
                 .await
         }
-        "decide" => {
+        Tool::Decide => {
             let decide = Decide {
                 work_item: args.text("workItemId").to_owned(),
                 snapshot: args.text("snapshot").to_owned(),
@@ -111,18 +111,18 @@ pub async fn call<S: Store, B: Blobs>(
             };
             service.decide(caller, args.text("runId"), decide, &write()).await
         }
-        "cancel" => {
+        Tool::Cancel => {
             service
                 .cancel(caller, args.text("runId"), args.text("reason"), &write())
                 .await
         }
-        "send_event" => {
+        Tool::SendEvent => {
             let data = args.object("data");
             service
                 .send_event(caller, args.text("runId"), args.text("name"), data, &write())
                 .await
         }
-        "list_runs" => {
+        Tool::ListRuns => {
             let list = ListRuns {
                 process: args.optional_text("process").map(str::to_owned),
                 state: args.optional_text("state").map(str::to_owned),
@@ -132,7 +132,6 @@ pub async fn call<S: Store, B: Blobs>(
             };
             service.list_runs(caller, list).await
         }
-        other => Err(ToolError::new(Code::Invalid, format!("no tool {other:?}"), Vec::new())),
     }
 }
 

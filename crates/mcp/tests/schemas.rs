@@ -12,18 +12,18 @@ fn tools_list_advertises_exactly_the_official_argument_schemas() {
     let contract = Contract::load(&default_dir()).expect("the official schemas load");
     let mut drift = Vec::new();
     for spec in ARGUMENTS {
-        let Some(official) = contract.arguments(spec.name) else {
-            drift.push(format!("{}: not a tool of the official contract", spec.name));
+        let Some(official) = contract.arguments(spec.tool.name()) else {
+            drift.push(format!("{}: not a tool of the official contract", spec.tool.name()));
             continue;
         };
         let advertised = Value::Object(input_schema(spec));
         drift.extend(
             differences(&advertised, official)
                 .into_iter()
-                .map(|difference| format!("{}{difference}", spec.name)),
+                .map(|difference| format!("{}{difference}", spec.tool.name())),
         );
     }
-    let ours: Vec<&str> = ARGUMENTS.iter().map(|spec| spec.name).collect();
+    let ours: Vec<&str> = ARGUMENTS.iter().map(|spec| spec.tool.name()).collect();
     for tool in contract.tools().filter(|tool| !ours.contains(tool)) {
         drift.push(format!("{tool}: in the official contract, not offered"));
     }
@@ -32,4 +32,10 @@ fn tools_list_advertises_exactly_the_official_argument_schemas() {
         "tools/list drifts from the official schemas:\n{}",
         drift.join("\n")
     );
+}
+
+#[test]
+fn every_tool_is_declared_once_in_describes_order() {
+    let declared: Vec<_> = ARGUMENTS.iter().map(|spec| spec.tool).collect();
+    assert_eq!(declared, agentprocess_service::Tool::ALL);
 }

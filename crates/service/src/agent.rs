@@ -7,12 +7,12 @@ use serde_json::Value;
 
 use crate::ids::RunIds;
 use crate::write::{Change, Locked, Target, Write, fresh};
-use crate::{Caller, Service, retry};
+use crate::{Caller, Service, Tool, retry};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `claim`.
     pub async fn claim(&self, caller: &Caller, run_id: &str, step_id: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "claim", Target::Run(run_id)).await?);
+        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, Tool::Claim, Target::Run(run_id)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
@@ -22,7 +22,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &claimed.transition,
             version: &version,
         };
-        self.finish(tx, caller, write, "claim", Some(change), claimed.result)
+        self.finish(tx, caller, write, Tool::Claim, Some(change), claimed.result)
             .await
     }
 
@@ -34,7 +34,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         progress: Option<String>,
         write: &Write,
     ) -> Result<Value, ToolError> {
-        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "renew", Target::Token(token)).await?);
+        let Locked { tx, run, version } =
+            fresh!(self.open_run(caller, write, Tool::Renew, Target::Token(token)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
@@ -44,7 +45,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &transition,
             version: &version,
         };
-        self.finish(tx, caller, write, "renew", Some(change), result).await
+        self.finish(tx, caller, write, Tool::Renew, Some(change), result).await
     }
 
     /// `submit`. A submission that is not accepted keeps its issues in the step's
@@ -57,7 +58,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         write: &Write,
     ) -> Result<Value, ToolError> {
         let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, "submit", Target::Token(token)).await?);
+            fresh!(self.open_run(caller, write, Tool::Submit, Target::Token(token)).await?);
         let file_issues = self
             .verify_files(&mut tx, caller.org(), &mut submission.evidence)
             .await?;
@@ -73,7 +74,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     version: &version,
                 };
                 let view = run_view(&transition.run, &version, now);
-                self.finish(tx, caller, write, "submit", Some(change), view).await
+                self.finish(tx, caller, write, Tool::Submit, Some(change), view).await
             }
             Submitted::NotAccepted {
                 run: with_issues,
@@ -97,7 +98,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `escalate`.
     pub async fn escalate(&self, caller: &Caller, token: &str, note: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "escalate", Target::Token(token)).await?);
+        let Locked { tx, run, version } = fresh!(
+            self.open_run(caller, write, Tool::Escalate, Target::Token(token))
+                .await?
+        );
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
@@ -109,6 +113,6 @@ impl<S: Store, B: Blobs> Service<S, B> {
             version: &version,
         };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "escalate", Some(change), view).await
+        self.finish(tx, caller, write, Tool::Escalate, Some(change), view).await
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::ids::{hex, random_id, sha256_hex};
 use crate::write::{Write, fresh};
-use crate::{Caller, Service, forbidden, invalid, millis, retry};
+use crate::{Caller, Service, Tool, forbidden, invalid, millis, retry};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -58,7 +58,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         if !issues.is_empty() {
             return Err(invalid("the upload was refused; nothing was stored", issues));
         }
-        let mut tx = fresh!(self.open(caller, write, "upload").await?);
+        let mut tx = fresh!(self.open(caller, write, Tool::Upload).await?);
         let id = random_id("f_", 8);
         let upload = Upload {
             sha256: sha256_hex(&bytes),
@@ -79,7 +79,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         };
         tx.put_upload(caller.org(), &record).await.map_err(retry)?;
         let result = json!({ "id": upload.id, "sha256": upload.sha256, "bytes": upload.bytes });
-        self.finish(tx, caller, write, "upload", None, result).await
+        self.finish(tx, caller, write, Tool::Upload, None, result).await
     }
 
     /// Checks every file item against the stored bytes: it must exist in this

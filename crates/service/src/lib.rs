@@ -36,23 +36,83 @@ pub use scheduler::SchedulerSettings;
 pub use webhooks::{WebhookSettings, sign_webhook};
 pub use write::Write;
 
-/// Every tool the server offers, in the order `describe` lists them.
-pub const TOOLS: [&str; 14] = [
-    "describe",
-    "list_processes",
-    "start_run",
-    "get_run",
-    "get_work",
-    "claim",
-    "renew",
-    "upload",
-    "submit",
-    "escalate",
-    "decide",
-    "cancel",
-    "send_event",
-    "list_runs",
-];
+/// A tool of the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// `describe`.
+    Describe,
+    /// `list_processes`.
+    ListProcesses,
+    /// `start_run`.
+    StartRun,
+    /// `get_run`.
+    GetRun,
+    /// `get_work`.
+    GetWork,
+    /// `claim`.
+    Claim,
+    /// `renew`.
+    Renew,
+    /// `upload`.
+    Upload,
+    /// `submit`.
+    Submit,
+    /// `escalate`.
+    Escalate,
+    /// `decide`.
+    Decide,
+    /// `cancel`.
+    Cancel,
+    /// `send_event`.
+    SendEvent,
+    /// `list_runs`.
+    ListRuns,
+}
+
+impl Tool {
+    /// Every tool the server offers, in the order `describe` lists them.
+    pub const ALL: [Tool; 14] = [
+        Tool::Describe,
+        Tool::ListProcesses,
+        Tool::StartRun,
+        Tool::GetRun,
+        Tool::GetWork,
+        Tool::Claim,
+        Tool::Renew,
+        Tool::Upload,
+        Tool::Submit,
+        Tool::Escalate,
+        Tool::Decide,
+        Tool::Cancel,
+        Tool::SendEvent,
+        Tool::ListRuns,
+    ];
+
+    /// The tool's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Describe => "describe",
+            Tool::ListProcesses => "list_processes",
+            Tool::StartRun => "start_run",
+            Tool::GetRun => "get_run",
+            Tool::GetWork => "get_work",
+            Tool::Claim => "claim",
+            Tool::Renew => "renew",
+            Tool::Upload => "upload",
+            Tool::Submit => "submit",
+            Tool::Escalate => "escalate",
+            Tool::Decide => "decide",
+            Tool::Cancel => "cancel",
+            Tool::SendEvent => "send_event",
+            Tool::ListRuns => "list_runs",
+        }
+    }
+
+    /// The tool a name stands for.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+}
 
 /// Profiles this server runs.
 pub const PROFILES: [&str; 1] = ["parallel-1"];

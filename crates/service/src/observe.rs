@@ -61,9 +61,11 @@ pub(crate) fn timer_fired(timer_id: &str, late_ms: i64) {
     metrics.timer_lateness.record(late_ms.max(0) as f64 / 1000.0, &[kind]);
 }
 
-/// The kind in a timer id `<step>:<kind>:<attempt>`.
-fn timer_kind(timer_id: &str) -> &str {
-    timer_id.rsplit(':').nth(1).unwrap_or("unknown")
+/// The kind of a timer, by its id.
+fn timer_kind(timer_id: &str) -> &'static str {
+    timer_id
+        .parse::<agentprocess_engine::TimerId>()
+        .map_or("unknown", |id| id.kind.as_str())
 }
 
 /// A webhook attempt's result.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::ids::RunIds;
 use crate::write::{Change, Locked, Target, Write, fresh};
-use crate::{Caller, Service};
+use crate::{Caller, Service, Tool};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `decide`. The engine refuses agents, in the order tools.md gives.
@@ -19,7 +19,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         write: &Write,
     ) -> Result<Value, ToolError> {
         let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, "decide", Target::Run(run_id)).await?);
+            fresh!(self.open_run(caller, write, Tool::Decide, Target::Run(run_id)).await?);
         let file_issues = self
             .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
             .await?;
@@ -34,6 +34,6 @@ impl<S: Store, B: Blobs> Service<S, B> {
             version: &version,
         };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "decide", Some(change), view).await
+        self.finish(tx, caller, write, Tool::Decide, Some(change), view).await
     }
 }

@@ -7,7 +7,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
-use crate::{PROFILES, Service, TOOLS, invalid, retry};
+use crate::{PROFILES, Service, Tool, invalid, retry};
 
 /// The default yes-probability at which a check passes (check.md §5).
 const CHECK_PASS: f64 = 0.9;
@@ -29,7 +29,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             "profiles": PROFILES,
             "leaseSeconds": settings.engine.lease_seconds,
             "person": { "format": settings.engine.person.name() },
-            "tools": TOOLS,
+            "tools": Tool::ALL.map(Tool::name),
             "maxUploadBytes": settings.max_upload_bytes,
             "limits": {
                 "runDataBytes": settings.engine.run_data_bytes,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
 use crate::write::{Change, Locked, Target, Write, fresh, no_run};
-use crate::{Caller, Service, cursor, retry};
+use crate::{Caller, Service, Tool, cursor, retry};
 
 /// The arguments of `start_run` after decoding.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +44,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `start_run`.
     pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<Value, ToolError> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;
-        let tx = fresh!(self.open(caller, write, "start_run").await?);
+        let tx = fresh!(self.open(caller, write, Tool::StartRun).await?);
         let now = self.now();
         let actor = caller.actor();
         let run_id = random_id("r_", 10);
@@ -62,7 +62,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             version: &version,
         };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "start_run", Some(change), view).await
+        self.finish(tx, caller, write, Tool::StartRun, Some(change), view).await
     }
 
     /// `get_run`.
@@ -119,7 +119,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `cancel`.
     pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { tx, run, version } = fresh!(self.open_run(caller, write, "cancel", Target::Run(run_id)).await?);
+        let Locked { tx, run, version } =
+            fresh!(self.open_run(caller, write, Tool::Cancel, Target::Run(run_id)).await?);
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
@@ -131,7 +132,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             version: &version,
         };
         let view = run_view(&transition.run, &version, now);
-        self.finish(tx, caller, write, "cancel", Some(change), view).await
+        self.finish(tx, caller, write, Tool::Cancel, Some(change), view).await
     }
 
     /// `send_event`: the engine takes it from an agent or an operator.
@@ -143,8 +144,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
         data: Map<String, Value>,
         write: &Write,
     ) -> Result<Value, ToolError> {
-        let Locked { tx, run, version } =
-            fresh!(self.open_run(caller, write, "send_event", Target::Run(run_id)).await?);
+        let Locked { tx, run, version } = fresh!(
+            self.open_run(caller, write, Tool::SendEvent, Target::Run(run_id))
+                .await?
+        );
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
@@ -158,7 +161,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             tx,
             caller,
             write,
-            "send_event",
+            Tool::SendEvent,
             Some(change),
             json!({ "consumedBy": consumed_by }),
         )

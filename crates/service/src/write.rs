@@ -21,7 +21,7 @@ use tracing::Instrument as _;
 use crate::ids::token_run;
 use crate::index::run_row;
 use crate::notify::Outgoing;
-use crate::{Caller, Service, invalid, millis, not_found, retry};
+use crate::{Caller, Service, Tool, invalid, millis, not_found, retry};
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub(crate) enum Target<'a> {
 impl<S: Store, B: Blobs> Service<S, B> {
     /// Starts a write that names no run (`start_run`, `upload`). A replay is answered
     /// before any work.
-    pub(crate) async fn open(&self, caller: &Caller, write: &Write, tool: &str) -> Result<Opened<S::Tx>, ToolError> {
+    pub(crate) async fn open(&self, caller: &Caller, write: &Write, tool: Tool) -> Result<Opened<S::Tx>, ToolError> {
         if let Some(stored) = self
             .store
             .request(caller.org(), &write.request_id)
@@ -99,7 +99,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         &self,
         caller: &Caller,
         write: &Write,
-        tool: &str,
+        tool: Tool,
         target: Target<'_>,
     ) -> Result<Opened<Locked<S::Tx>>, ToolError> {
         // A token of another shape, or naming no run of this organization, does not
@@ -147,8 +147,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// What an earlier write with this `requestId` answered: its result for the same
     /// tool and arguments, `conflict` otherwise.
-    fn answer(&self, caller: &Caller, write: &Write, tool: &str, recorded: StoredRequest) -> Result<Value, ToolError> {
-        if recorded.tool != tool || recorded.args_hash != write.args_hash {
+    fn answer(&self, caller: &Caller, write: &Write, tool: Tool, recorded: StoredRequest) -> Result<Value, ToolError> {
+        if recorded.tool != tool.name() || recorded.args_hash != write.args_hash {
             return Err(ToolError::new(
                 Code::Conflict,
                 format!("requestId {:?} was used before with other arguments", write.request_id),
@@ -281,14 +281,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
         mut tx: S::Tx,
         caller: &Caller,
         write: &Write,
-        tool: &str,
+        tool: Tool,
         change: Option<Change<'_>>,
         result: Value,
     ) -> Result<Value, ToolError> {
         let text = serde_json::to_string(&result).map_err(retry)?;
         let request = NewRequest {
             request_id: &write.request_id,
-            tool,
+            tool: tool.name(),
             args_hash: &write.args_hash,
             result: &text,
             at: millis(self.now()),
