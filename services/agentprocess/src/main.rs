@@ -82,8 +82,8 @@ enum Command {
     /// REST surface with an admin API token: prints the version and its content hash,
     /// or every issue (with line and column).
     ///
-    /// Example: agentprocess publish processes/purchase-order --bind approver=finance
-    /// --url https://process.example.com --token "$AGENTPROCESS_TOKEN"
+    /// Example: `agentprocess publish processes/purchase-order --bind approver=finance
+    /// --url https://process.example.com --token "$AGENTPROCESS_TOKEN"`
     Publish(publish::Publish),
     /// Test any Agent Process server over MCP against the protocol (core-2).
     ///

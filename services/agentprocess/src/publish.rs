@@ -21,7 +21,7 @@ pub(crate) struct Publish {
     /// Bind even to groups that have no members yet.
     #[arg(long)]
     force: bool,
-    /// The server's address, such as https://process.example.com.
+    /// The server's address, such as `https://process.example.com`.
     #[arg(long, env = "AGENTPROCESS_URL")]
     url: String,
     /// An API token with the admin scope (made on the server's REST surface).
