@@ -1,0 +1,259 @@
+//! `TestApp`: the whole router in process, over a fresh database (SQLite or
+//! PostgreSQL) with a test clock, driven with `tower::ServiceExt::oneshot`. Requests go
+//! through every layer a real one does: authentication, the JSON-RPC front, rmcp, the
+//! session layer, CSRF, the service and the store.
+
+use std::sync::Arc;
+
+use agentprocess_auth::{Auth, Role};
+use agentprocess_http::config::AuthArgs;
+use agentprocess_http::{HttpSettings, SqlService, Storage};
+use agentprocess_service::{Settings, TestClock};
+use agentprocess_store::{Dialect, SqlStore, Store as _};
+use agentprocess_testkit::TestDb;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+
+const PUBLIC_URL: &str = "http://localhost";
+
+/// An organization's server, in process.
+pub(crate) struct TestApp {
+    pub(crate) router: Router,
+    pub(crate) service: Arc<SqlService>,
+    pub(crate) auth: Arc<Auth<SqlStore>>,
+    pub(crate) clock: Arc<TestClock>,
+    pub(crate) org: String,
+    db: TestDb,
+    files: std::path::PathBuf,
+}
+
+impl TestApp {
+    /// A server over a fresh database of `dialect`; add an organization next.
+    pub(crate) async fn new(dialect: Dialect) -> Self {
+        let db = TestDb::new(dialect).await;
+        let files = std::env::temp_dir().join(agentprocess_testkit::random_name("agentprocess-files-"));
+        let clock = Arc::new(TestClock::default());
+        let service = agentprocess_http::assemble(
+            &db.url,
+            8,
+            false,
+            &Storage::Dir(files.clone()),
+            Settings::new(PUBLIC_URL, vec![7; 32]),
+            clock.clone(),
+            None,
+        )
+        .await
+        .expect("service");
+        let auth = Arc::new(
+            AuthArgs {
+                secret_key: None,
+                signup: agentprocess_auth::SignupPolicy::Closed,
+                signup_codes: Vec::new(),
+                session_idle_seconds: std::time::Duration::from_secs(3600),
+                session_absolute_seconds: std::time::Duration::from_secs(3600),
+                oidc_allow_private_issuers: false,
+                oidc_timeout_seconds: std::time::Duration::from_secs(2),
+            }
+            .auth(service.store().clone(), PUBLIC_URL, Some(&[9; 32]))
+            .expect("auth"),
+        );
+        let settings = HttpSettings {
+            allowed_hosts: vec!["localhost".to_owned()],
+            allowed_origins: Vec::new(),
+            dev_sign_in_org: None,
+        };
+        let router = agentprocess_http::router(Arc::clone(&service), Arc::clone(&auth), &settings);
+        Self {
+            router,
+            service,
+            auth,
+            clock,
+            org: String::new(),
+            db,
+            files,
+        }
+    }
+
+    /// Adds an organization; what follows is added to it.
+    pub(crate) async fn with_org(mut self, id: &str) -> Self {
+        self.service.admin().create_org(id, id).await.expect("org");
+        self.org = id.to_owned();
+        self
+    }
+
+    /// Adds a person with `role`, in `groups` (made when missing).
+    pub(crate) async fn with_member(self, id: &str, role: Role, groups: &[&str]) -> Self {
+        let groups: Vec<String> = groups.iter().map(|group| (*group).to_owned()).collect();
+        self.service
+            .admin()
+            .create_identity(&self.org, Some(role), id, id, Some(&format!("{id}@acme.test")), &groups)
+            .await
+            .expect("member");
+        self
+    }
+
+    /// Adds an agent.
+    pub(crate) async fn with_agent(self, id: &str) -> Self {
+        self.service
+            .admin()
+            .create_identity(&self.org, None, id, id, None, &[])
+            .await
+            .expect("agent");
+        self
+    }
+
+    /// A new MCP bearer token of an identity.
+    pub(crate) async fn mcp_token(&self, identity: &str) -> String {
+        self.service
+            .admin()
+            .issue_token(&self.org, identity)
+            .await
+            .expect("token")
+    }
+
+    /// A new API token of a person, with `scope`.
+    pub(crate) async fn api_token(&self, person: &str, scope: &str) -> String {
+        let maker = self
+            .service
+            .store()
+            .identity(&self.org, person)
+            .await
+            .expect("read")
+            .expect("person");
+        let new: agentprocess_auth::tokens::NewToken =
+            serde_json::from_value(json!({ "name": "test", "scope": scope })).expect("token request");
+        let actor = agentprocess_auth::audit::Actor {
+            id: person.to_owned(),
+            address: None,
+        };
+        self.auth
+            .create_token(&actor, &maker, &new, self.service.now())
+            .await
+            .expect("api token")
+            .1
+    }
+
+    /// Sends one request through the router.
+    pub(crate) async fn send(&self, request: Request<Body>) -> (StatusCode, Value) {
+        let response = self.router.clone().oneshot(request).await.expect("infallible");
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 16 << 20)
+            .await
+            .expect("body");
+        let body = agentprocess_format::exact::parse(&String::from_utf8_lossy(&bytes)).unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// A tool call over `/mcp`: the result's `{ ok, … }` envelope.
+    pub(crate) async fn call(&self, token: &str, tool: &str, arguments: Value) -> Value {
+        let body = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": tool, "arguments": arguments },
+        });
+        let request = Request::post("/mcp")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(Body::from(body.to_string()))
+            .expect("request");
+        let (status, answer) = self.send(request).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        answer["result"]["structuredContent"].clone()
+    }
+
+    /// A REST call with an API token; `body` as JSON when given.
+    pub(crate) async fn rest(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("/api/v1{path}"))
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"));
+        let request = match body {
+            Some(body) => request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        };
+        self.send(request.expect("request")).await
+    }
+
+    /// Publishes the PROCESS.md of `examples/processes/<name>` with every role bound to
+    /// `group`, through the REST surface as `admin` (an admin's API token).
+    pub(crate) async fn publish_example(&self, admin_token: &str, name: &str, group: &str) {
+        let source = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("../../examples/processes/{name}/PROCESS.md")),
+        )
+        .expect("example");
+        let boundary = "agentprocess-test-boundary";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}/PROCESS.md\"\r\n\
+             Content-Type: text/markdown\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(&source);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let request = Request::post("/api/v1/processes")
+            .header(header::HOST, "localhost")
+            .header(header::AUTHORIZATION, format!("Bearer {admin_token}"))
+            .header(
+                header::CONTENT_TYPE,
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(Body::from(body))
+            .expect("request");
+        let (status, draft) = self.send(request).await;
+        assert_eq!(status, StatusCode::CREATED, "{draft}");
+        for role in draft["roles"].as_array().expect("roles") {
+            let role = role["role"].as_str().expect("role");
+            let path = format!("/processes/{name}/draft/roles/{role}");
+            let (status, answer) = self
+                .rest(admin_token, Method::PUT, &path, Some(json!({ "group": group })))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+        }
+        let (status, answer) = self
+            .rest(admin_token, Method::POST, &format!("/processes/{name}/publish"), None)
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+
+    /// Removes the database and the files.
+    pub(crate) async fn finish(self) {
+        self.service.store().close().await;
+        let _ = std::fs::remove_dir_all(&self.files);
+        self.db.drop_database().await;
+    }
+}
+
+/// Runs `body(TestApp) -> TestApp` once on SQLite and once on PostgreSQL; the app it
+/// hands back is cleaned up.
+macro_rules! on_both {
+    ($name:ident, $body:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = crate::harness::TestApp::new(agentprocess_store::Dialect::Sqlite).await;
+                super::$body(app).await.finish().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let app = crate::harness::TestApp::new(agentprocess_store::Dialect::Postgres).await;
+                super::$body(app).await.finish().await;
+            }
+        }
+    };
+}
+pub(crate) use on_both;

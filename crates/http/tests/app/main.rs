@@ -1,0 +1,6 @@
+//! The router in process, on SQLite and on PostgreSQL: the write path (replay,
+//! conflict, refused then retried, the run lock) and the REST surface.
+
+mod harness;
+mod rest;
+mod writes;

@@ -1,0 +1,102 @@
+//! The REST surface through the whole router.
+
+use agentprocess_auth::Role;
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::harness::{TestApp, on_both};
+
+on_both!(tokens_act_within_their_scope_and_the_log_records_it, scopes);
+async fn scopes(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_member("bob", Role::Member, &[])
+        .await;
+    let (admin, read, member) = (
+        app.api_token("ann", "admin").await,
+        app.api_token("ann", "read").await,
+        app.api_token("bob", "read").await,
+    );
+    let invite = json!({ "email": "cat@acme.test", "role": "operator" });
+    assert_eq!(
+        app.rest(&read, Method::POST, "/members", Some(invite.clone())).await.0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        app.rest(&member, Method::GET, "/members", None).await.0,
+        StatusCode::FORBIDDEN
+    );
+    let (status, invited) = app.rest(&admin, Method::POST, "/members", Some(invite.clone())).await;
+    assert_eq!(
+        (status, invited["role"].as_str()),
+        (StatusCode::CREATED, Some("operator")),
+        "{invited}"
+    );
+    let (status, again) = app.rest(&admin, Method::POST, "/members", Some(invite)).await;
+    assert_eq!(
+        (status, again["code"].as_str()),
+        (StatusCode::CONFLICT, Some("conflict")),
+        "{again}"
+    );
+    let (status, bad) = app
+        .rest(
+            &admin,
+            Method::POST,
+            "/members",
+            Some(json!({ "email": "x", "role": "boss" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    let (status, page) = app.rest(&read, Method::GET, "/audit?kind=member.invited", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1), "{page}");
+    let (status, unknown) = app.rest("apr_nothing", Method::GET, "/session", None).await;
+    assert_eq!(
+        (status, unknown["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("forbidden"))
+    );
+    app
+}
+
+on_both!(axums_own_refusals_come_in_the_protocols_body, rejections);
+async fn rejections(app: TestApp) -> TestApp {
+    let app = app.with_org("acme").await.with_member("ann", Role::Admin, &[]).await;
+    let admin = app.api_token("ann", "admin").await;
+    let (status, body) = app
+        .rest(&admin, Method::GET, "/processes/x/versions/not-a-number", None)
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid")),
+        "{body}"
+    );
+    let (status, body) = app.rest(&admin, Method::POST, "/processes", Some(json!({}))).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid")),
+        "{body}"
+    );
+    let (status, body) = app.rest(&admin, Method::DELETE, "/session", None).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+    assert_eq!(body["code"], "invalid");
+    app
+}
+
+on_both!(an_expired_api_token_is_refused, expiry);
+async fn expiry(app: TestApp) -> TestApp {
+    let app = app.with_org("acme").await.with_member("ann", Role::Admin, &[]).await;
+    let maker = app.api_token("ann", "admin").await;
+    // A token cannot make more tokens (only a session can); the harness's token lives
+    // the default 90 days, which the test clock then passes.
+    let more = json!({ "name": "short", "scope": "read", "expiresInDays": 1 });
+    let (status, refused) = app.rest(&maker, Method::POST, "/tokens", Some(more)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(app.rest(&maker, Method::GET, "/session", None).await.0, StatusCode::OK);
+    app.clock.advance(91 * 86_400);
+    let (status, expired) = app.rest(&maker, Method::GET, "/session", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{expired}");
+    app
+}
