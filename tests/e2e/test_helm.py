@@ -9,16 +9,23 @@ below instead: the part of that CRD's schema the chart uses, with unknown fields
 Any other kind without a schema fails the test.
 
 helm comes from scripts/install-test-deps (or $AGENTPROCESS_HELM). No cluster is used:
-`helm template` renders offline, so `lookup` finds nothing and the URL key is generated.
+`helm template` renders offline, so `lookup` finds nothing and the keys (the URL key, the
+sealing key) are generated. The tests of how an upgrade keeps them render against
+FakeCluster instead: a stand-in for the Kubernetes API in this process that answers the
+few calls `helm template --dry-run=server` makes, with the release's Secret in it.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import http.server
+import json
 import os
 import subprocess
+import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import jsonschema
 import kubernetes_validate.utils as kubernetes_validate
@@ -119,13 +126,20 @@ CUSTOM_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITO
 # --- helm ------------------------------------------------------------------------------
 
 
-def helm(*args: str) -> subprocess.CompletedProcess:
+def helm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     if not HELM.is_file() or not os.access(HELM, os.X_OK):
         pytest.fail(
             f"helm is not at {HELM}: run scripts/install-test-deps (or set AGENTPROCESS_HELM)",
             pytrace=False,
         )
-    return subprocess.run([str(HELM), *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+    return subprocess.run(
+        [str(HELM), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=None if env is None else {**os.environ, **env},
+    )
 
 
 def template_args(values: list[Path | str], sets: list[str]) -> list[str]:
@@ -362,10 +376,11 @@ def test_default_shutdown_and_grace():
 
 
 def test_pods_restart_when_their_settings_change():
-    key = f"urlSecret={base64.b64encode(b'k' * 32).decode()}"  # fixed, so renders compare
+    # Both keys fixed, so renders compare.
+    keys = [f"urlSecret={base64.b64encode(b'k' * 32).decode()}", f"secretKey={base64.b64encode(b's' * 32).decode()}"]
 
     def annotations(sets, suffix):
-        docs = render(DEFAULT, sets=[key, *sets])
+        docs = render(DEFAULT, sets=[*keys, *sets])
         return named(docs, "Deployment", suffix)["spec"]["template"]["metadata"]["annotations"]
 
     for suffix, setting in (("-api", "api.leaseSeconds=900"), ("-scheduler", "scheduler.timers.batch=64")):
@@ -377,6 +392,22 @@ def test_pods_restart_when_their_settings_change():
         secret = annotations(["database.url=postgres://other@db/agentprocess"], suffix)
         assert secret["checksum/secret"] != base["checksum/secret"]
         assert secret["checksum/config"] == base["checksum/config"]
+    # The sign-in settings: the sealing key and the codes are in the Secret, the rest in
+    # the API's ConfigMap.
+    base = annotations([], "-api")
+    for setting in (f"secretKey={base64.b64encode(b't' * 32).decode()}", "signup.codes={spring-2026}"):
+        changed = annotations([setting], "-api")
+        assert changed["checksum/secret"] != base["checksum/secret"], setting
+        assert changed["checksum/config"] == base["checksum/config"], setting
+    for setting in (
+        "signup.policy=open",
+        "sessions.idleSeconds=3600",
+        "sessions.absoluteSeconds=7200",
+        "oidc.timeoutSeconds=5",
+    ):
+        changed = annotations([setting], "-api")
+        assert changed["checksum/config"] != base["checksum/config"], setting
+        assert changed["checksum/secret"] == base["checksum/secret"], setting
 
 
 def test_generated_url_secret_is_the_one_checksummed():
@@ -386,8 +417,11 @@ def test_generated_url_secret_is_the_one_checksummed():
     assert done.returncode == 0, done.stderr
     docs = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
     secret = named(docs, "Secret", RELEASE + "-agentprocess")
-    key = base64.b64decode(base64.b64decode(secret["data"]["AGENTPROCESS_URL_SECRET"]), validate=True)
-    assert len(key) >= 32
+    keys = {}
+    for name in ("AGENTPROCESS_URL_SECRET", "AGENTPROCESS_SECRET_KEY"):
+        keys[name] = base64.b64decode(base64.b64decode(secret["data"][name]), validate=True)
+        assert len(keys[name]) >= 32, name
+    assert keys["AGENTPROCESS_URL_SECRET"] != keys["AGENTPROCESS_SECRET_KEY"], "two keys, not one"
     # `include` hands the checksum the template's own output: the manifest between two
     # newlines, without the "# Source" line helm adds when printing.
     body = done.stdout.split("# Source: agentprocess/templates/secret.yaml\n", 1)[1].split("\n---\n", 1)[0]
@@ -397,6 +431,154 @@ def test_generated_url_secret_is_the_one_checksummed():
         for suffix in ("-api", "-scheduler")
     }
     assert checksums == {digest}
+
+
+class FakeCluster:
+    """Just enough of the Kubernetes API for `helm template --dry-run=server`: the server
+    version, discovery of the kinds the chart renders, and GET of one object each. It
+    holds only the release's Secret (with the ownership metadata helm gives it, so helm
+    sees a resource of this release); everything else is not found."""
+
+    KINDS = {  # group version: {kind: resource}
+        "v1": {
+            "Secret": "secrets",
+            "ConfigMap": "configmaps",
+            "Service": "services",
+            "ServiceAccount": "serviceaccounts",
+        },
+        "apps/v1": {"Deployment": "deployments"},
+        "batch/v1": {"Job": "jobs"},
+        "policy/v1": {"PodDisruptionBudget": "poddisruptionbudgets"},
+        "autoscaling/v2": {"HorizontalPodAutoscaler": "horizontalpodautoscalers"},
+        "networking.k8s.io/v1": {"Ingress": "ingresses", "NetworkPolicy": "networkpolicies"},
+    }
+
+    def __init__(self, tmp_path: Path, secret_data: dict[str, str]):
+        self.secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": f"{RELEASE}-agentprocess",
+                "namespace": NAMESPACE,
+                "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                "annotations": {"meta.helm.sh/release-name": RELEASE, "meta.helm.sh/release-namespace": NAMESPACE},
+            },
+            "type": "Opaque",
+            "data": secret_data,
+        }
+        self.reads = []
+        cluster = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                code, body = cluster.answer(urlparse(self.path).path)
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.kubeconfig = tmp_path / "kubeconfig"
+        server = f"http://127.0.0.1:{self.server.server_port}"
+        context = {"cluster": "fake", "user": "fake", "namespace": NAMESPACE}
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "fake", "cluster": {"server": server}}],
+                    "users": [{"name": "fake", "user": {"token": "fake"}}],
+                    "contexts": [{"name": "fake", "context": context}],
+                    "current-context": "fake",
+                }
+            )
+        )
+
+    def answer(self, path: str) -> tuple[int, dict]:
+        major, minor, _ = KUBERNETES_VERSION.split(".")
+        if path == "/version":
+            return 200, {"major": major, "minor": minor, "gitVersion": f"v{KUBERNETES_VERSION}"}
+        if path == "/api":
+            return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+        if path == "/apis":
+            groups = []
+            for group_version in self.KINDS:
+                if "/" in group_version:
+                    group, version = group_version.split("/")
+                    entry = {"groupVersion": group_version, "version": version}
+                    groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        group_version = path.removeprefix("/api/").removeprefix("/apis/")
+        if group_version in self.KINDS:
+            resources = [
+                {"name": name, "singularName": kind.lower(), "namespaced": True, "kind": kind, "verbs": ["get", "list"]}
+                for kind, name in self.KINDS[group_version].items()
+            ]
+            listing = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version}
+            return 200, {**listing, "resources": resources}
+        self.reads.append(path)
+        if path == f"/api/v1/namespaces/{NAMESPACE}/secrets/{self.secret['metadata']['name']}":
+            return 200, self.secret
+        return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+
+    def render(self) -> list[dict]:
+        """The manifests, rendered with `lookup` answered from here."""
+        args = [*template_args([DEFAULT], []), "--dry-run=server", "--disable-openapi-validation"]
+        done = helm(*args, env={"KUBECONFIG": str(self.kubeconfig)})
+        assert done.returncode == 0, f"helm template against the fake cluster failed:\n{done.stderr}"
+        return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_upgrade_keeps_the_generated_keys(tmp_path):
+    """The first install generates both keys; an upgrade finds them in the release's Secret
+    (lookup) and renders the very same Secret, so the checksum is unchanged and no pod
+    restarts."""
+    first = render(DEFAULT)
+    installed = named(first, "Secret", RELEASE + "-agentprocess")
+    cluster = FakeCluster(tmp_path, installed["data"])
+    try:
+        docs = cluster.render()
+    finally:
+        cluster.close()
+    assert f"/api/v1/namespaces/{NAMESPACE}/secrets/{RELEASE}-agentprocess" in cluster.reads, "helm never looked"
+    upgraded = named(docs, "Secret", RELEASE + "-agentprocess")
+    assert upgraded["data"] == installed["data"]
+    key = base64.b64decode(base64.b64decode(upgraded["data"]["AGENTPROCESS_SECRET_KEY"]), validate=True)
+    assert len(key) >= 32
+    for suffix in ("-api", "-scheduler"):
+        before = named(first, "Deployment", suffix)["spec"]["template"]["metadata"]["annotations"]
+        after = named(docs, "Deployment", suffix)["spec"]["template"]["metadata"]["annotations"]
+        assert after["checksum/secret"] == before["checksum/secret"], suffix
+
+
+def test_an_upgrade_from_before_the_sealing_key_adds_one(tmp_path):
+    """A release whose Secret predates AGENTPROCESS_SECRET_KEY keeps its URL key and gets a
+    sealing key of its own (never the URL key)."""
+    url_secret = base64.b64encode(b"an older release's url key, 40 b").decode()
+    data = {
+        "AGENTPROCESS_DATABASE_URL": base64.b64encode(b"postgres://agentprocess:change-me@db/agentprocess").decode(),
+        "AGENTPROCESS_URL_SECRET": base64.b64encode(url_secret.encode()).decode(),
+    }
+    cluster = FakeCluster(tmp_path, data)
+    try:
+        docs = cluster.render()
+    finally:
+        cluster.close()
+    held = named(docs, "Secret", RELEASE + "-agentprocess")["data"]
+    assert base64.b64decode(held["AGENTPROCESS_URL_SECRET"]).decode() == url_secret
+    key = base64.b64decode(base64.b64decode(held["AGENTPROCESS_SECRET_KEY"]), validate=True)
+    assert len(key) >= 32
+    assert base64.b64decode(held["AGENTPROCESS_SECRET_KEY"]).decode() != url_secret
 
 
 # --- the migrations hook -------------------------------------------------------------------
@@ -457,6 +639,8 @@ def test_secrets_stay_out_of_configmaps(tmp_path):
         "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer marker-otlp-token",
     }
     url_secret = base64.b64encode(b"u" * 40).decode()
+    secret_key = base64.b64encode(b"s" * 40).decode()
+    codes = ["marker-code-one", "marker code two"]
     docs = render(
         DEFAULT,
         extra={
@@ -468,15 +652,23 @@ def test_secrets_stay_out_of_configmaps(tmp_path):
             },
             "otel": {"endpoint": "http://collector:4318", "headers": markers["OTEL_EXPORTER_OTLP_HEADERS"]},
             "urlSecret": url_secret,
+            "secretKey": secret_key,
+            "signup": {"policy": "invite", "codes": codes},
         },
         tmp_path=tmp_path,
     )
-    secrets = {**markers, "AGENTPROCESS_URL_SECRET": url_secret}
+    secrets = {
+        **markers,
+        "AGENTPROCESS_URL_SECRET": url_secret,
+        "AGENTPROCESS_SECRET_KEY": secret_key,
+        "AGENTPROCESS_SIGNUP_CODES": ",".join(codes),
+    }
+    required = ("AGENTPROCESS_DATABASE_URL", "AGENTPROCESS_URL_SECRET", "AGENTPROCESS_SECRET_KEY")
     for doc in docs:
         if doc["kind"] == "Secret":
             continue
         text = yaml.safe_dump(doc)
-        for name, value in secrets.items():
+        for name, value in {**secrets, "one sign-up code": codes[0], "another": codes[1]}.items():
             assert value not in text, f"{name} appears in {doc['kind']}/{doc['metadata']['name']}"
     secret = named(docs, "Secret", RELEASE + "-agentprocess")
     held = {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
@@ -488,9 +680,9 @@ def test_secrets_stay_out_of_configmaps(tmp_path):
         assert reference == {
             "name": secret["metadata"]["name"],
             "key": name,
-            **({"optional": True} if name not in ("AGENTPROCESS_DATABASE_URL", "AGENTPROCESS_URL_SECRET") else {}),
+            **({"optional": True} if name not in required else {}),
         }
-    # The scheduler signs no URLs and touches no evidence.
+    # The scheduler signs no URLs, touches no evidence and signs nobody in.
     assert set(env_of(scheduler)) & set(secrets) == {
         "AGENTPROCESS_DATABASE_URL",
         "AGENTPROCESS_REDIS_URL",
@@ -498,12 +690,17 @@ def test_secrets_stay_out_of_configmaps(tmp_path):
     }
 
 
-def test_url_secret_given_is_kept():
+@pytest.mark.parametrize(
+    "value, name", [("urlSecret", "AGENTPROCESS_URL_SECRET"), ("secretKey", "AGENTPROCESS_SECRET_KEY")]
+)
+def test_key_given_is_kept(value, name):
     key = base64.b64encode(bytes(range(32))).decode()
     for _ in range(2):
-        docs = render(DEFAULT, sets=[f"urlSecret={key}"])
+        docs = render(DEFAULT, sets=[f"{value}={key}"])
         secret = named(docs, "Secret", RELEASE + "-agentprocess")
-        assert base64.b64decode(secret["data"]["AGENTPROCESS_URL_SECRET"]).decode() == key
+        assert base64.b64decode(secret["data"][name]).decode() == key
+        (api,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
+        assert env_of(api)[name]["valueFrom"]["secretKeyRef"] == {"name": secret["metadata"]["name"], "key": name}
 
 
 def test_existing_secret_is_read_and_none_is_made(tmp_path):
@@ -519,6 +716,15 @@ def test_existing_secret_is_read_and_none_is_made(tmp_path):
                 reference = item.get("valueFrom", {}).get("secretKeyRef")
                 if reference:
                     assert reference["name"] == "mine"
+    (api,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
+    (scheduler,) = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["containers"]
+    # The sealing key is required there, like the URL key; sign-up codes are optional.
+    for name in ("AGENTPROCESS_URL_SECRET", "AGENTPROCESS_SECRET_KEY"):
+        assert env_of(api)[name]["valueFrom"]["secretKeyRef"] == {"name": "mine", "key": name}
+        assert name not in env_of(scheduler)
+    codes = {"name": "mine", "key": "AGENTPROCESS_SIGNUP_CODES", "optional": True}
+    assert env_of(api)["AGENTPROCESS_SIGNUP_CODES"]["valueFrom"]["secretKeyRef"] == codes
+    assert "AGENTPROCESS_SIGNUP_CODES" not in env_of(scheduler)
 
 
 def test_server_settings():
@@ -544,6 +750,54 @@ def test_server_settings():
         (container,) = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]["containers"]
         config = named(docs, "ConfigMap", suffix)["metadata"]["name"]
         assert container["envFrom"] == [{"configMapRef": {"name": config}}]
+
+
+def test_sign_in_settings(tmp_path):
+    """Sign-up policy, session and identity-provider timeouts reach the API (through its
+    ConfigMap), the server's defaults unless set; sign-up codes go to the Secret, and only
+    when there are some."""
+    docs = render(DEFAULT)
+    api = named(docs, "ConfigMap", "-api")["data"]
+    assert api["AGENTPROCESS_SIGNUP"] == "closed"
+    assert api["AGENTPROCESS_SESSION_IDLE_SECONDS"] == "28800"
+    assert api["AGENTPROCESS_SESSION_ABSOLUTE_SECONDS"] == "86400"
+    assert api["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "10"
+    secret = named(docs, "Secret", RELEASE + "-agentprocess")
+    assert "AGENTPROCESS_SIGNUP_CODES" not in secret["data"]
+    (container,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
+    assert container["envFrom"] == [{"configMapRef": {"name": named(docs, "ConfigMap", "-api")["metadata"]["name"]}}]
+    # The codes are read only if the Secret holds them.
+    assert env_of(container)["AGENTPROCESS_SIGNUP_CODES"]["valueFrom"]["secretKeyRef"] == {
+        "name": secret["metadata"]["name"],
+        "key": "AGENTPROCESS_SIGNUP_CODES",
+        "optional": True,
+    }
+
+    docs = render(
+        DEFAULT,
+        extra={
+            "signup": {"policy": "invite", "codes": ["spring-2026", "partner code"]},
+            "sessions": {"idleSeconds": 3600, "absoluteSeconds": 43200},
+            "oidc": {"timeoutSeconds": 2.5},
+        },
+        tmp_path=tmp_path,
+    )
+    api = named(docs, "ConfigMap", "-api")["data"]
+    assert api["AGENTPROCESS_SIGNUP"] == "invite"
+    assert api["AGENTPROCESS_SESSION_IDLE_SECONDS"] == "3600"
+    assert api["AGENTPROCESS_SESSION_ABSOLUTE_SECONDS"] == "43200"
+    assert api["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "2.5"
+    secret = named(docs, "Secret", RELEASE + "-agentprocess")
+    assert base64.b64decode(secret["data"]["AGENTPROCESS_SIGNUP_CODES"]).decode() == "spring-2026,partner code"
+    # The scheduler signs nobody in.
+    scheduler = named(docs, "ConfigMap", "-scheduler")["data"]
+    sign_in = ("AGENTPROCESS_SIGNUP", "AGENTPROCESS_SESSION", "AGENTPROCESS_OIDC")
+    assert not [name for name in scheduler if name.startswith(sign_in)]
+
+    production = named(render(PRODUCTION), "ConfigMap", "-api")["data"]
+    assert production["AGENTPROCESS_SIGNUP"] == "invite"  # the codes are in existingSecret
+    assert production["AGENTPROCESS_SESSION_IDLE_SECONDS"] == "14400"
+    assert production["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "5"
 
 
 def test_large_numbers_are_written_as_the_server_parses_them(tmp_path):
@@ -755,6 +1009,18 @@ def test_api_spreads_over_zones_and_nodes(tmp_path):
         ({"api": {"replicaCount": "two"}}, "/api/replicaCount"),
         ({"api": {"maxConections": 5}}, "maxConections"),
         ({"urlSecret": "c2hvcnQ="}, "/urlSecret"),
+        ({"secretKey": "c2hvcnQ="}, "/secretKey"),
+        ({"secretKey": "not base64 at all, though longer than forty-four chars"}, "/secretKey"),
+        ({"signup": {"policy": "maybe"}}, "/signup/policy"),
+        ({"signup": {"policy": "Open"}}, "/signup/policy"),
+        ({"signup": {"codes": "spring-2026"}}, "/signup/codes"),
+        ({"signup": {"codes": ["spring,2026"]}}, "/signup/codes/0"),
+        ({"signup": {"codes": [""]}}, "/signup/codes/0"),
+        ({"sessions": {"idleSeconds": 0}}, "/sessions/idleSeconds"),
+        ({"sessions": {"absoluteSeconds": 31536001}}, "/sessions/absoluteSeconds"),
+        ({"sessions": {"idleSeconds": "8h"}}, "/sessions/idleSeconds"),
+        ({"oidc": {"timeoutSeconds": 0}}, "/oidc/timeoutSeconds"),
+        ({"oidc": {"allowPrivateIssuers": True}}, "allowPrivateIssuers"),
         ({"otel": {"protocol": "thrift"}}, "/otel/protocol"),
         ({"database": {"url": "mysql://db/agentprocess"}}, "/database/url"),
     ],
@@ -785,13 +1051,41 @@ def test_required_values_are_named():
         ({"existingSecret": "mine"}, "with existingSecret, database.url belongs in that Secret"),
         ({"s3": {"accessKeyId": "AKIA"}}, "give both s3.accessKeyId and s3.secretAccessKey, or neither"),
         ({"terminationGracePeriodSeconds": 30}, "must be above shutdown.delaySeconds + shutdown.graceSeconds"),
+        (
+            {"existingSecret": "mine", "database": {"url": ""}, "secretKey": base64.b64encode(b"s" * 32).decode()},
+            "with existingSecret, secretKey belongs in that Secret",
+        ),
+        (
+            {"existingSecret": "mine", "database": {"url": ""}, "signup": {"policy": "invite", "codes": ["spring"]}},
+            "with existingSecret, signup.codes belongs in that Secret",
+        ),
+        ({"signup": {"policy": "invite"}}, "signup.policy invite needs sign-up codes: list them in signup.codes"),
     ],
 )
 def test_inconsistent_values_are_refused(values, message, tmp_path):
     assert message in refused(DEFAULT, extra=values, tmp_path=tmp_path)
 
 
-def test_the_chart_has_no_oidc_settings():
-    """Sign-in is by bearer tokens; the server has no OIDC settings to pass on."""
-    assert "oidc" not in (CHART / "values.yaml").read_text().lower()
-    assert "oidc" not in (CHART / "values.schema.json").read_text().lower()
+def test_invite_with_codes_in_an_existing_secret(tmp_path):
+    """With existingSecret the codes are that Secret's business: invite renders."""
+    docs = render(
+        DEFAULT,
+        extra={"existingSecret": "mine", "database": {"url": ""}, "signup": {"policy": "invite"}},
+        tmp_path=tmp_path,
+    )
+    assert named(docs, "ConfigMap", "-api")["data"]["AGENTPROCESS_SIGNUP"] == "invite"
+
+
+def test_development_only_settings_stay_out_of_the_chart(rendered):
+    """The server's development switches (private identity providers, sign-in with no
+    provider) have no value in the chart and are set by no render."""
+    switches = ("AGENTPROCESS_OIDC_ALLOW_PRIVATE_ISSUERS", "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN")
+    sources = [CHART / "values.yaml", CHART / "values.schema.json", *sorted((CHART / "templates").iterdir())]
+    for path in sources:
+        text = path.read_text()
+        for word in (*switches, "allowPrivateIssuers", "dangerously", "devSignIn"):
+            assert word.lower() not in text.lower(), f"{word} in {path.name}"
+    _, docs = rendered
+    text = yaml.safe_dump_all(docs)
+    for switch in switches:
+        assert switch not in text

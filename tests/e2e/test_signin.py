@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import pytest
 
 import servers
+from dns import Dns
 from signin import Browser, Site, bearer, csrf_of, idp_for, new_slug, problems_of, signed_up
 
 BETA = {"zed": {"email": "zed@beta.test", "email_verified": True},
@@ -27,9 +28,16 @@ ACCOUNTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def dns():
+    server = Dns()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def site(request):
-    server = servers.start_signup(request.param)
+def site(request, dns):
+    server = servers.start_signup(request.param, extra=("--dns-nameserver", dns.address))
     acme = idp_for(server.bases, ACCOUNTS)
     beta = idp_for(server.bases, BETA)
     yield Site(server, acme, beta)
@@ -342,6 +350,43 @@ def test_a_new_provider_keeps_people_their_accounts(site):
     assert again.api("GET", "/session").json()["member"] == admin.api("GET", "/session").json()["member"]
     assert again.api("GET", "/session").json()["member"]["id"] == me
     assert "organization.sign_in_changed" in [entry["kind"] for entry in admin.api("GET", "/audit").json()["items"]]
+
+
+def test_a_domain_verified_over_dns_routes_sign_in_by_email_and_has_one_owner(site, dns):
+    admin, slug = signed_up(site)
+    dns.serve({})
+    domain = f"{slug}.test"
+    added = admin.api("POST", "/organization/domains", {"domain": domain}).json()
+    record = added["txtRecord"]
+    assert record["name"] == f"_agentprocess.{domain}" and added["verified"] is False
+    early = admin.api("POST", f"/organization/domains/{domain}/verify")
+    assert early.status_code == 422 and "no TXT record" in early.json()["issues"][0], early.text
+    nobody = Browser(site.first).sign_in(f"bob@{domain}", "bob")
+    assert nobody.status_code == 400 and "no organization signs in people of" in problems_of(nobody.text)
+
+    dns.serve({record["name"]: ["something else"]})
+    wrong = admin.api("POST", f"/organization/domains/{domain}/verify")
+    assert wrong.status_code == 422 and "no TXT record holds the token" in wrong.json()["issues"][0]
+    dns.serve({record["name"]: [record["value"]]})
+    verified = admin.api("POST", f"/organization/domains/{domain}/verify")
+    assert verified.status_code == 200 and verified.json()["verified"] is True, verified.text
+
+    # Sign-in by email now finds the organization; the person still needs to be let in.
+    site.acme.set_account("bob", ACCOUNTS["bob"] | {"email": f"bob@{domain}"})
+    try:
+        bob = Browser(site.first)
+        assert bob.sign_in(f"Bob@{domain}", "bob").status_code == 303, "provisioned: the domain is allowed"
+        assert bob.api("GET", "/session").json()["slug"] == slug
+    finally:
+        site.acme.set_account("bob", ACCOUNTS["bob"])
+
+    # Another organization cannot take it while this one holds it, even with its own record.
+    other, _ = signed_up(site, site.beta, "zed")
+    theirs = other.api("POST", "/organization/domains", {"domain": domain}).json()
+    dns.serve({record["name"]: [record["value"], theirs["txtRecord"]["value"]]})
+    taken = other.api("POST", f"/organization/domains/{domain}/verify")
+    assert taken.status_code == 409 and "verified by another organization" in taken.json()["message"]
+    assert "domain.verified" in [entry["kind"] for entry in admin.api("GET", "/audit").json()["items"]]
 
 
 def test_session_cookies_open_nothing_on_mcp(site):

@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod audit;
+pub mod domains;
 mod error;
 pub mod groups;
 pub mod members;
@@ -70,6 +71,8 @@ pub struct AuthSettings {
     pub session_idle: Duration,
     /// A session ends this long after sign-in, used or not.
     pub session_absolute: Duration,
+    /// DNS servers that domain ownership is checked against; the system's when empty.
+    pub dns_nameservers: Vec<std::net::SocketAddr>,
 }
 
 /// Identity's operations over a store.

@@ -315,6 +315,10 @@ pub struct AuthArgs {
     /// How long one request to an identity provider may take.
     #[arg(long, env = "AGENTPROCESS_OIDC_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
     pub oidc_timeout_seconds: Duration,
+    /// A DNS server (`ip:port`) to check domain ownership against, instead of the
+    /// system's (repeat, or comma-separate).
+    #[arg(long = "dns-nameserver", env = "AGENTPROCESS_DNS_NAMESERVERS", value_delimiter = ',')]
+    pub dns_nameservers: Vec<std::net::SocketAddr>,
 }
 
 /// A sealing key derived from the URL-signing secret, for servers given no
@@ -372,6 +376,7 @@ impl AuthArgs {
                     .collect(),
                 session_idle: self.session_idle_seconds,
                 session_absolute: self.session_absolute_seconds,
+                dns_nameservers: self.dns_nameservers.clone(),
             },
         ))
     }

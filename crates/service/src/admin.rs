@@ -76,7 +76,12 @@ impl<S: Store> Admin<S> {
         check_id("organization id", id, &mut issues);
         refuse(issues)?;
         let mut tx = self.store.begin().await?;
-        tx.create_org(id, id, name, millis(self.now())).await?;
+        match tx.create_org(id, id, name, millis(self.now())).await {
+            Err(error) if error.is_unique_violation() => {
+                return Err(Error::Refused(vec![format!("organization {id:?}: exists already")]));
+            }
+            other => other?,
+        }
         Ok(tx.commit().await?)
     }
 
@@ -141,7 +146,16 @@ impl<S: Store> Admin<S> {
         for group in &identity.groups {
             tx.create_group(org, group, now).await?;
         }
-        tx.create_identity(&identity, now).await?;
+        match tx.create_identity(&identity, now).await {
+            Err(error) if error.is_unique_violation() => {
+                let what = match &identity.person {
+                    Some(person) => format!("identity {id:?} or person {person:?}"),
+                    None => format!("identity {id:?}"),
+                };
+                return Err(Error::Refused(vec![format!("{what}: exists already in {org}")]));
+            }
+            other => other?,
+        }
         tx.commit().await?;
         Ok(identity)
     }

@@ -4,7 +4,7 @@
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{EvidenceItem, ToolError};
 use agentprocess_format::EvidenceKind;
-use agentprocess_store::{NewUpload, Store, StoreTx, Upload};
+use agentprocess_store::{DirectoryTx as _, NewUpload, Store, StoreTx, Upload};
 use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
 
@@ -245,8 +245,32 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Ok(removed) => tracing::info!(removed, "removed uploads no run cites"),
                 Err(error) => tracing::warn!(%error, "upload sweep failed; trying again"),
             }
+            match self.sweep_sessions().await {
+                Ok(0) => {}
+                Ok(removed) => tracing::info!(removed, "removed expired sessions"),
+                Err(error) => tracing::warn!(%error, "session sweep failed; trying again"),
+            }
             if !crate::scheduler::pause(&stop, settings.interval).await {
                 return;
+            }
+        }
+    }
+
+    /// Removes expired browser sessions, in batches of 500 (short transactions, no long
+    /// locks), until none is left.
+    async fn sweep_sessions(&self) -> Result<u64, String> {
+        let now = jiff::Timestamp::now().as_millisecond();
+        let mut removed = 0;
+        loop {
+            let mut tx = self.store.begin().await.map_err(|error| error.to_string())?;
+            let batch = tx
+                .delete_expired_sessions(now, 500)
+                .await
+                .map_err(|error| error.to_string())?;
+            tx.commit().await.map_err(|error| error.to_string())?;
+            removed += batch;
+            if batch < 500 {
+                return Ok(removed);
             }
         }
     }

@@ -111,11 +111,14 @@ Every template includes it, so no render gets past a broken set of values.
 {{- fail "\n\nagentprocess: give both s3.accessKeyId and s3.secretAccessKey, or neither (then the default AWS credential chain is used, e.g. IRSA)." }}
 {{- end }}
 {{- if $v.existingSecret }}
-{{- range $key, $value := dict "database.url" $v.database.url "redis.url" $v.redis.url "urlSecret" $v.urlSecret "s3.accessKeyId" $v.s3.accessKeyId "s3.secretAccessKey" $v.s3.secretAccessKey "otel.headers" $v.otel.headers }}
+{{- range $key, $value := dict "database.url" $v.database.url "redis.url" $v.redis.url "urlSecret" $v.urlSecret "secretKey" $v.secretKey "signup.codes" $v.signup.codes "s3.accessKeyId" $v.s3.accessKeyId "s3.secretAccessKey" $v.s3.secretAccessKey "otel.headers" $v.otel.headers }}
 {{- if $value }}
 {{- fail (printf "\n\nagentprocess: with existingSecret, %s belongs in that Secret, not in the values." $key) }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- if and (eq $v.signup.policy "invite") (not $v.signup.codes) (not $v.existingSecret) }}
+{{- fail "\n\nagentprocess: signup.policy invite needs sign-up codes: list them in signup.codes (or keep them in existingSecret as AGENTPROCESS_SIGNUP_CODES), or set signup.policy to open or closed." }}
 {{- end }}
 {{- $grace := add (int64 $v.shutdown.graceSeconds) (int64 $v.shutdown.delaySeconds) }}
 {{- if le (int64 $v.terminationGracePeriodSeconds) $grace }}
@@ -124,25 +127,41 @@ Every template includes it, so no render gets past a broken set of values.
 {{- end }}
 
 {{/*
-The URL-signing key: the values' own; else the one the chart's Secret already holds
-(so upgrades keep it); else a new one: base64 of 48 random printable bytes, more than
-the 32 bytes the server needs. Computed once per render and kept, so the Secret and
-the checksum that restarts pods agree.
+A key the chart's Secret holds (the URL-signing key, the sealing key): the values' own;
+else the one the chart's Secret already holds (so upgrades keep it); else a new one:
+base64 of 48 random printable bytes, more than the 32 bytes the server needs. Computed
+once per render and kept, so the Secret and the checksum that restarts pods agree.
+Call with (dict "root" $ "key" "AGENTPROCESS_URL_SECRET" "value" .Values.urlSecret).
 */}}
-{{- define "agentprocess.urlSecret" -}}
-{{- if not (hasKey .Values "__agentprocessUrlSecret") }}
-{{- $secret := .Values.urlSecret }}
+{{- define "agentprocess.keptKey" -}}
+{{- $values := .root.Values }}
+{{- $memo := printf "__agentprocess_%s" .key }}
+{{- if not (hasKey $values $memo) }}
+{{- $secret := .value }}
 {{- if not $secret }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "agentprocess.fullname" .) }}
-{{- if and $existing $existing.data (hasKey $existing.data "AGENTPROCESS_URL_SECRET") }}
-{{- $secret = index $existing.data "AGENTPROCESS_URL_SECRET" | b64dec }}
+{{- $existing := lookup "v1" "Secret" .root.Release.Namespace (include "agentprocess.fullname" .root) }}
+{{- if and $existing $existing.data (hasKey $existing.data .key) }}
+{{- $secret = index $existing.data .key | b64dec }}
 {{- else }}
 {{- $secret = randAscii 48 | b64enc }}
 {{- end }}
 {{- end }}
-{{- $_ := set .Values "__agentprocessUrlSecret" $secret }}
+{{- $_ := set $values $memo $secret }}
 {{- end }}
-{{- index .Values "__agentprocessUrlSecret" }}
+{{- index $values $memo }}
+{{- end }}
+
+{{/* The URL-signing key, AGENTPROCESS_URL_SECRET. */}}
+{{- define "agentprocess.urlSecret" -}}
+{{- include "agentprocess.keptKey" (dict "root" . "key" "AGENTPROCESS_URL_SECRET" "value" .Values.urlSecret) }}
+{{- end }}
+
+{{/*
+The key that seals secrets kept in the database, AGENTPROCESS_SECRET_KEY: a key of its
+own, never derived from the URL-signing key.
+*/}}
+{{- define "agentprocess.secretKey" -}}
+{{- include "agentprocess.keptKey" (dict "root" . "key" "AGENTPROCESS_SECRET_KEY" "value" .Values.secretKey) }}
 {{- end }}
 
 {{/* Environment every server container shares: the Secret's keys and the pod's identity. */}}

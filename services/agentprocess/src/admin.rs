@@ -224,6 +224,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 session_absolute_seconds: std::time::Duration::from_secs(3600),
                 oidc_allow_private_issuers: allow_private_issuers,
                 oidc_timeout_seconds: std::time::Duration::from_secs(10),
+                dns_nameservers: Vec::new(),
             }
             .auth(store.clone(), "http://localhost", None)?;
             let actor = agentprocess_auth::audit::Actor {

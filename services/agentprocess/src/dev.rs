@@ -77,6 +77,10 @@ pub(crate) struct Dev {
     /// any person of the dev organization with no identity provider).
     #[arg(long)]
     no_dev_sign_in: bool,
+    /// A DNS server (`ip:port`) to check organizations' domain ownership against,
+    /// instead of the system's.
+    #[arg(long = "dns-nameserver", value_name = "ADDRESS")]
+    dns_nameservers: Vec<SocketAddr>,
 }
 
 pub(crate) fn run(dev: Dev) -> anyhow::Result<()> {
@@ -142,6 +146,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         session_absolute_seconds: std::time::Duration::from_secs(24 * 3600),
         oidc_allow_private_issuers: true,
         oidc_timeout_seconds: std::time::Duration::from_secs(10),
+        dns_nameservers: dev.dns_nameservers.clone(),
     }
     .auth(
         service.store().clone(),

@@ -298,6 +298,23 @@ fn admin_identities_get_tokens_shown_once() {
         stderr.contains("identity id \"Bad Id\"") && stderr.contains("person: required for a person"),
         "{stderr}"
     );
+    let twice = db.run(&[
+        "create-identity",
+        "--org",
+        "acme",
+        "--kind",
+        "person",
+        "--person",
+        "mira@acme.com",
+        "mira",
+    ]);
+    let stderr = text(&twice.stderr);
+    assert!(!twice.status.success());
+    assert!(
+        stderr.contains("exists already in acme") && !stderr.contains("duplicate key"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("exists already").count(), 1, "said once: {stderr}");
     let token = db.run(&["issue-token", "--org", "acme", "mira"]);
     assert!(text(&token.stdout).starts_with("apt_"));
     let listed = text(&db.run(&["identities", "--org", "acme"]).stdout);

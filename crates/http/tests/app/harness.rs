@@ -56,6 +56,7 @@ impl TestApp {
                 session_absolute_seconds: std::time::Duration::from_secs(3600),
                 oidc_allow_private_issuers: false,
                 oidc_timeout_seconds: std::time::Duration::from_secs(2),
+                dns_nameservers: Vec::new(),
             }
             .auth(service.store().clone(), PUBLIC_URL, Some(&[9; 32]))
             .expect("auth"),

@@ -26,6 +26,7 @@ use super::{agents, organization, processes, runs};
         organization::set_sign_in,
         organization::add_domain,
         organization::remove_domain,
+        organization::verify_domain,
         organization::members,
         organization::member,
         organization::invite,

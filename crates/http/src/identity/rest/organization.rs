@@ -37,6 +37,10 @@ where
         .route("/api/v1/organization/sign-in", axum::routing::put(set_sign_in::<S, B>))
         .route("/api/v1/organization/domains", axum::routing::post(add_domain::<S, B>))
         .route("/api/v1/organization/domains/{domain}", delete(remove_domain::<S, B>))
+        .route(
+            "/api/v1/organization/domains/{domain}/verify",
+            axum::routing::post(verify_domain::<S, B>),
+        )
         .route("/api/v1/members", get(members::<S, B>).post(invite::<S, B>))
         .route("/api/v1/members/{id}", get(member::<S, B>).patch(change_member::<S, B>))
         .route("/api/v1/groups", get(groups::<S, B>).post(create_group::<S, B>))
@@ -340,6 +344,31 @@ where
         .add_domain(&caller.actor(), caller.org(), &new.domain, web.now())
         .await?;
     Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/organization/domains/{domain}/verify",
+    tag = "organization",
+    params(("domain" = String, Path, description = "The domain")),
+    responses((status = 200, description = "The domain, verified", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn verify_domain<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(domain): Path<String>,
+) -> Result<Json<DomainView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let domain = web
+        .auth
+        .verify_domain(&caller.actor(), caller.org(), &domain, web.now())
+        .await?;
+    Ok(Json(DomainView::from(&domain)))
 }
 
 #[utoipa::path(
