@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,9 @@ def schemathesis(site: Site, *headers: str) -> subprocess.CompletedProcess:
     ]
     for header in headers:
         arguments += ["-H", header]
-    return subprocess.run(arguments, capture_output=True, text=True, timeout=1500)
+    # Its working directory takes its cache and reports: a temporary one, not the clone.
+    with tempfile.TemporaryDirectory(prefix="agentprocess-schemathesis-") as workdir:
+        return subprocess.run(arguments, capture_output=True, text=True, timeout=1500, cwd=workdir)
 
 
 def test_schemathesis_finds_no_5xx_and_nothing_off_the_document_with_a_token_and_with_a_session(site):
