@@ -44,6 +44,28 @@ impl Outgoing {
         }
     }
 
+    /// `work_item.unassignable`: a work item went to a person value that names no member
+    /// of the organization, so nobody can decide it until someone with that email is
+    /// invited (or an operator acts on the run).
+    pub(crate) fn unassignable(org: &str, run: &Run, step: &str, work_item: &str, person: &str) -> Self {
+        let id = random_id("ntf_", 12);
+        let body = json!({
+            "id": id,
+            "type": "work_item.unassignable",
+            "createdAt": run.updated_at.to_string(),
+            "organization": org,
+            "run": { "id": run.id, "process": run.process, "version": run.version },
+            "step": step,
+            "workItem": { "id": work_item, "person": person },
+            "reason": format!("{person} is no member of the organization: invite them, or an operator cancels the run"),
+        });
+        Self {
+            id,
+            event: "work_item.unassignable",
+            body: body.to_string(),
+        }
+    }
+
     /// The row to write; `trace_parent` is the causing call's trace context.
     pub(crate) fn row<'a>(
         &'a self,
@@ -59,6 +81,18 @@ impl Outgoing {
             created_at,
             trace_parent,
         }
+    }
+}
+
+/// The person a work item notification goes to, when it goes to one person.
+pub(crate) fn person_of<'a>(run: &'a Run, notification: &Notification) -> Option<(&'a str, &'a str, &'a str)> {
+    let Notification::WorkItem { step, .. } = notification else {
+        return None;
+    };
+    let item = run.step(step)?.work_item.as_ref()?;
+    match &item.assigned_to {
+        agentprocess_engine::Assignee::Person(person) => Some((run.step(step)?.id.as_str(), item.id.as_str(), person)),
+        agentprocess_engine::Assignee::Group(_) => None,
     }
 }
 

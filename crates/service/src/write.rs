@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transition};
-use agentprocess_store::{NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
+use agentprocess_store::{DirectoryTx as _, NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use agentprocess_timers::Entry;
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -212,11 +212,19 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     tx.remove_timer(org, &run.id, id).await.map_err(retry)?;
                 }
                 Effect::Notify(notification) => {
-                    let outgoing = Outgoing::new(org, run, notification);
-                    deliveries += tx
-                        .add_notification(org, &outgoing.row(run, millis(self.now()), trace_parent.as_deref()))
-                        .await
-                        .map_err(retry)?;
+                    let mut outgoing = vec![Outgoing::new(org, run, notification)];
+                    if let Some((step, work_item, person)) = crate::notify::person_of(run, notification)
+                        && tx.identity_by_person(org, person).await.map_err(retry)?.is_none()
+                    {
+                        tracing::warn!(%org, run = %run.id, %step, %person, "a work item went to no member");
+                        outgoing.push(Outgoing::unassignable(org, run, step, work_item, person));
+                    }
+                    for outgoing in &outgoing {
+                        deliveries += tx
+                            .add_notification(org, &outgoing.row(run, millis(self.now()), trace_parent.as_deref()))
+                            .await
+                            .map_err(retry)?;
+                    }
                 }
             }
         }

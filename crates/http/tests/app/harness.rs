@@ -197,13 +197,19 @@ impl TestApp {
                 .join(format!("../../examples/processes/{name}/PROCESS.md")),
         )
         .expect("example");
+        self.publish(admin_token, name, &source, group).await;
+    }
+
+    /// Publishes `source` as process `name` with every role bound to `group`, through
+    /// the REST surface as `admin` (an admin's API token).
+    pub(crate) async fn publish(&self, admin_token: &str, name: &str, source: &[u8], group: &str) {
         let boundary = "agentprocess-test-boundary";
         let mut body = format!(
             "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}/PROCESS.md\"\r\n\
              Content-Type: text/markdown\r\n\r\n"
         )
         .into_bytes();
-        body.extend_from_slice(&source);
+        body.extend_from_slice(source);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let request = Request::post("/api/v1/processes")
             .header(header::HOST, "localhost")

@@ -78,3 +78,82 @@ async fn race(app: TestApp) -> TestApp {
     assert!(codes.contains(&"ok") && codes.contains(&"conflict"), "{one} {two}");
     app
 }
+
+const SIGN_OFF: &str = "---
+name: sign-off
+description: One person signs off a request. Start it when a request needs a named person's yes.
+inputs:
+  approver:
+    type: person
+    description: Who signs off
+steps:
+  - id: sign
+    person: inputs.approver
+    approve: Sign off the request.
+  - id: done
+    finish: signed
+---
+The approver reads the request and signs it off.
+";
+
+on_both!(
+    a_work_item_for_no_member_warns_on_the_run_and_tells_the_webhooks,
+    nobody
+);
+async fn nobody(app: TestApp) -> TestApp {
+    use axum::http::{Method, StatusCode};
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_agent("bot")
+        .await;
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "sign-off", SIGN_OFF.as_bytes(), "unused").await;
+    let (status, _) = app
+        .rest(
+            &admin,
+            Method::POST,
+            "/webhooks",
+            Some(json!({ "url": "https://hooks.example.com/a" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let bot = app.mcp_token("bot").await;
+    let mut runs = Vec::new();
+    for (request, approver) in [("a", "ann@acme.test"), ("b", "nobody@acme.test")] {
+        let arguments = json!({ "requestId": request, "process": "sign-off", "inputs": { "approver": approver } });
+        let started = app.call(&bot, "start_run", arguments).await;
+        runs.push(started["data"]["run"]["id"].as_str().expect("run").to_owned());
+    }
+    let (_, known) = app.rest(&admin, Method::GET, &format!("/runs/{}", runs[0]), None).await;
+    assert!(known.get("warnings").is_none(), "{known}");
+    let (_, unknown) = app.rest(&admin, Method::GET, &format!("/runs/{}", runs[1]), None).await;
+    let warnings = unknown["warnings"].to_string();
+    assert!(
+        warnings.contains("waits for nobody@acme.test, who is no member"),
+        "{unknown}"
+    );
+    let (_, deliveries) = app.rest(&admin, Method::GET, "/webhooks/deliveries", None).await;
+    let events: Vec<(String, String)> = deliveries["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| {
+            (
+                item["event"].as_str().unwrap_or_default().to_owned(),
+                item["runId"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        events.contains(&("work_item.unassignable".to_owned(), runs[1].clone())),
+        "{events:?}"
+    );
+    assert!(
+        !events.contains(&("work_item.unassignable".to_owned(), runs[0].clone())),
+        "{events:?}"
+    );
+    app
+}

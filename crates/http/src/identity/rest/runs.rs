@@ -123,7 +123,7 @@ where
     path = "/api/v1/runs/{id}",
     tag = "runs",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "get_run's result", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn run<S, B>(
@@ -136,12 +136,46 @@ where
     B: Blobs,
 {
     caller.require(Role::Member, false)?;
-    let view = web
+    let mut view = web
         .service
         .get_run(&caller_of(&caller), &id)
         .await
         .map_err(ApiError::from_tool)?;
+    let warnings = unassignable(&web, caller.org(), &view).await?;
+    if !warnings.is_empty() {
+        view["warnings"] = json!(warnings);
+    }
     Ok(Json(view))
+}
+
+/// A warning for each open work item that waits for a person value no member of the
+/// organization has: nobody can decide it until someone with that email is invited.
+async fn unassignable<S, B>(web: &Web<S, B>, org: &str, view: &Value) -> Result<Vec<String>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let mut warnings = Vec::new();
+    for item in view["workItems"].as_array().into_iter().flatten() {
+        let Some(person) = item["assignedTo"]["person"].as_str() else {
+            continue;
+        };
+        let known = web
+            .service
+            .store()
+            .identity_by_person(org, person)
+            .await
+            .map_err(agentprocess_service::admin::Error::from)?;
+        if known.is_none() {
+            warnings.push(format!(
+                "work item {} of step {} waits for {person}, who is no member of the organization: \
+                 invite them, or cancel the run",
+                item["id"].as_str().unwrap_or_default(),
+                item["stepId"].as_str().unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(warnings)
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
