@@ -183,7 +183,10 @@ async fn seed(store: &SqlStore) -> anyhow::Result<Caller> {
         .await?;
     admin.import_draft(ORG, PROCESS.as_bytes(), Some("publish-at")).await?;
     admin.publish(ORG, "publish-at").await?;
-    Ok(Caller { identity })
+    Ok(Caller {
+        identity,
+        address: None,
+    })
 }
 
 async fn start_runs(

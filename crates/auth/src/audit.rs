@@ -31,7 +31,7 @@ impl Actor {
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// An entry to append.
-pub(crate) fn entry(actor: &Actor, kind: &str, target: Option<&str>, detail: Map<String, Value>, at: i64) -> AuditRow {
+pub fn entry(actor: &Actor, kind: &str, target: Option<&str>, detail: Map<String, Value>, at: i64) -> AuditRow {
     let suffix: String = random_bytes::<4>().iter().map(|byte| format!("{byte:02x}")).collect();
     let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed) % 1_000_000_000_000;
     AuditRow {

@@ -171,7 +171,11 @@ async fn authenticate<S: Store, B: Blobs>(
         return unauthorized("a bearer token is required");
     };
     match service.authenticate(token).await {
-        Ok(Some(caller)) => {
+        Ok(Some(mut caller)) => {
+            caller.address = request
+                .extensions()
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|axum::extract::ConnectInfo(address)| address.ip().to_string());
             request.extensions_mut().insert(caller);
             next.run(request).await
         }

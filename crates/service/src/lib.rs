@@ -179,6 +179,8 @@ impl Settings {
 pub struct Caller {
     /// The identity, with its organization and groups.
     pub identity: Identity,
+    /// The network address the call came from, for the audit log.
+    pub address: Option<String>,
 }
 
 impl Caller {
@@ -282,7 +284,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return Ok(Some(caller.clone()));
         }
         let identity = self.store.identity_by_token(&hash, millis(now)).await.map_err(retry)?;
-        let caller = identity.map(|identity| Caller { identity });
+        let caller = identity.map(|identity| Caller {
+            identity,
+            address: None,
+        });
         if let Some(caller) = &caller
             && let Ok(mut callers) = self.callers.lock()
         {

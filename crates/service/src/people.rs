@@ -25,9 +25,15 @@ impl<S: Store, B: Blobs> Service<S, B> {
             .await?;
         let now = self.now();
         let actor = caller.actor();
+        let audited = serde_json::Map::from_iter([
+            ("workItem".to_owned(), serde_json::json!(decide.work_item)),
+            ("decision".to_owned(), serde_json::json!(decide.decision.as_str())),
+            ("note".to_owned(), serde_json::json!(decide.note)),
+        ]);
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::decide(&run, &version, decide, file_issues, &mut context)?;
+        self.audit(&mut tx, caller, "run.decided", &run.id, audited).await?;
         let change = Change {
             before: Some(&run),
             transition: &transition,

@@ -119,13 +119,15 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `cancel`.
     pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<Value, ToolError> {
-        let Locked { tx, run, version } =
+        let Locked { mut tx, run, version } =
             fresh!(self.open_run(caller, write, Tool::Cancel, Target::Run(run_id)).await?);
         let now = self.now();
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
+        let audited = serde_json::Map::from_iter([("reason".to_owned(), json!(reason))]);
+        self.audit(&mut tx, caller, "run.cancelled", &run.id, audited).await?;
         let change = Change {
             before: Some(&run),
             transition: &transition,

@@ -231,6 +231,24 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(deliveries)
     }
 
+    /// Appends to the audit log in the write's transaction, so the entry and the change
+    /// commit or roll back together.
+    pub(crate) async fn audit(
+        &self,
+        tx: &mut S::Tx,
+        caller: &Caller,
+        kind: &str,
+        run: &str,
+        detail: serde_json::Map<String, Value>,
+    ) -> Result<(), ToolError> {
+        let actor = agentprocess_auth::audit::Actor {
+            id: caller.identity.id.clone(),
+            address: caller.address.clone(),
+        };
+        let entry = agentprocess_auth::audit::entry(&actor, kind, Some(run), detail, millis(self.now()));
+        tx.append_audit(caller.org(), &entry).await.map_err(retry)
+    }
+
     /// After a change committed: counts it, mirrors its timers in the queue (a lost
     /// add is repaired by the reconciler, so this never holds up the caller) or wakes
     /// the in-process timer loop, and wakes the webhook loop if there is something to

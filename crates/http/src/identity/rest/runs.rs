@@ -37,6 +37,7 @@ where
 fn caller_of(caller: &ApiCaller) -> Caller {
     Caller {
         identity: caller.identity.clone(),
+        address: caller.address.clone(),
     }
 }
 
@@ -235,16 +236,7 @@ where
         .cancel(&caller_of(&caller), &id, &cancel.reason, &write)
         .await
         .map_err(ApiError::from_tool)?;
-    web.auth
-        .record(
-            caller.org(),
-            &caller.actor(),
-            "run.cancelled",
-            Some(&id),
-            detail([("reason", json!(cancel.reason))]),
-            web.now(),
-        )
-        .await?;
+    // The service records the cancellation in the audit log, in the run's transaction.
     Ok(Json(view))
 }
 
