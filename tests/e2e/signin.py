@@ -8,6 +8,7 @@ import html
 import itertools
 import re
 import secrets
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -146,3 +147,20 @@ def signed_up(site: Site, idp: Idp | None = None, account: str = "ann") -> tuple
     answer = browser.signup(idp or site.acme, account, name=f"Org {slug}", slug=slug, **site.client_of(idp or site.acme))
     assert answer.status_code == 303 and answer.headers["location"] == "/account", answer.text
     return browser.at(site.last), slug
+
+
+BETA_ZED = {"zed": {"email": "zed@beta.test", "email_verified": True}}
+
+
+@contextmanager
+def site_for(backend: str, acme_accounts: dict, beta_accounts: dict = BETA_ZED, extra: tuple[str, ...] = ()):
+    """A server open to sign-up (servers.start_signup) and two providers, acme's and
+    beta's, registered for every one of its processes; all stopped afterwards."""
+    server = servers.start_signup(backend, extra=extra)
+    site = Site(server, idp_for(server.bases, acme_accounts), idp_for(server.bases, beta_accounts))
+    try:
+        yield site
+    finally:
+        site.acme.stop()
+        site.beta.stop()
+        servers.drop(server)

@@ -18,7 +18,7 @@ import pytest
 
 import servers
 from rawmcp import call
-from signin import Browser, Site, bearer, idp_for, signed_up
+from signin import Browser, Site, bearer, signed_up, site_for
 
 REPO = Path(__file__).resolve().parents[2]
 ACCOUNTS = {
@@ -30,13 +30,8 @@ RANK = {"member": 0, "operator": 1, "admin": 2}
 
 @pytest.fixture(scope="module")
 def site():
-    server = servers.start_signup("postgres", extra=("--oidc-timeout-seconds", "2"))
-    acme = idp_for(server.bases, ACCOUNTS)
-    beta = idp_for(server.bases, {"zed": {"email": "zed@beta.test", "email_verified": True}})
-    yield Site(server, acme, beta)
-    acme.stop()
-    beta.stop()
-    servers.drop(server)
+    with site_for("postgres", ACCOUNTS, extra=("--oidc-timeout-seconds", "2")) as started:
+        yield started
 
 
 def test_the_served_document_is_the_checked_in_one(site):

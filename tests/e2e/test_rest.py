@@ -13,7 +13,7 @@ import pytest
 
 import servers
 from rawmcp import call, call_body, post
-from signin import Browser, Site, bearer, idp_for, signed_up
+from signin import Browser, Site, bearer, signed_up, site_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "processes"
 ACCOUNTS = {
@@ -25,13 +25,8 @@ ACCOUNTS = {
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request):
-    server = servers.start_signup(request.param)
-    acme = idp_for(server.bases, ACCOUNTS)
-    beta = idp_for(server.bases, {"zed": {"email": "zed@beta.test", "email_verified": True}})
-    yield Site(server, acme, beta)
-    acme.stop()
-    beta.stop()
-    servers.drop(server)
+    with site_for(request.param, ACCOUNTS) as started:
+        yield started
 
 
 def member(admin: Browser, site: Site, slug: str, email: str, account: str, role: str) -> tuple[str, Browser]:

@@ -14,7 +14,7 @@ import pytest
 
 import servers
 from dns import Dns
-from signin import Browser, Site, bearer, csrf_of, idp_for, new_slug, problems_of, signed_up
+from signin import Browser, Site, bearer, csrf_of, idp_for, new_slug, problems_of, signed_up, site_for
 
 BETA = {"zed": {"email": "zed@beta.test", "email_verified": True},
         "ann-at-beta": {"email": "ann@acme.test", "email_verified": True}}
@@ -37,13 +37,8 @@ def dns():
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def site(request, dns):
-    server = servers.start_signup(request.param, extra=("--dns-nameserver", dns.address))
-    acme = idp_for(server.bases, ACCOUNTS)
-    beta = idp_for(server.bases, BETA)
-    yield Site(server, acme, beta)
-    acme.stop()
-    beta.stop()
-    servers.drop(server)
+    with site_for(request.param, ACCOUNTS, BETA, extra=("--dns-nameserver", dns.address)) as started:
+        yield started
 
 
 def test_sign_up_makes_the_first_admin_and_sessions_serve_every_process(site):

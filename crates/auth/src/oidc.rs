@@ -423,8 +423,8 @@ fn verification_reason(error: &ClaimsVerificationError) -> String {
     }
 }
 
-/// An error with its causes, for a message.
-fn chain(error: &dyn std::error::Error) -> String {
+/// An error with its causes, for a message or a log line.
+pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

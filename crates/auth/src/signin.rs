@@ -370,16 +370,7 @@ impl<S: Store + Clone> Auth<S> {
     ) -> Result<SignedInPerson, Error> {
         let at = millis(now);
         let org = new_id("org_");
-        let identity = Identity {
-            org: org.clone(),
-            id: new_id("per_"),
-            kind: IdentityKind::Person,
-            role: Some(Role::Admin),
-            person: Some(email.to_owned()),
-            name: claims.name.clone().unwrap_or_else(|| email.to_owned()),
-            groups: Vec::new(),
-            deactivated_at: None,
-        };
+        let identity = new_person(&org, Role::Admin, claims, email);
         let taken = || {
             Error::conflict(format!(
                 "the slug {slug:?} was taken while you signed in; nothing was created: sign up again with another"
@@ -549,16 +540,7 @@ async fn first_sign_in(
             organization.name
         )));
     }
-    let identity = Identity {
-        org: org.clone(),
-        id: new_id("per_"),
-        kind: IdentityKind::Person,
-        role: Some(Role::Member),
-        person: Some(email.to_owned()),
-        name: claims.name.clone().unwrap_or_else(|| email.to_owned()),
-        groups: Vec::new(),
-        deactivated_at: None,
-    };
+    let identity = new_person(org, Role::Member, claims, email);
     tx.create_identity(&identity, at).await?;
     tx.add_login(org, &claims.issuer, &claims.subject, &identity.id, at)
         .await?;
@@ -576,6 +558,21 @@ async fn first_sign_in(
     )
     .await?;
     Ok(identity)
+}
+
+/// A person who signed in for the first time, as `role`, named as the provider names
+/// them.
+fn new_person(org: &str, role: Role, claims: &Claims, email: &str) -> Identity {
+    Identity {
+        org: org.to_owned(),
+        id: new_id("per_"),
+        kind: IdentityKind::Person,
+        role: Some(role),
+        person: Some(email.to_owned()),
+        name: claims.name.clone().unwrap_or_else(|| email.to_owned()),
+        groups: Vec::new(),
+        deactivated_at: None,
+    }
 }
 
 /// The person's email, when the provider vouches for it: `email_verified`, or a

@@ -2,6 +2,7 @@
 //! HTTP status of each code. A failure of the server is logged here, once, with its
 //! cause chain, and answered `retry` with 503.
 
+use agentprocess_auth::oidc::chain;
 use agentprocess_engine::{Code, ToolError};
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -103,18 +104,6 @@ pub(crate) fn status_of(code: Code) -> StatusCode {
         Code::NotFound => StatusCode::NOT_FOUND,
         Code::Retry => StatusCode::SERVICE_UNAVAILABLE,
     }
-}
-
-/// An error with its causes.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The protocol's error body (spec §4.3).
