@@ -16,9 +16,11 @@ use crate::{Auth, Error, millis};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewAgent {
     /// Its id, which work items and the record show as who claimed.
+    #[schema(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")]
     pub id: String,
     /// A display name; the id when absent.
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub name: Option<String>,
 }
 

@@ -12,6 +12,20 @@ use hickory_resolver::{Resolver, TokioResolver};
 use crate::audit::{self, Actor, detail};
 use crate::{Auth, Error, millis};
 
+/// Whether `name` is a domain name DNS can hold: at least two labels, each 1 to 63 of
+/// letters, digits and inner dashes, 253 characters at most.
+pub fn is_domain_name(name: &str) -> bool {
+    let labels: Vec<&str> = name.split('.').collect();
+    name.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|label| {
+            (1..=63).contains(&label.len())
+                && label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
 /// The name of the TXT record that proves ownership of `domain`.
 pub fn record_name(domain: &str) -> String {
     format!("_agentprocess.{domain}")
@@ -122,5 +136,28 @@ impl<S: Store + Clone> Auth<S> {
         audit::append(&mut tx, org, actor, "domain.verified", Some(domain), detail([]), at).await?;
         tx.commit().await?;
         Ok(known)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_domain_name;
+
+    #[test]
+    fn domain_names_are_what_dns_can_hold() {
+        assert!(is_domain_name("acme.com") && is_domain_name("mail.acme-corp.co.uk"));
+        for bad in [
+            "acme",
+            "-acme.com",
+            "acme-.com",
+            "a..com",
+            "ac me.com",
+            "acme.com\0",
+            "",
+        ] {
+            assert!(!is_domain_name(bad), "{bad:?}");
+        }
+        assert!(!is_domain_name(&format!("{}.com", "a".repeat(64))));
+        assert!(!is_domain_name(&format!("{}com", "abc.".repeat(64))));
     }
 }

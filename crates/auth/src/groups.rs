@@ -12,10 +12,12 @@ use crate::{Auth, Error, millis};
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewGroup {
-    /// Its id, which role bindings name: lowercase letters, digits, `-` and `_`.
+    /// Its id, which role bindings name: lowercase letters, digits, `-`, `_` and `.`.
+    #[schema(pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")]
     pub id: String,
     /// A display name.
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub name: Option<String>,
 }
 

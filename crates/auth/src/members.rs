@@ -15,6 +15,7 @@ use crate::{Auth, Error, millis};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Invite {
     /// Their email, which becomes their person value.
+    #[schema(pattern = "^[^@\\s]+@[^@\\s.]+(\\.[^@\\s.]+)+$", max_length = 320)]
     pub email: String,
     /// A display name; the email when absent.
     #[serde(default)]
@@ -51,12 +52,14 @@ pub struct MemberChange {
 pub struct OrganizationChange {
     /// A new display name.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub name: Option<String>,
     /// Whether people of allowed domains become members at first sign-in.
     #[serde(default)]
     pub auto_provision: Option<bool>,
     /// The ID token claim that lists groups; an empty string stops syncing them.
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub groups_claim: Option<String>,
 }
 
@@ -174,7 +177,7 @@ impl<S: Store + Clone> Auth<S> {
         now: jiff::Timestamp,
     ) -> Result<Domain, Error> {
         let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
-        if !is_email(&format!("x@{domain}")) || domain.len() > 253 {
+        if !crate::domains::is_domain_name(&domain) {
             return Err(Error::invalid(
                 "the domain is not valid; nothing changed",
                 vec![format!("domain: {domain:?} is not a domain name")],

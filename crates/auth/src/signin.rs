@@ -145,7 +145,7 @@ impl<S: Store + Clone> Auth<S> {
             SignupPolicy::Open => {}
         }
         let name = form.name.trim();
-        if name.is_empty() || name.chars().count() > 200 {
+        if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
             issues.push("name: give the organization's name (at most 200 characters)".to_owned());
         }
         let slug = form.slug.trim();
@@ -153,7 +153,7 @@ impl<S: Store + Clone> Auth<S> {
         let issuer = form.issuer.trim();
         issues.extend(self.oidc.issuer_issues(issuer));
         let client_id = form.client_id.trim();
-        if client_id.is_empty() {
+        if client_id.is_empty() || client_id.chars().any(char::is_control) {
             issues.push("clientId: give the client id registered at the identity provider".to_owned());
         }
         if slug_issues(slug).is_empty() && self.store.organization_by_slug(slug).await?.is_some() {

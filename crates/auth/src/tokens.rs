@@ -38,11 +38,13 @@ pub const MAX_TOKEN_DAYS: u32 = 366;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewToken {
     /// What it is for.
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub name: String,
     /// What it may do.
     pub scope: Scope,
     /// Days until it stops working (1 to 366; 90 when absent).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 366)]
     pub expires_in_days: Option<u32>,
 }
 

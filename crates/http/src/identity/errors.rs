@@ -184,3 +184,48 @@ pub(crate) async fn json_errors(request: axum::extract::Request, next: axum::mid
     }
     answer
 }
+
+/// Refuses, before anything reads it, a request to `/api/v1` that carries a NUL
+/// character in its path, query or JSON body: no name or text of the surface may hold
+/// one (PostgreSQL cannot store it), and saying so beats failing later.
+pub(crate) async fn refuse_nul(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let refused = || {
+        ApiError::invalid(
+            "the request holds a NUL character, which no field may hold; nothing changed",
+            Vec::new(),
+        )
+        .into_response()
+    };
+    let uri = request.uri().to_string().to_ascii_lowercase();
+    if uri.contains("%00") {
+        return refused();
+    }
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return ApiError::invalid("the request body is larger than 1 MiB", Vec::new()).into_response();
+    };
+    // A body that is not JSON is left to the handler, which says what is wrong with it.
+    if serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|value| holds_nul(&value)) {
+        return refused();
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// Whether any string (or key) in `value` holds a NUL character.
+fn holds_nul(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => text.contains('\0'),
+        serde_json::Value::Array(items) => items.iter().any(holds_nul),
+        serde_json::Value::Object(fields) => fields.iter().any(|(key, value)| key.contains('\0') || holds_nul(value)),
+        _ => false,
+    }
+}

@@ -100,3 +100,33 @@ async fn expiry(app: TestApp) -> TestApp {
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{expired}");
     app
 }
+
+on_both!(a_nul_character_is_refused_before_it_reaches_the_database, nul);
+async fn nul(app: TestApp) -> TestApp {
+    let app = app.with_org("acme").await.with_member("ann", Role::Admin, &[]).await;
+    let admin = app.api_token("ann", "admin").await;
+    for (method, path, body) in [
+        (
+            Method::POST,
+            "/webhooks",
+            Some(json!({ "url": "https://hooks.example.com/\u{0}" })),
+        ),
+        (Method::POST, "/groups", Some(json!({ "id": "g", "name": "a\u{0}b" }))),
+        (Method::GET, "/members/a%00b", None),
+        (
+            Method::POST,
+            "/organization/domains",
+            Some(json!({ "domain": format!("{}.com", "a".repeat(64)) })),
+        ),
+    ] {
+        let (status, answer) = app.rest(&admin, method, path, body).await;
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid")),
+            "{path}: {answer}"
+        );
+    }
+    let (_, groups) = app.rest(&admin, Method::GET, "/groups", None).await;
+    assert_eq!(groups["items"], json!([]), "nothing was made");
+    app
+}

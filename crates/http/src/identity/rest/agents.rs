@@ -181,7 +181,9 @@ where
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct NewAgentToken {
+    /// Days until it stops working (1 to 366); absent, it lives until revoked.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 366)]
     expires_in_days: Option<u32>,
 }
 
@@ -227,6 +229,7 @@ where
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct Rotation {
     /// How long the old token keeps working.
+    #[schema(maximum = 604800)]
     overlap_seconds: u32,
 }
 

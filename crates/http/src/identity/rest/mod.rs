@@ -32,6 +32,7 @@ where
         .merge(processes::routes())
         .merge(runs::routes())
         .with_state(web)
+        .layer(axum::middleware::from_fn(super::errors::refuse_nul))
         .layer(axum::middleware::from_fn(super::errors::json_errors))
 }
 

@@ -274,7 +274,11 @@ where
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct SignIn {
+    /// The provider's issuer URL.
+    #[schema(pattern = "^https://[^\\s]+$")]
     issuer: String,
+    /// The client id registered there.
+    #[schema(min_length = 1)]
     client_id: String,
     /// Absent or empty for a public client.
     #[serde(default)]
@@ -317,6 +321,8 @@ where
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewDomain {
+    /// A domain name, such as `acme.com`.
+    #[schema(pattern = "^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$", max_length = 253)]
     domain: String,
 }
 

@@ -287,6 +287,8 @@ where
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewWebhook {
+    /// Where deliveries are posted: an https (or http) URL of a public address.
+    #[schema(pattern = "^https?://[^\\s]+$")]
     url: String,
 }
 
