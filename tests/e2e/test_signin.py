@@ -310,6 +310,23 @@ def test_audit_export_is_json_lines(site):
     assert admin.api("GET", "/audit?since=yesterday").status_code == 400
 
 
+def test_the_session_id_is_replaced_at_sign_in(site):
+    browser = Browser(site.first)
+    slug = new_slug()
+    page = browser.get("/signup")
+    before = browser.client.cookies.get("agentprocess-session")
+    assert before
+    answer = browser.post_form("/signup", {"csrf": csrf_of(page.text), "name": "X", "slug": slug,
+                                           **site.client_of(site.acme)})
+    assert browser.finish_at_idp(answer, "ann").status_code == 303
+    after = browser.client.cookies.get("agentprocess-session")
+    assert after and after != before
+    # The id planted before sign-in opens nothing.
+    planted = Browser(site.first)
+    planted.client.cookies.set("agentprocess-session", before)
+    assert planted.api("GET", "/session").status_code == 401
+
+
 def test_sign_out_ends_the_session(site):
     admin, _ = signed_up(site)
     page = admin.get("/account")

@@ -33,6 +33,11 @@ pub(crate) struct TestApp {
 impl TestApp {
     /// A server over a fresh database of `dialect`; add an organization next.
     pub(crate) async fn new(dialect: Dialect) -> Self {
+        Self::reached_at(dialect, PUBLIC_URL).await
+    }
+
+    /// The same, for a server whose public URL is `public_url`.
+    pub(crate) async fn reached_at(dialect: Dialect, public_url: &str) -> Self {
         let db = TestDb::new(dialect).await;
         let files = std::env::temp_dir().join(agentprocess_testkit::random_name("agentprocess-files-"));
         let clock = Arc::new(TestClock::default());
@@ -41,7 +46,7 @@ impl TestApp {
             8,
             false,
             &Storage::Dir(files.clone()),
-            Settings::new(PUBLIC_URL, vec![7; 32]),
+            Settings::new(public_url, vec![7; 32]),
             clock.clone(),
             None,
         )
@@ -58,7 +63,7 @@ impl TestApp {
                 oidc_timeout_seconds: std::time::Duration::from_secs(2),
                 dns_nameservers: Vec::new(),
             }
-            .auth(service.store().clone(), PUBLIC_URL, Some(&[9; 32]))
+            .auth(service.store().clone(), public_url, Some(&[9; 32]))
             .expect("auth"),
         );
         let settings = HttpSettings {

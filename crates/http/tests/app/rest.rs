@@ -130,3 +130,46 @@ async fn nul(app: TestApp) -> TestApp {
     assert_eq!(groups["items"], json!([]), "nothing was made");
     app
 }
+
+/// Over https the session cookie is `__Host-` prefixed, `Secure`, `HttpOnly`,
+/// `SameSite=Lax`, path `/`; and `/mcp` never reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cookie_is_host_bound_secure_and_unseen_by_mcp() {
+    use axum::body::Body;
+    use axum::http::{Request, header};
+    let app = TestApp::reached_at(agentprocess_store::Dialect::Sqlite, "https://localhost").await;
+    let request = Request::get("/login")
+        .header(header::HOST, "localhost")
+        .body(Body::empty())
+        .expect("request");
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request)
+        .await
+        .expect("answer");
+    let cookie = response
+        .headers()
+        .get(header::SET_COOKIE)
+        .and_then(|value| value.to_str().ok())
+        .expect("a session cookie")
+        .to_owned();
+    for part in [
+        "__Host-agentprocess-session=",
+        "Secure",
+        "HttpOnly",
+        "SameSite=Lax",
+        "Path=/",
+    ] {
+        assert!(cookie.contains(part), "{part} in {cookie}");
+    }
+    assert!(!cookie.contains("Domain="), "{cookie}");
+    let pair = cookie.split(';').next().expect("name=value").to_owned();
+    let mcp = Request::post("/mcp")
+        .header(header::HOST, "localhost")
+        .header(header::COOKIE, pair)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .body(Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#))
+        .expect("request");
+    let (status, _) = app.send(mcp).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    app.finish().await;
+}
