@@ -125,13 +125,13 @@ def wait_ready(base: str, process: subprocess.Popen, timeout: float = 60, path: 
     raise RuntimeError(f"{base} did not become ready")
 
 
-def start_sqlite(processes: Path | None = FIXTURES, extra: tuple[str, ...] = ()) -> Server:
+def start_sqlite(processes: Path | None = FIXTURES, extra: tuple[str, ...] = (), port: int | None = None) -> Server:
     """`agentprocess dev --processes <processes>`, or with its built-in examples when
-    `processes` is None, and `extra` options; its working directory is a fresh
-    temporary one."""
+    `processes` is None, and `extra` options, on `port` (a free one when None); its
+    working directory is a fresh temporary one."""
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sqlite-"))
     details = workdir / "details.json"
-    port = free_port()
+    port = port or free_port()
     published = [] if processes is None else ["--processes", str(processes)]
 
     def launch() -> subprocess.Popen:

@@ -421,3 +421,20 @@ def test_the_development_sign_in_is_only_where_asked(site):
         assert browser.api("GET", "/session").json()["member"]["email"] == "alice@example.com"
     else:
         assert page.status_code == 404
+
+
+def test_the_dev_server_signs_its_people_in_through_the_developers_own_provider():
+    port = servers.free_port()
+    idp = idp_for([f"http://127.0.0.1:{port}"], {"dev": {"email": "me@mycorp.test", "email_verified": True}})
+    server = servers.start_sqlite(extra=("--oidc-issuer", idp.issuer, "--oidc-client-id", "public",
+                                         "--oidc-domain", "mycorp.test"), port=port)
+    try:
+        browser = Browser(server.bases[0])
+        answer = browser.get("/login?org=dev")
+        assert answer.status_code == 303, answer.text
+        assert browser.finish_at_idp(answer, "dev").status_code == 303
+        me = browser.api("GET", "/session").json()
+        assert (me["slug"], me["member"]["email"], me["member"]["role"]) == ("dev", "me@mycorp.test", "member")
+    finally:
+        idp.stop()
+        servers.drop(server)

@@ -81,6 +81,21 @@ pub(crate) struct Dev {
     /// instead of the system's.
     #[arg(long = "dns-nameserver", value_name = "ADDRESS")]
     dns_nameservers: Vec<SocketAddr>,
+    /// Sign the dev organization's people in through this OpenID provider (its issuer
+    /// URL), to try real SSO: register `<this server>/auth/callback` there, then open
+    /// `/login?org=dev`. People of an `--oidc-domain` become members at first sign-in.
+    #[arg(long, value_name = "URL", requires = "oidc_client_id")]
+    oidc_issuer: Option<String>,
+    /// The client id registered at `--oidc-issuer`.
+    #[arg(long, value_name = "ID", requires = "oidc_issuer")]
+    oidc_client_id: Option<String>,
+    /// The client secret (from the environment); absent for a public client.
+    #[arg(long, env = "AGENTPROCESS_IDP_CLIENT_SECRET", hide_env_values = true)]
+    oidc_client_secret: Option<String>,
+    /// An email domain whose people become members of the dev organization at their
+    /// first sign-in through `--oidc-issuer` (repeat for several).
+    #[arg(long, value_name = "DOMAIN", requires = "oidc_issuer")]
+    oidc_domain: Vec<String>,
 }
 
 pub(crate) fn run(dev: Dev) -> anyhow::Result<()> {
@@ -155,6 +170,9 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
             &service.settings().url_secret,
         )),
     )?;
+    if let (Some(issuer), Some(client_id)) = (&dev.oidc_issuer, &dev.oidc_client_id) {
+        sso(&auth, &dev, issuer, client_id).await?;
+    }
     let router = agentprocess_http::with_test_clock(
         agentprocess_http::router(Arc::clone(&service), Arc::new(auth), &http),
         &service,
@@ -173,6 +191,24 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let served = agentprocess_http::serve(service, listener, router, Some(background), Some(sweep), &process).await;
     telemetry.shutdown();
     served
+}
+
+/// Signs the dev organization in through the developer's own OpenID provider.
+async fn sso(auth: &agentprocess_auth::Auth<SqlStore>, dev: &Dev, issuer: &str, client_id: &str) -> anyhow::Result<()> {
+    let actor = agentprocess_auth::audit::Actor {
+        id: "agentprocess-dev".to_owned(),
+        address: None,
+    };
+    let now = jiff::Timestamp::now();
+    let refused = |error: agentprocess_auth::Error| anyhow::anyhow!("{}", error.to_tool_error());
+    auth.set_provider(&actor, ORG, issuer, client_id, dev.oidc_client_secret.as_deref(), now)
+        .await
+        .map_err(refused)?;
+    for domain in &dev.oidc_domain {
+        auth.add_domain(&actor, ORG, domain, now).await.map_err(refused)?;
+    }
+    println!("The dev organization signs in through {issuer}: /login?org={ORG}");
+    Ok(())
 }
 
 /// The URL-signing key, made once per data directory so URLs outlive a restart.
