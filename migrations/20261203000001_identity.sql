@@ -21,6 +21,9 @@ ALTER TABLE identities ADD COLUMN deactivated_at BIGINT;
 
 -- A group's display name; its id, which role bindings name, never changes.
 ALTER TABLE org_groups ADD COLUMN name TEXT;
+-- The values of the provider's groups claim that mean this group (a JSON array; Entra
+-- sends object ids): NULL means the group's id.
+ALTER TABLE org_groups ADD COLUMN claim_values TEXT;
 
 -- An organization's identity provider. The client secret is sealed with the server's
 -- secret key (AES-256-GCM); NULL for a public client, which uses PKCE alone.

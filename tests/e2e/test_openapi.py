@@ -150,6 +150,7 @@ BODIES = {
     ("PATCH", "/api/v1/members/{id}"): {"role": "operator"},
     ("POST", "/api/v1/groups"): {"id": "newgroup"},
     ("PATCH", "/api/v1/groups/{id}"): {"name": "Renamed"},
+    ("PUT", "/api/v1/groups/{id}/claim-values"): {"values": ["00000000-0000-0000-0000-000000000001"]},
     ("POST", "/api/v1/tokens"): {"name": "n", "scope": "admin"},
     ("POST", "/api/v1/agents"): {"id": "newbot"},
     ("PATCH", "/api/v1/agents/{id}"): {"enabled": False},

@@ -223,6 +223,13 @@ def test_group_claims_set_memberships_at_every_sign_in(site):
     site.acme.set_account("bob", ACCOUNTS["bob"] | {"groups": ["legal"]})
     assert bob.sign_in(slug, "bob").status_code == 303
     assert bob.api("GET", "/session").json()["member"]["groups"] == ["legal"]
+    # Entra names groups by object id: a group's claim values map those to it.
+    entra_id = "4f2c1d7e-0000-4a6b-9c3d-1e2f3a4b5c6d"
+    mapped = admin.api("PUT", "/groups/finance/claim-values", {"values": [entra_id]})
+    assert mapped.status_code == 200 and mapped.json()["claimValues"] == [entra_id], mapped.text
+    site.acme.set_account("bob", ACCOUNTS["bob"] | {"groups": [entra_id]})
+    assert bob.sign_in(slug, "bob").status_code == 303
+    assert bob.api("GET", "/session").json()["member"]["groups"] == ["finance"]
     site.acme.set_account("bob", ACCOUNTS["bob"])
 
 

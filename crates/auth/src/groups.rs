@@ -79,6 +79,7 @@ impl<S: Store + Clone> Auth<S> {
         Ok(Group {
             id: new.id.clone(),
             name: name.map(str::to_owned),
+            claim_values: Vec::new(),
             members: Vec::new(),
         })
     }
@@ -105,6 +106,47 @@ impl<S: Store + Clone> Auth<S> {
             "group.renamed",
             Some(id),
             detail([("name", json!(name))]),
+            millis(now),
+        )
+        .await?;
+        tx.commit().await?;
+        self.group(org, id).await
+    }
+
+    /// Sets the values of the provider's groups claim that mean this group (Entra's group
+    /// object ids, say); empty, the group's id alone does.
+    pub async fn set_claim_values(
+        &self,
+        actor: &Actor,
+        org: &str,
+        id: &str,
+        values: &[String],
+        now: jiff::Timestamp,
+    ) -> Result<Group, Error> {
+        let mut issues = Vec::new();
+        if values.len() > 50 {
+            issues.push(format!("values: {} values, at most 50", values.len()));
+        }
+        for value in values {
+            if value.trim().is_empty() || value.chars().count() > 200 {
+                issues.push(format!("values: {value:?} must have 1 to 200 characters"));
+            }
+        }
+        refuse_if_any("the claim values were not set", issues)?;
+        let mut values: Vec<String> = values.iter().map(|value| value.trim().to_owned()).collect();
+        values.sort();
+        values.dedup();
+        let mut tx = self.store.begin().await?;
+        if !tx.set_claim_values(org, id, &values).await? {
+            return Err(Error::not_found(format!("there is no group {id:?}")));
+        }
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            "group.claim_values_set",
+            Some(id),
+            detail([("values", json!(values))]),
             millis(now),
         )
         .await?;

@@ -636,8 +636,13 @@ async fn sync_groups(
     let Some(claimed) = claimed else {
         return Ok(identity);
     };
-    let known = tx.groups(&identity.org).await?;
-    let mut wanted: Vec<String> = known.into_iter().filter(|group| claimed.contains(group)).collect();
+    // A group is named by its id, or by any of its claim values (Entra sends object ids).
+    let known = tx.group_list(&identity.org).await?;
+    let mut wanted: Vec<String> = known
+        .into_iter()
+        .filter(|group| claimed.contains(&group.id) || group.claim_values.iter().any(|value| claimed.contains(value)))
+        .map(|group| group.id)
+        .collect();
     wanted.sort();
     for group in &identity.groups {
         if !wanted.contains(group) {

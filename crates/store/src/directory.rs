@@ -48,6 +48,8 @@ pub struct Group {
     pub id: String,
     /// A display name, if given.
     pub name: Option<String>,
+    /// The values of the provider's groups claim that mean this group; empty: its id.
+    pub claim_values: Vec<String>,
     /// Ids of its members, sorted.
     pub members: Vec<String>,
 }
@@ -363,7 +365,8 @@ pub(crate) async fn groups(connection: &mut AnyConnection, org: &str) -> Result<
 
 pub(crate) async fn group_list(connection: &mut AnyConnection, org: &str) -> Result<Vec<Group>> {
     let rows = sqlx::query(
-        "SELECT g.id AS id, g.name AS name, m.identity_id AS member FROM org_groups g \
+        "SELECT g.id AS id, g.name AS name, g.claim_values AS claim_values, m.identity_id AS member \
+         FROM org_groups g \
          LEFT JOIN memberships m ON m.org_id = g.org_id AND m.group_id = g.id WHERE g.org_id = $1 \
          ORDER BY g.id, m.identity_id",
     )
@@ -375,9 +378,17 @@ pub(crate) async fn group_list(connection: &mut AnyConnection, org: &str) -> Res
         let id: String = row.try_get("id")?;
         let member: Option<String> = row.try_get("member")?;
         if groups.last().is_none_or(|last| last.id != id) {
+            let values: Option<String> = row.try_get("claim_values")?;
+            let claim_values = match values {
+                Some(text) => {
+                    serde_json::from_str(&text).map_err(|_| Error::Corrupt(format!("claim values {text:?}")))?
+                }
+                None => Vec::new(),
+            };
             groups.push(Group {
                 id,
                 name: row.try_get("name")?,
+                claim_values,
                 members: Vec::new(),
             });
         }
@@ -398,6 +409,22 @@ pub(crate) async fn rename_group(
         .bind(org)
         .bind(id)
         .bind(name)
+        .execute(connection)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(crate) async fn set_claim_values(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+    values: &[String],
+) -> Result<bool> {
+    let text = (!values.is_empty()).then(|| serde_json::Value::from(values.to_vec()).to_string());
+    let done = sqlx::query("UPDATE org_groups SET claim_values = $3 WHERE org_id = $1 AND id = $2")
+        .bind(org)
+        .bind(id)
+        .bind(text)
         .execute(connection)
         .await?;
     Ok(done.rows_affected() > 0)
@@ -790,6 +817,11 @@ pub trait DirectoryTx: Send {
     fn groups(&mut self, org: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// Sets a group's display name; whether the group exists.
     fn rename_group(&mut self, org: &str, id: &str, name: Option<&str>) -> impl Future<Output = Result<bool>> + Send;
+    /// Sets the groups-claim values that mean a group (empty: its id); whether it exists.
+    fn set_claim_values(&mut self, org: &str, id: &str, values: &[String])
+    -> impl Future<Output = Result<bool>> + Send;
+    /// The organization's groups with their members, read inside the transaction.
+    fn group_list(&mut self, org: &str) -> impl Future<Output = Result<Vec<Group>>> + Send;
     /// Removes a group and its memberships; whether it existed.
     fn delete_group(&mut self, org: &str, id: &str) -> impl Future<Output = Result<bool>> + Send;
     /// Every role binding of drafts and published versions: (process, version or

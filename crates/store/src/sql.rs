@@ -531,6 +531,14 @@ impl DirectoryTx for SqlTx {
         directory::rename_group(&mut self.tx, org, id, name).await
     }
 
+    async fn set_claim_values(&mut self, org: &str, id: &str, values: &[String]) -> Result<bool> {
+        directory::set_claim_values(&mut self.tx, org, id, values).await
+    }
+
+    async fn group_list(&mut self, org: &str) -> Result<Vec<Group>> {
+        directory::group_list(&mut self.tx, org).await
+    }
+
     async fn delete_group(&mut self, org: &str, id: &str) -> Result<bool> {
         directory::delete_group(&mut self.tx, org, id).await
     }

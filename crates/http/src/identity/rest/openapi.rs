@@ -35,6 +35,7 @@ use super::{agents, organization, processes, runs};
         organization::group,
         organization::create_group,
         organization::rename_group,
+        organization::set_claim_values,
         organization::delete_group,
         organization::add_to_group,
         organization::remove_from_group,

@@ -51,6 +51,10 @@ where
                 .delete(delete_group::<S, B>),
         )
         .route(
+            "/api/v1/groups/{id}/claim-values",
+            axum::routing::put(set_claim_values::<S, B>),
+        )
+        .route(
             "/api/v1/groups/{id}/members/{member}",
             axum::routing::put(add_to_group::<S, B>).delete(remove_from_group::<S, B>),
         )
@@ -502,9 +506,12 @@ where
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct GroupView {
     id: String,
     name: Option<String>,
+    /// The values of the provider's groups claim that mean this group, beside its id.
+    claim_values: Vec<String>,
     members: Vec<String>,
 }
 
@@ -513,6 +520,7 @@ impl From<Group> for GroupView {
         Self {
             id: group.id,
             name: group.name,
+            claim_values: group.claim_values,
             members: group.members,
         }
     }
@@ -617,6 +625,42 @@ where
     let group = web
         .auth
         .rename_group(&caller.actor(), caller.org(), &id, name.name.as_deref(), web.now())
+        .await?;
+    Ok(Json(GroupView::from(group)))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClaimValues {
+    /// Values of the groups claim that mean this group; empty, its id alone does.
+    #[schema(max_items = 50)]
+    values: Vec<String>,
+}
+
+#[utoipa::path(
+    put,
+    path = "/api/v1/groups/{id}/claim-values",
+    tag = "groups",
+    params(("id" = String, Path, description = "The id")),
+    request_body = ClaimValues,
+    responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn set_claim_values<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    values: Result<Json<ClaimValues>, JsonRejection>,
+) -> Result<Json<GroupView>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let values = body(values)?;
+    let group = web
+        .auth
+        .set_claim_values(&caller.actor(), caller.org(), &id, &values.values, web.now())
         .await?;
     Ok(Json(GroupView::from(group)))
 }
