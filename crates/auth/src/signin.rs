@@ -293,6 +293,22 @@ impl<S: Store + Clone> Auth<S> {
         Ok(())
     }
 
+    /// The provider's answer, checked: the ID token's claims and the verified email.
+    async fn verified_claims(
+        &self,
+        config: &ClientConfig<'_>,
+        pending: &PendingSignIn,
+        callback: &Callback,
+    ) -> Result<(Claims, String), Error> {
+        let claims = self
+            .oidc
+            .finish(config, &pending.oidc, callback)
+            .await
+            .map_err(|error| sign_in_failed(&error))?;
+        let email = verified_email(&claims)?;
+        Ok((claims, email))
+    }
+
     fn provider_secret(&self, provider: &Provider) -> Result<Option<String>, Error> {
         provider
             .sealed_secret
@@ -325,12 +341,7 @@ impl<S: Store + Clone> Auth<S> {
                     client_id: &pending.oidc.client_id,
                     client_secret: secret.as_deref(),
                 };
-                let claims = self
-                    .oidc
-                    .finish(&config, &pending.oidc, callback)
-                    .await
-                    .map_err(|error| sign_in_failed(&error))?;
-                let email = verified_email(&claims)?;
+                let (claims, email) = self.verified_claims(&config, pending, callback).await?;
                 self.create_organization(slug, name, &config, &claims, &email, address, now)
                     .await
             }
@@ -460,12 +471,7 @@ impl<S: Store + Clone> Auth<S> {
             client_id: &provider.client_id,
             client_secret: secret.as_deref(),
         };
-        let claims = self
-            .oidc
-            .finish(&config, &pending.oidc, callback)
-            .await
-            .map_err(|error| sign_in_failed(&error))?;
-        let email = verified_email(&claims)?;
+        let (claims, email) = self.verified_claims(&config, pending, callback).await?;
         let at = millis(now);
         // Read before the transaction: the embedded mode's one connection is the
         // transaction's until it ends.

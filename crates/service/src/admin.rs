@@ -226,14 +226,20 @@ impl<S: Store> Admin<S> {
         })
     }
 
-    /// The draft of a process.
-    pub async fn draft(&self, org: &str, process: &str) -> Result<Draft, Error> {
+    /// A draft's text, bindings (JSON) and the process it validates as.
+    async fn stored_draft(&self, org: &str, process: &str) -> Result<(String, String, ValidatedProcess), Error> {
         let (source, roles) = self
             .store
             .draft(org, process)
             .await?
             .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
         let parsed = validated(source.as_bytes(), None)?;
+        Ok((source, roles, parsed))
+    }
+
+    /// The draft of a process.
+    pub async fn draft(&self, org: &str, process: &str) -> Result<Draft, Error> {
+        let (_, roles, parsed) = self.stored_draft(org, process).await?;
         Ok(Draft {
             process: process.to_owned(),
             roles: parsed.document().roles().into_iter().map(str::to_owned).collect(),
@@ -253,12 +259,7 @@ impl<S: Store> Admin<S> {
         group: &str,
         force: bool,
     ) -> Result<Draft, Error> {
-        let (source, roles) = self
-            .store
-            .draft(org, process)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
-        let parsed = validated(source.as_bytes(), None)?;
+        let (source, roles, parsed) = self.stored_draft(org, process).await?;
         let named: Vec<String> = parsed.document().roles().into_iter().map(str::to_owned).collect();
         let mut issues = Vec::new();
         if !named.iter().any(|known| known == role) {
@@ -305,12 +306,7 @@ impl<S: Store> Admin<S> {
 
     /// Publishes a draft as the next version. Refused while a role is unbound.
     pub async fn publish(&self, org: &str, process: &str) -> Result<Published, Error> {
-        let (source, roles) = self
-            .store
-            .draft(org, process)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
-        let parsed = validated(source.as_bytes(), None)?;
+        let (source, roles, parsed) = self.stored_draft(org, process).await?;
         let bindings = parse_roles(&roles)?;
         let unbound: Vec<String> = parsed
             .document()
