@@ -13,8 +13,9 @@ use crate::oidc::{Callback, Claims, ClientConfig, OidcError, Pending};
 use crate::secrets::{new_id, same, sha256_hex};
 use crate::{Auth, Error, SignupPolicy, millis};
 
-/// What the sign-up form asks.
+/// What the sign-up form asks (its fields named as the form names them).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SignupForm {
     /// The organization's name.
     #[serde(default)]
@@ -149,14 +150,16 @@ impl<S: Store + Clone> Auth<S> {
             issues.push("name: give the organization's name (at most 200 characters)".to_owned());
         }
         let slug = form.slug.trim();
-        issues.extend(slug_issues(slug));
+        let slug_problems = slug_issues(slug);
+        let well_formed = slug_problems.is_empty();
+        issues.extend(slug_problems);
         let issuer = form.issuer.trim();
         issues.extend(self.oidc.issuer_issues(issuer));
         let client_id = form.client_id.trim();
         if client_id.is_empty() || client_id.chars().any(char::is_control) {
             issues.push("clientId: give the client id registered at the identity provider".to_owned());
         }
-        if slug_issues(slug).is_empty() && self.store.organization_by_slug(slug).await?.is_some() {
+        if well_formed && self.store.organization_by_slug(slug).await?.is_some() {
             issues.push(format!("slug: {slug:?} is taken"));
         }
         refuse_if_any("the sign-up form has problems; nothing was created", issues)?;

@@ -102,32 +102,15 @@ fn field(label: &str, name: &str, value: &str, kind: &str, hint: &str) -> String
 #[derive(Debug, Default, Deserialize)]
 struct SignupFields {
     #[serde(flatten)]
-    form: SignupFormFields,
+    form: SignupForm,
     #[serde(default)]
     csrf: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SignupFormFields {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    slug: String,
-    #[serde(default)]
-    issuer: String,
-    #[serde(default)]
-    client_id: String,
-    #[serde(default)]
-    client_secret: String,
-    #[serde(default)]
-    code: String,
 }
 
 async fn signup_page<S, B>(
     web: &Web<S, B>,
     session: &Session,
-    fields: &SignupFormFields,
+    fields: &SignupForm,
     error: Option<&ApiError>,
 ) -> Response
 where
@@ -206,7 +189,7 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    signup_page(&web, &session, &SignupFormFields::default(), None).await
+    signup_page(&web, &session, &SignupForm::default(), None).await
 }
 
 async fn signup<S, B>(
@@ -222,15 +205,7 @@ where
     if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
         return signup_page(&web, &session, &fields.form, Some(&error)).await;
     }
-    let form = SignupForm {
-        name: fields.form.name.clone(),
-        slug: fields.form.slug.clone(),
-        issuer: fields.form.issuer.clone(),
-        client_id: fields.form.client_id.clone(),
-        client_secret: fields.form.client_secret.clone(),
-        code: fields.form.code.clone(),
-    };
-    match web.auth.begin_signup(&form).await {
+    match web.auth.begin_signup(&fields.form).await {
         Ok((url, pending)) => to_provider(&session, &url, &pending).await,
         Err(error) => signup_page(&web, &session, &fields.form, Some(&ApiError::from(error))).await,
     }
