@@ -8,7 +8,7 @@ use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -187,16 +187,6 @@ pub(super) struct NewAgentToken {
     expires_in_days: Option<u32>,
 }
 
-fn made(row: &agentprocess_store::TokenRow, token: String) -> Response {
-    let mut view = TokenView::from(row);
-    view.token = Some(token);
-    let mut response = (StatusCode::CREATED, Json(view)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
 #[utoipa::path(
     post,
     path = "/api/v1/agents/{id}/tokens",
@@ -222,7 +212,7 @@ where
         .auth
         .create_agent_token(&caller.actor(), caller.org(), &id, new.expires_in_days, web.now())
         .await?;
-    Ok(made(&row, token))
+    Ok(TokenView::shown_once(&row, token))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -265,7 +255,7 @@ where
             web.now(),
         )
         .await?;
-    Ok(made(&row, secret))
+    Ok(TokenView::shown_once(&row, secret))
 }
 
 #[utoipa::path(

@@ -760,7 +760,21 @@ pub(super) struct TokenView {
     revoked_at: Option<String>,
     /// The token itself: only in the answer that made it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) token: Option<String>,
+    token: Option<String>,
+}
+
+impl TokenView {
+    /// The answer that made a token: 201 with the token itself, this once, and never
+    /// kept by a cache.
+    pub(super) fn shown_once(row: &TokenRow, token: String) -> Response {
+        let mut view = Self::from(row);
+        view.token = Some(token);
+        let mut response = (StatusCode::CREATED, Json(view)).into_response();
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
 }
 
 impl From<&TokenRow> for TokenView {
@@ -830,13 +844,7 @@ where
         .auth
         .create_token(&caller.actor(), &caller.identity, &new, web.now())
         .await?;
-    let mut view = TokenView::from(&row);
-    view.token = Some(token);
-    let mut response = (StatusCode::CREATED, Json(view)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(TokenView::shown_once(&row, token))
 }
 
 #[utoipa::path(
