@@ -212,8 +212,11 @@ pub(crate) async fn refuse_nul(request: axum::extract::Request, next: axum::midd
     let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
         return ApiError::invalid("the request body is larger than 1 MiB", Vec::new()).into_response();
     };
-    // A body that is not JSON is left to the handler, which says what is wrong with it.
-    if serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|value| holds_nul(&value)) {
+    // JSON spells a NUL only as the escape \u0000, so a body without that text holds
+    // none and is not parsed here too; one with it is parsed to tell a real NUL from an
+    // escaped backslash. A body that is not JSON is left to the handler to refuse.
+    let escaped = bytes.windows(6).any(|window| window.eq_ignore_ascii_case(b"\\u0000"));
+    if escaped && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|value| holds_nul(&value)) {
         return refused();
     }
     next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
