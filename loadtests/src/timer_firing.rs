@@ -181,8 +181,10 @@ async fn seed(store: &SqlStore) -> anyhow::Result<Caller> {
     let identity = admin
         .create_identity(ORG, None, "starter", "starter", None, &[])
         .await?;
-    admin.import_draft(ORG, PROCESS.as_bytes(), Some("publish-at")).await?;
-    admin.publish(ORG, "publish-at").await?;
+    admin
+        .import_draft(ORG, PROCESS.as_bytes(), Some("publish-at"), None)
+        .await?;
+    admin.publish(ORG, "publish-at", None).await?;
     Ok(Caller {
         identity,
         address: None,

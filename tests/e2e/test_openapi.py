@@ -126,8 +126,14 @@ def build_organization(site: Site):
         "inputs": {"item": "x", "supplier": "y", "amount": 1, "costCenter": "CC-1", "neededBy": "2027-01-01"}})
     bob = Browser(site.first)
     assert bob.sign_in(slug, "bob").status_code == 303
+    # A run that ended gives the webhook a delivery, which /redeliver names.
+    ended = call(site.last, agent_token["token"], "start_run", {
+        "requestId": "sweep-ended", "process": "purchase-order",
+        "inputs": {"item": "x", "supplier": "y", "amount": 1, "costCenter": "CC-1", "neededBy": "2027-01-01"}})
+    admin.api("POST", f"/runs/{ended['data']['run']['id']}/cancel", {"reason": "sweep"})
+    notification = admin.api("GET", "/webhooks/deliveries").json()["items"][0]["notification"]
     values = {"id": None, "member": bob_id, "domain": "acme.test", "name": "purchase-order", "role": role,
-              "number": "1", "token": agent_token["id"]}
+              "number": "1", "token": agent_token["id"], "notification": notification}
     ann_id = admin.api("GET", "/session").json()["member"]["id"]
     # /members/{id} names the admin: a member may read their own entry, not another's.
     ids = {"members": ann_id, "groups": "finance", "agents": "bot", "tokens": api_token["id"],

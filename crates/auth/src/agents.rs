@@ -7,12 +7,22 @@ use serde_json::json;
 
 use crate::audit::{self, Actor, detail};
 use crate::error::refuse_if_any;
+use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::tokens::MAX_TOKEN_DAYS;
 use crate::{Auth, Error, millis};
 
+/// Which token of an agent to replace, and how long the old one keeps working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation<'a> {
+    /// The old token's id.
+    pub token: &'a str,
+    /// Seconds the old token keeps working after the new one is made.
+    pub overlap_seconds: u32,
+}
+
 /// An agent to make.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewAgent {
     /// Its id, which work items and the record show as who claimed.
@@ -58,6 +68,7 @@ impl<S: Store + Clone> Auth<S> {
         org: &str,
         new: &NewAgent,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<Identity, Error> {
         let mut issues = crate::id_issues(&new.id);
         if new.name.as_deref().is_some_and(|name| name.chars().count() > 200) {
@@ -97,6 +108,7 @@ impl<S: Store + Clone> Auth<S> {
             at,
         )
         .await?;
+        remember(request, &mut tx, org, &agent, at).await?;
         tx.commit().await?;
         Ok(agent)
     }
@@ -153,6 +165,7 @@ impl<S: Store + Clone> Auth<S> {
         id: &str,
         expires_in_days: Option<u32>,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<(TokenRow, String), Error> {
         self.agent(org, id).await?;
         if let Some(days) = expires_in_days
@@ -167,6 +180,7 @@ impl<S: Store + Clone> Auth<S> {
         let made = self
             .add_agent_token(&mut tx, actor, org, id, expires_in_days, millis(now))
             .await?;
+        remember(request, &mut tx, org, &made, millis(now)).await?;
         tx.commit().await?;
         Ok(made)
     }
@@ -215,10 +229,11 @@ impl<S: Store + Clone> Auth<S> {
         actor: &Actor,
         org: &str,
         id: &str,
-        token: &str,
-        overlap_seconds: u32,
+        rotation: Rotation<'_>,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<(TokenRow, String), Error> {
+        let Rotation { token, overlap_seconds } = rotation;
         if overlap_seconds > MAX_OVERLAP_SECONDS {
             return Err(Error::invalid(
                 "the token was not rotated",
@@ -260,6 +275,7 @@ impl<S: Store + Clone> Auth<S> {
             at,
         )
         .await?;
+        remember(request, &mut tx, org, &made, at).await?;
         tx.commit().await?;
         Ok(made)
     }

@@ -6,10 +6,11 @@ use serde_json::json;
 
 use crate::audit::{self, Actor, detail};
 use crate::error::refuse_if_any;
+use crate::idempotency::{Idempotent, remember};
 use crate::{Auth, Error, millis};
 
 /// A group to make.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewGroup {
     /// Its id, which role bindings name: lowercase letters, digits, `-`, `_` and `.`.
@@ -50,6 +51,7 @@ impl<S: Store + Clone> Auth<S> {
         org: &str,
         new: &NewGroup,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<Group, Error> {
         let mut issues = crate::id_issues(&new.id);
         issues.extend(name_issues(new.name.as_deref()));
@@ -75,13 +77,15 @@ impl<S: Store + Clone> Auth<S> {
             at,
         )
         .await?;
-        tx.commit().await?;
-        Ok(Group {
+        let group = Group {
             id: new.id.clone(),
             name: name.map(str::to_owned),
             claim_values: Vec::new(),
             members: Vec::new(),
-        })
+        };
+        remember(request, &mut tx, org, &group, at).await?;
+        tx.commit().await?;
+        Ok(group)
     }
 
     /// Renames a group (its id stays).

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod domains;
 mod error;
 pub mod groups;
+pub mod idempotency;
 pub mod members;
 pub mod oidc;
 pub mod outbound;

@@ -6,12 +6,13 @@ use serde_json::json;
 
 use crate::audit::{self, Actor, detail};
 use crate::error::refuse_if_any;
+use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token};
 use crate::signin::is_email;
 use crate::{Auth, Error, millis};
 
 /// Someone an admin invites; they get in at their first sign-in with this email.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Invite {
     /// Their email, which becomes their person value.
@@ -175,6 +176,7 @@ impl<S: Store + Clone> Auth<S> {
         org: &str,
         domain: &str,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<Domain, Error> {
         let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
         if !crate::domains::is_domain_name(&domain) {
@@ -209,6 +211,7 @@ impl<S: Store + Clone> Auth<S> {
             millis(now),
         )
         .await?;
+        remember(request, &mut tx, org, &added, millis(now)).await?;
         tx.commit().await?;
         Ok(added)
     }
@@ -266,6 +269,7 @@ impl<S: Store + Clone> Auth<S> {
         org: &str,
         invite: &Invite,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<Identity, Error> {
         let email = invite.email.trim().to_ascii_lowercase();
         let mut issues = Vec::new();
@@ -315,6 +319,7 @@ impl<S: Store + Clone> Auth<S> {
             at,
         )
         .await?;
+        remember(request, &mut tx, org, &identity, at).await?;
         tx.commit().await?;
         Ok(identity)
     }

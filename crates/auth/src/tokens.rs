@@ -7,11 +7,12 @@ use serde_json::json;
 
 use crate::audit::{self, Actor, detail};
 use crate::error::refuse_if_any;
+use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::{Auth, Error, millis};
 
 /// What an API token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// What its maker may do.
@@ -34,7 +35,7 @@ impl Scope {
 pub const MAX_TOKEN_DAYS: u32 = 366;
 
 /// A token to make.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, serde::Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewToken {
     /// What it is for.
@@ -59,6 +60,7 @@ impl<S: Store + Clone> Auth<S> {
         maker: &Identity,
         new: &NewToken,
         now: jiff::Timestamp,
+        request: Option<&Idempotent>,
     ) -> Result<(TokenRow, String), Error> {
         let mut issues = Vec::new();
         let name = new.name.trim();
@@ -104,8 +106,10 @@ impl<S: Store + Clone> Auth<S> {
             at,
         )
         .await?;
+        let made = (row, secret);
+        remember(request, &mut tx, &maker.org, &made, at).await?;
         tx.commit().await?;
-        Ok((row, secret))
+        Ok(made)
     }
 
     /// The organization's API tokens (never the tokens themselves).

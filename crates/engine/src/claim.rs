@@ -1,23 +1,26 @@
 //! `claim`: an agent takes a ready agent step for the length of a lease.
 
-use serde_json::{Value, json};
+use jiff::Timestamp;
 
 use crate::Transition;
 use crate::context::{Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run, StepState};
-use crate::view::{handoff, routes, run_data};
 use agentprocess_format::StepKind;
 
-/// What `claim` returns besides the new run: the claim result of tools.md, token
-/// included (the run keeps only its hash).
+/// What `claim` returns besides the new run: the token (the run keeps only its hash),
+/// its expiry, and the step claimed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
     /// The run after the claim.
     pub transition: Transition,
-    /// `{ token, expiresAt, mode, step, handoff, body, data }`.
-    pub result: Value,
+    /// The claim token.
+    pub token: String,
+    /// When the lease ends.
+    pub expires_at: Timestamp,
+    /// The index of the claimed step.
+    pub step: usize,
 }
 
 /// Claims step `step_id` for the calling agent.
@@ -35,7 +38,7 @@ pub fn claim(
         .position(|step| step.id == step_id)
         .ok_or_else(|| ToolError::new(Code::NotFound, format!("no step {step_id:?} in this run"), Vec::new()))?;
     let definition = &version.process.document().steps[index];
-    let StepKind::Agent(instructions) = &definition.kind else {
+    let StepKind::Agent(_) = &definition.kind else {
         return Err(ToolError::new(
             Code::Forbidden,
             format!("{step_id} is not an agent step"),
@@ -76,33 +79,14 @@ pub fn claim(
         expires_at,
         progress: None,
     });
-    let step_handoff = handoff(&step.handoff);
     run.updated_at = context.now;
-
-    let written = &version.process.frontmatter()["steps"][index];
-    let evidence: Vec<&str> = definition.evidence.iter().map(|kind| kind.name()).collect();
-    let mut result = json!({
-        "token": token,
-        "expiresAt": expires_at,
-        "mode": run.mode.as_str(),
-        "step": {
-            "id": step_id,
-            "instructions": instructions,
-            "output": written.get("output").cloned().unwrap_or_else(|| json!({})),
-            "evidence": evidence,
-            "next": routes(definition),
-        },
-        "handoff": step_handoff,
-        "body": version.process.body(),
-        "data": null,
-    });
-    // Set after `json!`, which would respell the numbers of the run data.
-    result["data"] = run_data(&run);
     Ok(Claimed {
         transition: Transition {
             run,
             effects: Vec::new(),
         },
-        result,
+        token,
+        expires_at,
+        step: index,
     })
 }

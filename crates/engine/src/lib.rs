@@ -34,12 +34,12 @@ pub use model::{
     Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run, StepRun, StepState,
     WorkItem,
 };
-pub use renew::renew;
+pub use renew::{Renewed, renew};
 pub use start::{StartRun, start};
 pub use submit::{Submitted, submit};
 pub use timer::timer_fired;
-pub use view::{handoff, routes, run_data, run_state, run_view, snapshot, step_state, work_item};
-pub use work::work_items;
+pub use view::{Asked, RunState, asked, run_data, run_state, snapshot, step_state};
+pub use work::{Work, work_items};
 
 /// What a command produces: the new run and what to do once it is stored.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,6 @@
 //! `renew`: a new token and expiry for a live claim; the old token dies at once.
 
-use serde_json::{Value, json};
+use jiff::Timestamp;
 
 use crate::Transition;
 use crate::context::Context;
@@ -8,14 +8,22 @@ use crate::error::{Code, ToolError};
 use crate::guard::{agent, claimed_step, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run};
 
+/// The new token of a renewed claim and its expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renewed {
+    /// The new token; the old one is dead.
+    pub token: String,
+    /// When the new lease ends.
+    pub expires_at: Timestamp,
+}
+
 /// Renews the claim `token` holds, keeping `progress` on the step when given.
-/// Returns the new run and `{ token, expiresAt }`.
 pub fn renew(
     run: &Run,
     token: &str,
     progress: Option<String>,
     context: &mut Context<'_>,
-) -> Result<(Transition, Value), ToolError> {
+) -> Result<(Transition, Renewed), ToolError> {
     not_ended(run)?;
     agent(context.actor, "renew")?;
     let mut run = run.clone();
@@ -43,6 +51,9 @@ pub fn renew(
             run,
             effects: Vec::new(),
         },
-        json!({ "token": fresh, "expiresAt": expires_at }),
+        Renewed {
+            token: fresh,
+            expires_at,
+        },
     ))
 }

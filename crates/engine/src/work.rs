@@ -1,15 +1,33 @@
 //! `get_work` items of one run (tools.md): for an agent, the ready agent steps it may
-//! claim, each with its `claim` call; for a person, the open work items assigned to
-//! them, each with its `decide` call. Ordering and paging across runs are the store's.
+//! claim; for a person, the open work items assigned to them. Ordering and paging
+//! across runs are the store's; how an item looks is `agentprocess-views`'.
 
 use agentprocess_format::StepKind;
 use jiff::Timestamp;
-use serde_json::{Value, json};
 
 use crate::context::{Actor, ProcessVersion, Settings};
 use crate::guard::{assigned, handoff_at};
-use crate::model::{Run, StepState};
-use crate::view::{handoff, snapshot, step_state, work_item};
+use crate::model::{Handoff, Run, StepState};
+use crate::view::{asked, step_state};
+
+/// One item of `get_work`, by the index of its step in the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// A ready agent step the agent may claim.
+    Claimable {
+        /// The step's index.
+        step: usize,
+        /// Since when it is ready.
+        since: Timestamp,
+        /// What the previous attempt left, as of now.
+        handoff: Handoff,
+    },
+    /// An open work item the person may decide.
+    Decidable {
+        /// The step's index.
+        step: usize,
+    },
+}
 
 /// The items of `run` that `actor` may act on at `now`, oldest first.
 pub fn work_items(
@@ -18,43 +36,32 @@ pub fn work_items(
     actor: &Actor,
     settings: &Settings,
     now: Timestamp,
-) -> Vec<Value> {
+) -> Vec<Work> {
     if run.is_over() {
         return Vec::new();
     }
     let steps = &version.process.document().steps;
-    let mut found: Vec<(Timestamp, Value)> = Vec::new();
-    match actor {
-        Actor::Agent { .. } => {
-            for (step, definition) in run.steps.iter().zip(steps) {
+    let mut found: Vec<(Timestamp, Work)> = Vec::new();
+    for (index, (step, definition)) in run.steps.iter().zip(steps).enumerate() {
+        match actor {
+            Actor::Agent { .. } => {
                 if !matches!(definition.kind, StepKind::Agent(_)) || step_state(step, now) != Some(StepState::Ready) {
                     continue;
                 }
                 let since = step.ready_since.unwrap_or(run.started_at);
-                let item = json!({
-                    "runId": run.id, "stepId": step.id, "process": run.process, "version": run.version,
-                    "mode": run.mode.as_str(), "readySince": since, "due": step.due_at, "overdue": step.overdue,
-                    "handoff": handoff(&handoff_at(step, now)),
-                    "claim": { "tool": "claim", "arguments": { "runId": run.id, "stepId": step.id, "requestId": "<new UUID>" } }
-                });
-                found.push((since, item));
+                let work = Work::Claimable {
+                    step: index,
+                    since,
+                    handoff: handoff_at(step, now),
+                };
+                found.push((since, work));
             }
-        }
-        Actor::Person { .. } => {
-            let snapshot = snapshot(run);
-            for (index, step) in run.steps.iter().enumerate() {
+            Actor::Person { .. } => {
                 let Some(open) = &step.work_item else {
                     continue;
                 };
-                if !assigned(actor, &open.assigned_to, settings) {
-                    continue;
-                }
-                if let Some(item) = work_item(run, version, index, &snapshot) {
-                    let entry = json!({
-                        "runId": run.id, "process": run.process, "version": run.version,
-                        "mode": run.mode.as_str(), "workItem": item
-                    });
-                    found.push((open.created_at, entry));
+                if assigned(actor, &open.assigned_to, settings) && asked(definition, open).is_some() {
+                    found.push((open.created_at, Work::Decidable { step: index }));
                 }
             }
         }

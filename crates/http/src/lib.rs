@@ -180,7 +180,11 @@ async fn authenticate<S: Store, B: Blobs>(
             next.run(request).await
         }
         Ok(None) => unauthorized("the bearer token is not valid"),
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response(),
+        Err(error) => {
+            // Logs the cause, once.
+            let _retry = error.into_tool_error();
+            (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response()
+        }
     }
 }
 
@@ -232,8 +236,10 @@ async fn download<S: Store, B: Blobs>(
             response
         }
         Ok(None) => (StatusCode::NOT_FOUND, "no such file").into_response(),
-        Err(error) if error.code == Code::Forbidden => (StatusCode::FORBIDDEN, error.message).into_response(),
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response(),
+        Err(error) => match error.into_tool_error() {
+            refusal if refusal.code == Code::Forbidden => (StatusCode::FORBIDDEN, refusal.message).into_response(),
+            _ => (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response(),
+        },
     }
 }
 

@@ -58,9 +58,12 @@ async fn upload_form<S: Store, B: Blobs>(
                 json!(agentprocess_service::sha256_hex(&form.bytes)),
             );
             let write = Write::from_arguments(form.request_id, &arguments);
-            service
+            let uploaded = service
                 .upload(caller, &form.file_name, &form.content_type, form.bytes, &write)
                 .await
+                .map_err(agentprocess_service::Error::into_tool_error)?;
+            agentprocess_format::exact::to_value(&uploaded)
+                .map_err(|error| agentprocess_service::Error::internal(error).into_tool_error())
         }
         Err(error) => Err(error),
     }

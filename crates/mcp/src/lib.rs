@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod arguments;
+mod decoded;
 mod server;
 pub mod tools;
 

@@ -2,8 +2,7 @@
 //! `{ ok: true, data }` or `{ ok: false, error: { code, message, issues? } }`.
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Code, Decide, Decision, EvidenceItem, Mode, Submission, ToolError};
-use agentprocess_format::EvidenceKind;
+use agentprocess_engine::{Code, Decide, Mode, ToolError};
 use agentprocess_service::{Caller, ListRuns, Service, StartRunArgs, Tool, Write};
 use agentprocess_store::Store;
 use base64::Engine as _;
@@ -11,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use crate::arguments::{ToolSpec, check};
+use crate::decoded;
 
 /// The envelope of a result.
 pub fn envelope(result: Result<Value, ToolError>) -> Value {
@@ -41,98 +41,149 @@ pub async fn call<S: Store, B: Blobs>(
     spec: &ToolSpec,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    answer(service, caller, spec, arguments)
+        .await
+        .map_err(agentprocess_service::Error::into_tool_error)
+}
+
+async fn answer<S: Store, B: Blobs>(
+    service: &Service<S, B>,
+    caller: &Caller,
+    spec: &ToolSpec,
+    arguments: Map<String, Value>,
+) -> Result<Value, agentprocess_service::Error> {
     let issues = check(spec, &arguments);
     if !issues.is_empty() {
-        return Err(ToolError::new(
-            Code::Invalid,
-            format!("the arguments of {} are not valid", spec.tool.name()),
-            issues,
-        ));
+        return Err(invalid(spec, issues).into());
     }
-    let args = Args(&arguments);
-    let write = || Write::from_arguments(args.text("requestId"), &arguments);
+    let write = |request_id: &str| Write::from_arguments(request_id, &arguments);
     let org = caller.org();
     match spec.tool {
         Tool::Describe => Ok(service.describe()),
-        Tool::ListProcesses => service.list_processes(org, args.optional_text("cursor")).await,
-        Tool::StartRun => {
-            let start = StartRunArgs {
-                process: args.text("process").to_owned(),
-                version: args.integer("version").and_then(|n| u32::try_from(n).ok()),
-                inputs: args.object("inputs"),
-                mode: match args.optional_text("mode") {
-                    Some("test") => Mode::Test,
-                    _ => Mode::Live,
-                },
-            };
-            service.start_run(caller, start, &write()).await
+        Tool::ListProcesses => {
+            let call: decoded::ListProcesses = decode(spec, &arguments)?;
+            service.list_processes(org, call.cursor.as_deref()).await
         }
-        Tool::GetRun => service.get_run(caller, args.text("runId")).await,
+        Tool::StartRun => {
+            let call: decoded::StartRun = decode(spec, &arguments)?;
+            let start = StartRunArgs {
+                process: call.process,
+                version: call.version,
+                inputs: call.inputs.unwrap_or_default(),
+                mode: call.mode.unwrap_or(Mode::Live),
+            };
+            data(service.start_run(caller, start, &write(&call.request_id)).await?)
+        }
+        Tool::GetRun => {
+            let call: decoded::GetRun = decode(spec, &arguments)?;
+            data(service.get_run(caller, &call.run_id).await?)
+        }
         Tool::GetWork => {
-            let limit = args.integer("limit").map_or(20, |n| u32::try_from(n).unwrap_or(20));
-            let process = args.optional_text("process").map(str::to_owned);
-            service
-                .get_work(caller, limit, args.optional_text("cursor"), process)
-                .await
+            let call: decoded::GetWork = decode(spec, &arguments)?;
+            let limit = call.limit.unwrap_or(DEFAULT_PAGE);
+            data(
+                service
+                    .get_work(caller, limit, call.cursor.as_deref(), call.process)
+                    .await?,
+            )
         }
         Tool::Claim => {
-            service
-                .claim(caller, args.text("runId"), args.text("stepId"), &write())
-                .await
+            let call: decoded::Claim = decode(spec, &arguments)?;
+            let write = write(&call.request_id);
+            data(service.claim(caller, &call.run_id, &call.step_id, &write).await?)
         }
         Tool::Renew => {
-            let progress = args.optional_text("progress").map(str::to_owned);
-            service.renew(caller, args.text("token"), progress, &write()).await
+            let call: decoded::Renew = decode(spec, &arguments)?;
+            let write = write(&call.request_id);
+            data(service.renew(caller, &call.token, call.progress, &write).await?)
         }
         Tool::Upload => {
-            let bytes = decode_base64(args.text("contentBase64"), service.settings().max_upload_bytes)?;
-            service
-                .upload(caller, args.text("fileName"), args.text("contentType"), bytes, &write())
-                .await
+            let call: decoded::Upload = decode(spec, &arguments)?;
+            let bytes = decode_base64(&call.content_base64, service.settings().max_upload_bytes)?;
+            let write = write(&call.request_id);
+            data(
+                service
+                    .upload(caller, &call.file_name, &call.content_type, bytes, &write)
+                    .await?,
+            )
         }
         Tool::Submit => {
-            service
-                .submit(caller, args.text("token"), args.submission(), &write())
-                .await
+            let call: decoded::Submit = decode(spec, &arguments)?;
+            let work: decoded::Work = decode(spec, &arguments)?;
+            let write = write(&call.request_id);
+            data(
+                service
+                    .submit(caller, &call.token, work.into_submission(), &write)
+                    .await?,
+            )
         }
         Tool::Escalate => {
-            service
-                .escalate(caller, args.text("token"), args.text("note"), &write())
-                .await
+            let call: decoded::Escalate = decode(spec, &arguments)?;
+            let write = write(&call.request_id);
+            data(service.escalate(caller, &call.token, &call.note, &write).await?)
         }
         Tool::Decide => {
+            let call: decoded::Decide = decode(spec, &arguments)?;
+            let work: decoded::Work = decode(spec, &arguments)?;
             let decide = Decide {
-                work_item: args.text("workItemId").to_owned(),
-                snapshot: args.text("snapshot").to_owned(),
-                decision: decision(args.text("decision")),
-                sent_work: ["output", "evidence", "summary"].iter().any(|name| args.present(name)),
-                submission: args.submission(),
-                note: args.optional_text("note").map(str::to_owned),
+                work_item: call.work_item_id,
+                snapshot: call.snapshot,
+                decision: call.decision,
+                sent_work: work.sent(),
+                submission: work.into_submission(),
+                note: call.note,
             };
-            service.decide(caller, args.text("runId"), decide, &write()).await
+            let write = write(&call.request_id);
+            data(service.decide(caller, &call.run_id, decide, &write).await?)
         }
         Tool::Cancel => {
-            service
-                .cancel(caller, args.text("runId"), args.text("reason"), &write())
-                .await
+            let call: decoded::Cancel = decode(spec, &arguments)?;
+            let write = write(&call.request_id);
+            data(service.cancel(caller, &call.run_id, &call.reason, &write).await?)
         }
         Tool::SendEvent => {
-            let data = args.object("data");
-            service
-                .send_event(caller, args.text("runId"), args.text("name"), data, &write())
-                .await
+            let call: decoded::SendEvent = decode(spec, &arguments)?;
+            let write = write(&call.request_id);
+            let data_sent = call.data.unwrap_or_default();
+            data(
+                service
+                    .send_event(caller, &call.run_id, &call.name, data_sent, &write)
+                    .await?,
+            )
         }
         Tool::ListRuns => {
+            let call: decoded::ListRuns = decode(spec, &arguments)?;
             let list = ListRuns {
-                process: args.optional_text("process").map(str::to_owned),
-                state: args.optional_text("state").map(str::to_owned),
-                inputs: args.object("inputs"),
-                limit: args.integer("limit").map_or(20, |n| u32::try_from(n).unwrap_or(20)),
-                cursor: args.optional_text("cursor").map(str::to_owned),
+                process: call.process,
+                state: call.state,
+                inputs: call.inputs.unwrap_or_default(),
+                limit: call.limit.unwrap_or(DEFAULT_PAGE),
+                cursor: call.cursor,
             };
-            service.list_runs(caller, list).await
+            data(service.list_runs(caller, list).await?)
         }
     }
+}
+
+/// The arguments of `spec`'s tool, typed; `check` has passed them.
+fn decode<T: serde::de::DeserializeOwned>(spec: &ToolSpec, arguments: &Map<String, Value>) -> Result<T, ToolError> {
+    decoded::decode(arguments).map_err(|issue| invalid(spec, vec![issue]))
+}
+
+fn invalid(spec: &ToolSpec, issues: Vec<String>) -> ToolError {
+    ToolError::new(
+        Code::Invalid,
+        format!("the arguments of {} are not valid", spec.tool.name()),
+        issues,
+    )
+}
+
+/// The page size of a list call that names none.
+const DEFAULT_PAGE: u32 = 20;
+
+/// A result as the `data` of the envelope, numbers as they are held.
+fn data(result: impl serde::Serialize) -> Result<Value, agentprocess_service::Error> {
+    agentprocess_format::exact::to_value(&result).map_err(agentprocess_service::Error::internal)
 }
 
 /// Decoded bytes, refused before decoding when the text is longer than any upload
@@ -150,68 +201,4 @@ fn decode_base64(text: &str, max_bytes: usize) -> Result<Vec<u8>, ToolError> {
     STANDARD
         .decode(compact.as_bytes())
         .map_err(|error| refused(format!("contentBase64: not valid base64 ({error})")))
-}
-
-fn decision(text: &str) -> Decision {
-    match text {
-        "completed" => Decision::Completed,
-        "approved" => Decision::Approved,
-        "rejected" => Decision::Rejected,
-        "returned" => Decision::Returned,
-        _ => Decision::Failed,
-    }
-}
-
-/// Typed reads of arguments that [`check`] has passed.
-struct Args<'a>(&'a Map<String, Value>);
-
-impl Args<'_> {
-    fn present(&self, name: &str) -> bool {
-        self.0.get(name).is_some_and(|value| !value.is_null())
-    }
-
-    fn text(&self, name: &str) -> &str {
-        self.optional_text(name).unwrap_or_default()
-    }
-
-    fn optional_text(&self, name: &str) -> Option<&str> {
-        self.0.get(name).and_then(Value::as_str)
-    }
-
-    fn integer(&self, name: &str) -> Option<u64> {
-        self.0.get(name).and_then(Value::as_u64)
-    }
-
-    fn object(&self, name: &str) -> Map<String, Value> {
-        self.0.get(name).and_then(Value::as_object).cloned().unwrap_or_default()
-    }
-
-    fn submission(&self) -> Submission {
-        let evidence = self
-            .0
-            .get("evidence")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|item| EvidenceItem {
-                        kind: if item["kind"] == "file" {
-                            EvidenceKind::File
-                        } else {
-                            EvidenceKind::Link
-                        },
-                        reference: item["ref"].as_str().unwrap_or_default().to_owned(),
-                        sha256: None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Submission {
-            output: self.object("output"),
-            evidence,
-            summary: self.optional_text("summary").map(str::to_owned),
-            next: self.optional_text("next").map(str::to_owned),
-            reason: self.optional_text("reason").map(str::to_owned),
-        }
-    }
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use agentprocess_auth::idempotency::{Idempotent, remember};
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Options, ValidatedProcess};
 use agentprocess_store::{
@@ -12,24 +13,10 @@ use agentprocess_store::{
 };
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
-use crate::{CAPABILITIES, Clock, millis};
-
-/// Why an admin action did nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The input breaks rules; every issue is listed.
-    #[error("refused:\n  {}", .0.join("\n  "))]
-    Refused(Vec<String>),
-    /// Something named does not exist.
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// The store failed.
-    #[error("{0}")]
-    Store(#[from] agentprocess_store::Error),
-}
+use crate::{CAPABILITIES, Clock, Error, invalid, millis, not_found};
 
 /// A draft after import or binding.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Draft {
     /// The process name.
     pub process: String,
@@ -42,7 +29,7 @@ pub struct Draft {
 }
 
 /// What publishing did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Published {
     /// The version number.
     pub number: u32,
@@ -78,7 +65,7 @@ impl<S: Store> Admin<S> {
         let mut tx = self.store.begin().await?;
         match tx.create_org(id, id, name, millis(self.now())).await {
             Err(error) if error.is_unique_violation() => {
-                return Err(Error::Refused(vec![format!("organization {id:?}: exists already")]));
+                return Err(refused(vec![format!("organization {id:?}: exists already")]));
             }
             other => other?,
         }
@@ -152,7 +139,7 @@ impl<S: Store> Admin<S> {
                     Some(person) => format!("identity {id:?} or person {person:?}"),
                     None => format!("identity {id:?}"),
                 };
-                return Err(Error::Refused(vec![format!("{what}: exists already in {org}")]));
+                return Err(refused(vec![format!("{what}: exists already in {org}")]));
             }
             other => other?,
         }
@@ -164,7 +151,7 @@ impl<S: Store> Admin<S> {
     /// the one time it can be read.
     pub async fn issue_token(&self, org: &str, identity: &str) -> Result<String, Error> {
         if self.store.identity(org, identity).await?.is_none() {
-            return Err(Error::NotFound(format!("identity {identity:?}")));
+            return Err(not_found(format!("there is no identity {identity:?}")));
         }
         let token = format!("apt_{}", secret());
         let now = millis(self.now());
@@ -192,7 +179,7 @@ impl<S: Store> Admin<S> {
     /// `identity_cache_seconds`.
     pub async fn revoke_tokens(&self, org: &str, identity: &str) -> Result<u64, Error> {
         if self.store.identity(org, identity).await?.is_none() {
-            return Err(Error::NotFound(format!("identity {identity:?}")));
+            return Err(not_found(format!("there is no identity {identity:?}")));
         }
         let mut tx = self.store.begin().await?;
         let revoked = tx.revoke_tokens(org, identity, millis(self.now())).await?;
@@ -202,7 +189,13 @@ impl<S: Store> Admin<S> {
 
     /// Imports a PROCESS.md as the draft of its process, keeping bindings of roles it
     /// still names. Refused, with every issue, when it would not publish here.
-    pub async fn import_draft(&self, org: &str, source: &[u8], folder: Option<&str>) -> Result<Draft, Error> {
+    pub async fn import_draft(
+        &self,
+        org: &str,
+        source: &[u8],
+        folder: Option<&str>,
+        request: Option<&Idempotent>,
+    ) -> Result<Draft, Error> {
         let process = validated(source, folder)?;
         let name = process.document().name.clone();
         let previous = match self.store.draft(org, &name).await? {
@@ -217,13 +210,15 @@ impl<S: Store> Admin<S> {
         let mut tx = self.store.begin().await?;
         tx.put_draft(org, &name, &text, &roles_json(&bindings), millis(self.now()))
             .await?;
-        tx.commit().await?;
-        Ok(Draft {
+        let draft = Draft {
             process: name,
             roles,
             bindings,
             systems,
-        })
+        };
+        remember(request, &mut tx, org, &draft, millis(self.now())).await?;
+        tx.commit().await?;
+        Ok(draft)
     }
 
     /// A draft's text, bindings (JSON) and the process it validates as.
@@ -232,7 +227,7 @@ impl<S: Store> Admin<S> {
             .store
             .draft(org, process)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("draft of process {process:?}")))?;
+            .ok_or_else(|| not_found(format!("there is no draft of process {process:?}")))?;
         let parsed = validated(source.as_bytes(), None)?;
         Ok((source, roles, parsed))
     }
@@ -305,7 +300,7 @@ impl<S: Store> Admin<S> {
     }
 
     /// Publishes a draft as the next version. Refused while a role is unbound.
-    pub async fn publish(&self, org: &str, process: &str) -> Result<Published, Error> {
+    pub async fn publish(&self, org: &str, process: &str, request: Option<&Idempotent>) -> Result<Published, Error> {
         let (source, roles, parsed) = self.stored_draft(org, process).await?;
         let bindings = parse_roles(&roles)?;
         let unbound: Vec<String> = parsed
@@ -337,12 +332,14 @@ impl<S: Store> Admin<S> {
         };
         let mut tx = self.store.begin().await?;
         let number = tx.publish(org, &version, millis(self.now())).await?;
-        tx.commit().await?;
-        Ok(Published {
+        let published = Published {
             number,
             content_hash: version.content_hash,
             unchanged: false,
-        })
+        };
+        remember(request, &mut tx, org, &published, millis(self.now())).await?;
+        tx.commit().await?;
+        Ok(published)
     }
 
     /// Every published version of a process, oldest first.
@@ -357,7 +354,7 @@ impl<S: Store> Admin<S> {
 
     /// Adds a webhook endpoint that receives every notification of the organization
     /// from now on, signed with a new `whsec_…` secret (returned, with the id).
-    pub async fn add_webhook(&self, org: &str, url: &str) -> Result<Webhook, Error> {
+    pub async fn add_webhook(&self, org: &str, url: &str, request: Option<&Idempotent>) -> Result<Webhook, Error> {
         let mut issues = Vec::new();
         match reqwest::Url::parse(url) {
             Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
@@ -381,15 +378,30 @@ impl<S: Store> Admin<S> {
         };
         let mut tx = self.store.begin().await?;
         tx.add_webhook(org, &webhook).await?;
+        remember(request, &mut tx, org, &webhook, webhook.created_at).await?;
         tx.commit().await?;
         Ok(webhook)
+    }
+
+    /// Sends one delivery again (one more attempt, due now), whatever became of it.
+    pub async fn redeliver(&self, org: &str, webhook_id: &str, notification_id: &str) -> Result<(), Error> {
+        let mut tx = self.store.begin().await?;
+        if !tx
+            .redeliver(org, notification_id, webhook_id, millis(self.now()))
+            .await?
+        {
+            return Err(not_found(format!(
+                "there is no delivery of notification {notification_id:?} to webhook {webhook_id:?}"
+            )));
+        }
+        Ok(tx.commit().await?)
     }
 
     /// Removes a webhook endpoint; its pending deliveries are given up.
     pub async fn remove_webhook(&self, org: &str, id: &str) -> Result<(), Error> {
         let mut tx = self.store.begin().await?;
         if !tx.remove_webhook(org, id, millis(self.now())).await? {
-            return Err(Error::NotFound(format!("webhook {id:?}")));
+            return Err(not_found(format!("there is no webhook {id:?}")));
         }
         Ok(tx.commit().await?)
     }
@@ -421,7 +433,7 @@ fn validated(source: &[u8], folder: Option<&str>) -> Result<ValidatedProcess, Er
         folder,
     };
     agentprocess_format::validate(source, &options).map_err(|refusal| {
-        Error::Refused(
+        refused(
             refusal
                 .issues
                 .iter()
@@ -434,11 +446,16 @@ fn validated(source: &[u8], folder: Option<&str>) -> Result<ValidatedProcess, Er
     })
 }
 
+/// `invalid`, naming every issue of an admin request.
+fn refused(issues: Vec<String>) -> Error {
+    invalid("the request was refused; nothing changed", issues)
+}
+
 fn refuse(issues: Vec<String>) -> Result<(), Error> {
     if issues.is_empty() {
         Ok(())
     } else {
-        Err(Error::Refused(issues))
+        Err(refused(issues))
     }
 }
 
@@ -458,7 +475,7 @@ fn check_id(what: &str, id: &str, issues: &mut Vec<String>) {
 
 fn parse_roles(text: &str) -> Result<BTreeMap<String, String>, Error> {
     serde_json::from_str(text)
-        .map_err(|error| Error::Store(agentprocess_store::Error::Corrupt(format!("roles: {error}"))))
+        .map_err(|error| Error::internal(agentprocess_store::Error::Corrupt(format!("roles: {error}"))))
 }
 
 fn roles_json(bindings: &BTreeMap<String, String>) -> String {

@@ -1,17 +1,23 @@
 //! The agent's loop: `claim`, `renew`, `submit`, `escalate`.
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Submission, Submitted, ToolError, Transition, run_view};
+use agentprocess_engine::{Submission, Submitted, Transition};
 use agentprocess_store::{Store, StoreTx};
-use serde_json::Value;
+use agentprocess_views::{ClaimResult, RenewResult, RunView};
 
 use crate::ids::RunIds;
 use crate::write::{Change, Locked, Target, Write, fresh};
-use crate::{Caller, Service, Tool, retry};
+use crate::{Caller, Error, Service, Tool, retry};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `claim`.
-    pub async fn claim(&self, caller: &Caller, run_id: &str, step_id: &str, write: &Write) -> Result<Value, ToolError> {
+    pub async fn claim(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        step_id: &str,
+        write: &Write,
+    ) -> Result<ClaimResult, Error> {
         let Locked { tx, run, version } = fresh!(self.open_run(caller, write, Tool::Claim, Target::Run(run_id)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
@@ -22,8 +28,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &claimed.transition,
             version: &version,
         };
-        self.finish(tx, caller, write, Tool::Claim, Some(change), claimed.result)
-            .await
+        let result = ClaimResult::of(&claimed, &version);
+        self.finish(tx, caller, write, Tool::Claim, Some(change), result).await
     }
 
     /// `renew`.
@@ -33,19 +39,20 @@ impl<S: Store, B: Blobs> Service<S, B> {
         token: &str,
         progress: Option<String>,
         write: &Write,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<RenewResult, Error> {
         let Locked { tx, run, version } =
             fresh!(self.open_run(caller, write, Tool::Renew, Target::Token(token)).await?);
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(self.now(), &actor, &mut ids);
-        let (transition, result) = agentprocess_engine::renew(&run, token, progress, &mut context)?;
+        let (transition, renewed) = agentprocess_engine::renew(&run, token, progress, &mut context)?;
         let change = Change {
             before: Some(&run),
             transition: &transition,
             version: &version,
         };
-        self.finish(tx, caller, write, Tool::Renew, Some(change), result).await
+        self.finish(tx, caller, write, Tool::Renew, Some(change), RenewResult::from(renewed))
+            .await
     }
 
     /// `submit`. A submission that is not accepted keeps its issues in the step's
@@ -56,7 +63,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         token: &str,
         mut submission: Submission,
         write: &Write,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<RunView, Error> {
         let Locked { mut tx, run, version } =
             fresh!(self.open_run(caller, write, Tool::Submit, Target::Token(token)).await?);
         let file_issues = self
@@ -73,7 +80,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     transition: &transition,
                     version: &version,
                 };
-                let view = run_view(&transition.run, &version, now);
+                let view = RunView::of(&transition.run, &version, now);
                 self.finish(tx, caller, write, Tool::Submit, Some(change), view).await
             }
             Submitted::NotAccepted {
@@ -91,13 +98,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 };
                 self.save(&mut tx, caller.org(), change).await?;
                 tx.commit().await.map_err(retry)?;
-                Err(error)
+                Err(error.into())
             }
         }
     }
 
     /// `escalate`.
-    pub async fn escalate(&self, caller: &Caller, token: &str, note: &str, write: &Write) -> Result<Value, ToolError> {
+    pub async fn escalate(&self, caller: &Caller, token: &str, note: &str, write: &Write) -> Result<RunView, Error> {
         let Locked { tx, run, version } = fresh!(
             self.open_run(caller, write, Tool::Escalate, Target::Token(token))
                 .await?
@@ -112,7 +119,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &transition,
             version: &version,
         };
-        let view = run_view(&transition.run, &version, now);
+        let view = RunView::of(&transition.run, &version, now);
         self.finish(tx, caller, write, Tool::Escalate, Some(change), view).await
     }
 }

@@ -1,6 +1,6 @@
 //! Opaque paging cursors: a keyset position, base64url.
 
-use agentprocess_engine::ToolError;
+use crate::Error;
 use agentprocess_store::Keyset;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -13,7 +13,7 @@ pub(crate) fn encode(keyset: &Keyset) -> String {
 }
 
 /// The keyset a cursor stands for.
-pub(crate) fn decode(cursor: &str) -> Result<Keyset, ToolError> {
+pub(crate) fn decode(cursor: &str) -> Result<Keyset, Error> {
     let refused = || {
         invalid(
             "the cursor is not one this server gave",
@@ -42,7 +42,7 @@ mod tests {
         assert_eq!(decode(&encode(&keyset)).expect("decodes"), keyset);
         for garbage in ["", "!!", "bm9wZQ"] {
             assert_eq!(
-                decode(garbage).map_err(|e| e.code),
+                decode(garbage).map_err(|e| e.code()),
                 Err(agentprocess_engine::Code::Invalid)
             );
         }

@@ -2,15 +2,15 @@
 //! short-lived URLs on every file item of run data.
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{EvidenceItem, ToolError};
+use agentprocess_engine::EvidenceItem;
 use agentprocess_format::EvidenceKind;
 use agentprocess_store::{DirectoryTx as _, NewUpload, Store, StoreTx, Upload};
+use agentprocess_views::{ToolResult, UploadResult};
 use hmac::{KeyInit, Mac};
-use serde_json::{Value, json};
 
 use crate::ids::{hex, random_id, sha256_hex};
 use crate::write::{Write, fresh};
-use crate::{Caller, Service, Tool, forbidden, invalid, millis, retry};
+use crate::{Caller, Error, Service, Tool, forbidden, invalid, millis, retry};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -43,7 +43,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         content_type: &str,
         bytes: Vec<u8>,
         write: &Write,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<UploadResult, Error> {
         let mut issues = file_name_issues(file_name);
         if content_type.trim().is_empty() || content_type.len() > 255 || content_type.chars().any(char::is_control) {
             issues.push("contentType: must be a media type such as application/pdf".to_owned());
@@ -78,7 +78,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
             created_at: millis(self.now()),
         };
         tx.put_upload(caller.org(), &record).await.map_err(retry)?;
-        let result = json!({ "id": upload.id, "sha256": upload.sha256, "bytes": upload.bytes });
+        let result = UploadResult {
+            id: upload.id,
+            sha256: upload.sha256,
+            bytes: upload.bytes,
+        };
         self.finish(tx, caller, write, Tool::Upload, None, result).await
     }
 
@@ -90,7 +94,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         tx: &mut S::Tx,
         org: &str,
         evidence: &mut [EvidenceItem],
-    ) -> Result<Vec<String>, ToolError> {
+    ) -> Result<Vec<String>, Error> {
         let mut issues = Vec::new();
         for item in evidence.iter_mut().filter(|item| item.kind == EvidenceKind::File) {
             let reference = item.reference.clone();
@@ -112,43 +116,17 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(issues)
     }
 
-    /// Adds a signed `url` to every file item of the run data in `result` (run views
-    /// and claim results keep it under `data`).
-    pub(crate) fn present(&self, org: &str, mut result: Value) -> Value {
+    /// `result` with a signed `url` on every file item it shows.
+    pub(crate) fn present<R: ToolResult>(&self, org: &str, mut result: R) -> R {
         let expires = self.url_expiry();
-        if let Some(steps) = result.pointer_mut("/data/steps").and_then(Value::as_object_mut) {
-            for record in steps.values_mut() {
-                self.sign_evidence(org, record, expires);
-                if let Some(history) = record.get_mut("history").and_then(Value::as_array_mut) {
-                    for earlier in history {
-                        self.sign_evidence(org, earlier, expires);
-                    }
-                }
-            }
-        }
+        let base = self.settings.public_url.trim_end_matches('/');
+        result.sign_files(&|id| {
+            format!(
+                "{base}/files/{org}/{id}?expires={expires}&signature={}",
+                self.signature(org, id, expires)
+            )
+        });
         result
-    }
-
-    fn sign_evidence(&self, org: &str, record: &mut Value, expires: i64) {
-        let Some(items) = record.get_mut("evidence").and_then(Value::as_array_mut) else {
-            return;
-        };
-        for item in items {
-            if item.get("kind").and_then(Value::as_str) != Some("file") {
-                continue;
-            }
-            let Some(id) = item.get("ref").and_then(Value::as_str).map(str::to_owned) else {
-                continue;
-            };
-            let url = format!(
-                "{}/files/{org}/{id}?expires={expires}&signature={}",
-                self.settings.public_url.trim_end_matches('/'),
-                self.signature(org, &id, expires)
-            );
-            if let Some(object) = item.as_object_mut() {
-                object.insert("url".to_owned(), Value::String(url));
-            }
-        }
     }
 
     /// When URLs made now expire: the end of the next whole period, so every call in
@@ -174,7 +152,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         id: &str,
         expires: i64,
         signature: &str,
-    ) -> Result<Option<FileDownload>, ToolError> {
+    ) -> Result<Option<FileDownload>, Error> {
         let expected = self.signature(org, id, expires);
         let same = expected.len() == signature.len()
             && expected

@@ -5,6 +5,7 @@
 use agentprocess_engine::{Actor, Assignee, ProcessVersion, Run, Settings, StepState, run_state, work_items};
 use agentprocess_format::StepKind;
 use agentprocess_store::{RunRow, WorkKind, WorkRow};
+use agentprocess_views::WorkEntry;
 use serde_json::Value;
 
 use crate::ids::sha256_hex;
@@ -33,7 +34,7 @@ pub(crate) fn run_row(
         process: run.process.clone(),
         version: run.version,
         mode: run.mode.as_str().to_owned(),
-        state: run_state(run, run.updated_at).to_owned(),
+        state: run_state(run, run.updated_at).as_str().to_owned(),
         started_at: millis(run.started_at),
         updated_at: millis(run.updated_at),
         doc: serde_json::to_string(run)?,
@@ -62,10 +63,12 @@ fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<Wo
     let anyone = Actor::Agent { id: String::new() };
     let items = work_items(run, version, &anyone, settings, run.updated_at);
     let item_of = |step: &str| {
-        items
-            .iter()
-            .find(|item| item["stepId"] == step)
-            .map(|item| item.to_string())
+        let work = items.iter().find(|work| crate::work::step_id(run, work) == step)?;
+        // An agent's item shows no run data, so no snapshot is needed.
+        match WorkEntry::of(run, version, work.clone(), "")? {
+            WorkEntry::Agent(item) => serde_json::to_string(&item).ok(),
+            WorkEntry::Person(_) => None,
+        }
     };
     let definitions = &version.process.document().steps;
     let mut rows = Vec::new();

@@ -4,6 +4,7 @@ pub mod admin;
 mod agent;
 mod clock;
 mod cursor;
+mod error;
 mod files;
 mod ids;
 mod index;
@@ -29,6 +30,7 @@ use tokio::sync::Notify;
 
 pub use admin::Admin;
 pub use clock::{Clock, SystemClock, TestClock};
+pub use error::{Cause, Error, RETRY_MESSAGE};
 pub use files::{FileDownload, SweepSettings};
 pub use ids::{random_id, sha256_hex, token_run};
 pub use runs::{ListRuns, StartRunArgs};
@@ -274,7 +276,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// The identity holding a bearer token, if the token is known and not revoked.
-    pub async fn authenticate(&self, token: &str) -> Result<Option<Caller>, ToolError> {
+    pub async fn authenticate(&self, token: &str) -> Result<Option<Caller>, Error> {
         let hash = ids::sha256_hex(token.as_bytes());
         let now = self.now();
         if let Ok(callers) = self.callers.lock()
@@ -323,26 +325,22 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 }
 
-/// A store or blob failure, as callers see it: `retry`, with the cause logged.
-pub(crate) fn retry(error: impl std::fmt::Display) -> ToolError {
-    tracing::error!(%error, "storage failed");
-    ToolError::new(
-        Code::Retry,
-        "the server could not complete the call; retry with the same requestId",
-        Vec::new(),
-    )
+/// A store or blob failure: an internal error that keeps its cause (logged once, where
+/// a surface answers `retry`).
+pub(crate) fn retry(cause: impl Into<error::Cause>) -> Error {
+    Error::internal(cause)
 }
 
-pub(crate) fn invalid(message: impl Into<String>, issues: Vec<String>) -> ToolError {
-    ToolError::new(Code::Invalid, message, issues)
+pub(crate) fn invalid(message: impl Into<String>, issues: Vec<String>) -> Error {
+    ToolError::new(Code::Invalid, message, issues).into()
 }
 
-pub(crate) fn forbidden(message: impl Into<String>) -> ToolError {
-    ToolError::new(Code::Forbidden, message, Vec::new())
+pub(crate) fn forbidden(message: impl Into<String>) -> Error {
+    ToolError::new(Code::Forbidden, message, Vec::new()).into()
 }
 
-pub(crate) fn not_found(message: impl Into<String>) -> ToolError {
-    ToolError::new(Code::NotFound, message, Vec::new())
+pub(crate) fn not_found(message: impl Into<String>) -> Error {
+    ToolError::new(Code::NotFound, message, Vec::new()).into()
 }
 
 pub(crate) fn millis(at: jiff::Timestamp) -> i64 {

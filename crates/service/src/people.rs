@@ -1,13 +1,13 @@
 //! `decide`: a person acts on a work item.
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Decide, ToolError, run_view};
+use agentprocess_engine::Decide;
 use agentprocess_store::Store;
-use serde_json::Value;
+use agentprocess_views::RunView;
 
 use crate::ids::RunIds;
 use crate::write::{Change, Locked, Target, Write, fresh};
-use crate::{Caller, Service, Tool};
+use crate::{Caller, Error, Service, Tool};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `decide`. The engine refuses agents, in the order tools.md gives.
@@ -17,7 +17,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         run_id: &str,
         mut decide: Decide,
         write: &Write,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<RunView, Error> {
         let Locked { mut tx, run, version } =
             fresh!(self.open_run(caller, write, Tool::Decide, Target::Run(run_id)).await?);
         let file_issues = self
@@ -39,7 +39,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &transition,
             version: &version,
         };
-        let view = run_view(&transition.run, &version, now);
+        let view = RunView::of(&transition.run, &version, now);
         self.finish(tx, caller, write, Tool::Decide, Some(change), view).await
     }
 }

@@ -1,13 +1,12 @@
 //! `describe` and `list_processes`.
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::ToolError;
 use agentprocess_store::Store;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
-use crate::{PROFILES, Service, Tool, invalid, retry};
+use crate::{Error, PROFILES, Service, Tool, invalid, retry};
 
 /// The default yes-probability at which a check passes (check.md §5).
 const CHECK_PASS: f64 = 0.9;
@@ -44,7 +43,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// `list_processes`: the latest version of each published process, by name.
-    pub async fn list_processes(&self, org: &str, cursor: Option<&str>) -> Result<Value, ToolError> {
+    pub async fn list_processes(&self, org: &str, cursor: Option<&str>) -> Result<Value, Error> {
         let after = cursor
             .map(|cursor| {
                 URL_SAFE_NO_PAD

@@ -3,14 +3,15 @@
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Mode, ProcessVersion, Run, StartRun, ToolError, run_state, run_view};
+use agentprocess_engine::{Mode, ProcessVersion, Run, StartRun};
 use agentprocess_store::{RunFilter, Store, StoredRun};
+use agentprocess_views::{EventResult, Page, RunListItem, RunView};
 use serde_json::{Map, Value, json};
 
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
 use crate::write::{Change, Locked, Target, Write, fresh, no_run};
-use crate::{Caller, Service, Tool, cursor, retry};
+use crate::{Caller, Error, Service, Tool, cursor, retry};
 
 /// The arguments of `start_run` after decoding.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +43,7 @@ pub struct ListRuns {
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `start_run`.
-    pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<Value, ToolError> {
+    pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<RunView, Error> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;
         let tx = fresh!(self.open(caller, write, Tool::StartRun).await?);
         let now = self.now();
@@ -61,17 +62,17 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &transition,
             version: &version,
         };
-        let view = run_view(&transition.run, &version, now);
+        let view = RunView::of(&transition.run, &version, now);
         self.finish(tx, caller, write, Tool::StartRun, Some(change), view).await
     }
 
     /// `get_run`.
-    pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<Value, ToolError> {
+    pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<RunView, Error> {
         let stored = self.store.run(caller.org(), run_id).await.map_err(retry)?;
         let (run, version) = self
             .with_version(caller.org(), &stored.ok_or_else(|| no_run(run_id))?)
             .await?;
-        Ok(self.present(caller.org(), run_view(&run, &version, self.now())))
+        Ok(self.present(caller.org(), RunView::of(&run, &version, self.now())))
     }
 
     /// A stored run, parsed, with the version it runs on.
@@ -79,14 +80,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
         &self,
         org: &str,
         stored: &StoredRun,
-    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
+    ) -> Result<(Run, Arc<ProcessVersion>), Error> {
         let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
         let version = self.process_version(org, &run.process, Some(run.version)).await?;
         Ok((run, version))
     }
 
     /// `list_runs`: oldest first, filtered through the store's indexes.
-    pub async fn list_runs(&self, caller: &Caller, args: ListRuns) -> Result<Value, ToolError> {
+    pub async fn list_runs(&self, caller: &Caller, args: ListRuns) -> Result<Page<RunListItem>, Error> {
         let filter = RunFilter {
             process: args.process,
             state: args.state,
@@ -103,22 +104,16 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let mut items = Vec::with_capacity(page.items.len());
         for stored in page.items {
             let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
-            let mut item = json!({
-                "id": run.id, "process": run.process, "version": run.version,
-                "state": run_state(&run, now), "outcome": run.end.as_ref().and_then(|end| end.outcome.clone()),
-                "startedAt": run.started_at, "updatedAt": run.updated_at, "inputs": null,
-            });
-            // Set after `json!`, which would respell the numbers of the inputs.
-            item["inputs"] = Value::Object(run.inputs);
-            items.push(item);
+            items.push(RunListItem::of(run, now));
         }
-        let mut result = json!({ "items": [], "nextCursor": page.next.as_ref().map(cursor::encode) });
-        result["items"] = Value::Array(items);
-        Ok(result)
+        Ok(Page {
+            items,
+            next_cursor: page.next.as_ref().map(cursor::encode),
+        })
     }
 
     /// `cancel`.
-    pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<Value, ToolError> {
+    pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<RunView, Error> {
         let Locked { mut tx, run, version } =
             fresh!(self.open_run(caller, write, Tool::Cancel, Target::Run(run_id)).await?);
         let now = self.now();
@@ -133,7 +128,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             transition: &transition,
             version: &version,
         };
-        let view = run_view(&transition.run, &version, now);
+        let view = RunView::of(&transition.run, &version, now);
         self.finish(tx, caller, write, Tool::Cancel, Some(change), view).await
     }
 
@@ -145,7 +140,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         name: &str,
         data: Map<String, Value>,
         write: &Write,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<EventResult, Error> {
         let Locked { tx, run, version } = fresh!(
             self.open_run(caller, write, Tool::SendEvent, Target::Run(run_id))
                 .await?
@@ -165,7 +160,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             write,
             Tool::SendEvent,
             Some(change),
-            json!({ "consumedBy": consumed_by }),
+            EventResult { consumed_by },
         )
         .await
     }

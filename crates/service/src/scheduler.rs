@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{ToolError, timer_fired};
+use agentprocess_engine::timer_fired;
 use agentprocess_store::{Store, StoreTx, TimerRow};
 use agentprocess_timers::{Entry, TimerQueue};
 use futures_util::StreamExt as _;
@@ -25,7 +25,7 @@ use tracing::Instrument as _;
 
 use crate::ids::RunIds;
 use crate::write::Change;
-use crate::{Service, millis, retry};
+use crate::{Error, Service, millis, retry};
 
 /// How the scheduler paces itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             .chunks(settings.per_transaction.max(1))
             .map(<[Entry]>::to_vec)
             .collect();
-        let results: Vec<(Entry, Result<Fired, ToolError>)> = futures_util::stream::iter(chunks)
+        let results: Vec<(Entry, Result<Fired, Error>)> = futures_util::stream::iter(chunks)
             .map(|chunk| self.fire_chunk(chunk))
             .buffer_unordered(settings.concurrency.max(1))
             .flat_map(futures_util::stream::iter)
@@ -179,6 +179,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 Ok(Fired::Stale) => done.push(entry),
                 // Left in the queue: it is due again when its hold ends.
                 Err(error) => {
+                    let error = agentprocess_auth::oidc::chain(&error);
                     tracing::warn!(org = %entry.org, run = %entry.run_id, timer = %entry.timer_id, %error, "timer not applied");
                 }
             }
@@ -214,7 +215,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// Applies a chunk of timers in one transaction; if any fails, the transaction is
     /// rolled back and each is tried in a transaction of its own, so one timer that
     /// cannot be applied holds up no other.
-    async fn fire_chunk(&self, chunk: Vec<Entry>) -> Vec<(Entry, Result<Fired, ToolError>)> {
+    async fn fire_chunk(&self, chunk: Vec<Entry>) -> Vec<(Entry, Result<Fired, Error>)> {
         if chunk.len() > 1 {
             match self.fire_together(&chunk).await {
                 Ok(fired) => return chunk.into_iter().zip(fired.into_iter().map(Ok)).collect(),
@@ -234,7 +235,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// Applies each timer whose row is still there and due, under its run's lock, all
     /// in one transaction. `entries` are in lock order (organization, run).
-    async fn fire_together(&self, entries: &[Entry]) -> Result<Vec<Fired>, ToolError> {
+    async fn fire_together(&self, entries: &[Entry]) -> Result<Vec<Fired>, Error> {
         let now = self.now();
         let mut tx = self.store.begin().await.map_err(retry)?;
         let mut fired = Vec::with_capacity(entries.len());
@@ -267,7 +268,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     version: &version,
                 };
                 let written = self.save(&mut tx, &entry.org, change).await?;
-                Ok::<_, ToolError>((run, version, transition, written))
+                Ok::<_, Error>((run, version, transition, written))
             }
             .instrument(span)
             .await?;

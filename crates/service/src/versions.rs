@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{ProcessVersion, ToolError};
+use agentprocess_engine::ProcessVersion;
 use agentprocess_format::Options;
 use agentprocess_store::{Store, StoreTx, StoredVersion};
 
-use crate::{CAPABILITIES, Service, not_found, retry};
+use crate::{CAPABILITIES, Error, Service, not_found, retry};
 
 type Key = (String, String, u32);
 
@@ -26,7 +26,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         org: &str,
         process: &str,
         number: Option<u32>,
-    ) -> Result<Arc<ProcessVersion>, ToolError> {
+    ) -> Result<Arc<ProcessVersion>, Error> {
         if let Some(found) = number.and_then(|number| self.cached(org, process, number)) {
             return Ok(found);
         }
@@ -41,7 +41,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         org: &str,
         process: &str,
         number: Option<u32>,
-    ) -> Result<Arc<ProcessVersion>, ToolError> {
+    ) -> Result<Arc<ProcessVersion>, Error> {
         if let Some(found) = number.and_then(|number| self.cached(org, process, number)) {
             return Ok(found);
         }
@@ -55,7 +55,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         process: &str,
         number: Option<u32>,
         stored: Option<StoredVersion>,
-    ) -> Result<Arc<ProcessVersion>, ToolError> {
+    ) -> Result<Arc<ProcessVersion>, Error> {
         let Some(stored) = stored else {
             return Err(match number {
                 Some(number) => not_found(format!("process {process:?} has no version {number}")),
@@ -71,7 +71,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// The engine's view of a stored version, parsed at most once.
-    pub(crate) fn parse(&self, org: &str, stored: &StoredVersion) -> Result<Arc<ProcessVersion>, ToolError> {
+    pub(crate) fn parse(&self, org: &str, stored: &StoredVersion) -> Result<Arc<ProcessVersion>, Error> {
         if let Some(found) = self.cached(org, &stored.process, stored.number) {
             return Ok(found);
         }

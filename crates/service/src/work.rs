@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Actor, ProcessVersion, Run, ToolError, work_items};
+use agentprocess_engine::{Actor, ProcessVersion, Run, Work, snapshot, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
-use serde_json::{Value, json};
+use agentprocess_views::{AgentWork, Page, WorkEntry};
 
-use crate::{Caller, Service, cursor, millis};
+use crate::{Caller, Error, Service, cursor, millis};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `get_work`.
@@ -19,7 +19,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         limit: u32,
         cursor: Option<&str>,
         process: Option<String>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Page<WorkEntry>, Error> {
         let now = self.now();
         let actor = caller.actor();
         let (kind, groups, person) = match &actor {
@@ -52,7 +52,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let stored_item = |row: &WorkRow| {
             row.item
                 .as_deref()
-                .and_then(|text| agentprocess_format::exact::parse(text).ok())
+                .and_then(|text| serde_json::from_str::<AgentWork>(text).ok())
         };
         let mut wanted: Vec<String> = page
             .items
@@ -67,14 +67,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             let loaded = self.with_version(caller.org(), &stored).await?;
             runs.insert(stored.id, loaded);
         }
-        let step_of = |item: &Value| match kind {
-            WorkKind::Agent => item["stepId"].as_str().map(str::to_owned),
-            WorkKind::Item => item["workItem"]["stepId"].as_str().map(str::to_owned),
-        };
         let mut items = Vec::with_capacity(page.items.len());
         for row in &page.items {
             if let Some(item) = stored_item(row) {
-                items.push(item);
+                items.push(WorkEntry::Agent(item));
                 continue;
             }
             // Rows and runs are written together: a run missing here went between the
@@ -82,11 +78,22 @@ impl<S: Store, B: Blobs> Service<S, B> {
             let Some((run, version)) = runs.get(&row.run_id) else {
                 continue;
             };
+            let snapshot = snapshot(run);
             let found = work_items(run, version, &actor, &self.settings.engine, now)
                 .into_iter()
-                .find(|item| step_of(item).as_deref() == Some(row.step_id.as_str()));
+                .find(|work| step_id(run, work) == row.step_id)
+                .and_then(|work| WorkEntry::of(run, version, work, &snapshot));
             items.extend(found);
         }
-        Ok(json!({ "items": items, "nextCursor": page.next.as_ref().map(cursor::encode) }))
+        Ok(Page {
+            items,
+            next_cursor: page.next.as_ref().map(cursor::encode),
+        })
     }
+}
+
+/// The id of the step `work` is on.
+pub(crate) fn step_id<'a>(run: &'a Run, work: &Work) -> &'a str {
+    let (Work::Claimable { step, .. } | Work::Decidable { step }) = work;
+    &run.steps[*step].id
 }

@@ -15,13 +15,14 @@ use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transition};
 use agentprocess_store::{DirectoryTx as _, NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use agentprocess_timers::Entry;
+use agentprocess_views::ToolResult;
 use serde_json::Value;
 use tracing::Instrument as _;
 
 use crate::ids::token_run;
 use crate::index::run_row;
 use crate::notify::Outgoing;
-use crate::{Caller, Service, Tool, invalid, millis, not_found, retry};
+use crate::{Caller, Error, Service, Tool, invalid, millis, not_found, retry};
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,11 +46,11 @@ impl Write {
 }
 
 /// A write to carry out, or the answer an earlier one with the same `requestId` stored.
-pub(crate) enum Opened<T> {
+pub(crate) enum Opened<T, R> {
     /// No result is recorded under the `requestId`: go on in this transaction.
     Fresh(T),
     /// A replay: the stored result, as presented to the caller.
-    Replay(Value),
+    Replay(R),
 }
 
 /// The transaction of a fresh write, or returns the replayed result from the
@@ -81,7 +82,12 @@ pub(crate) enum Target<'a> {
 impl<S: Store, B: Blobs> Service<S, B> {
     /// Starts a write that names no run (`start_run`, `upload`). A replay is answered
     /// before any work.
-    pub(crate) async fn open(&self, caller: &Caller, write: &Write, tool: Tool) -> Result<Opened<S::Tx>, ToolError> {
+    pub(crate) async fn open<R: ToolResult>(
+        &self,
+        caller: &Caller,
+        write: &Write,
+        tool: Tool,
+    ) -> Result<Opened<S::Tx, R>, Error> {
         if let Some(stored) = self
             .store
             .request(caller.org(), &write.request_id)
@@ -95,13 +101,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// Starts a write on the run the call names, by id or by claim token: locks it
     /// and, in the same round trip, reads what the `requestId` recorded.
-    pub(crate) async fn open_run(
+    pub(crate) async fn open_run<R: ToolResult>(
         &self,
         caller: &Caller,
         write: &Write,
         tool: Tool,
         target: Target<'_>,
-    ) -> Result<Opened<Locked<S::Tx>>, ToolError> {
+    ) -> Result<Opened<Locked<S::Tx>, R>, Error> {
         // A token of another shape, or naming no run of this organization, does not
         // verify: `invalid`, not `not_found`.
         let unverified = || {
@@ -137,7 +143,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         tx: &mut S::Tx,
         org: &str,
         stored: &StoredRun,
-    ) -> Result<(Run, Arc<ProcessVersion>), ToolError> {
+    ) -> Result<(Run, Arc<ProcessVersion>), Error> {
         let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
         let version = self
             .process_version_in(tx, org, &run.process, Some(run.version))
@@ -147,21 +153,28 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// What an earlier write with this `requestId` answered: its result for the same
     /// tool and arguments, `conflict` otherwise.
-    fn answer(&self, caller: &Caller, write: &Write, tool: Tool, recorded: StoredRequest) -> Result<Value, ToolError> {
+    fn answer<R: ToolResult>(
+        &self,
+        caller: &Caller,
+        write: &Write,
+        tool: Tool,
+        recorded: StoredRequest,
+    ) -> Result<R, Error> {
         if recorded.tool != tool.name() || recorded.args_hash != write.args_hash {
-            return Err(ToolError::new(
+            return Err(Error::Refused(ToolError::new(
                 Code::Conflict,
                 format!("requestId {:?} was used before with other arguments", write.request_id),
                 Vec::new(),
-            ));
+            )));
         }
-        let result = agentprocess_format::exact::parse(&recorded.result).map_err(retry)?;
+        // The views read their numbers from the text, so they come back as sent.
+        let result = serde_json::from_str(&recorded.result).map_err(retry)?;
         Ok(self.present(caller.org(), result))
     }
 
     /// Writes a change for a write that records no result (a refused submission, a
     /// timer); returns what [`Service::committed`] needs to know after commit.
-    pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<Written, ToolError> {
+    pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<Written, Error> {
         self.write_change(tx, org, change, None).await
     }
 
@@ -173,7 +186,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         org: &str,
         change: Change<'_>,
         request: Option<&NewRequest<'_>>,
-    ) -> Result<Written, ToolError> {
+    ) -> Result<Written, Error> {
         let deliveries = self.apply_effects(tx, org, change.transition).await?;
         let row = run_row(
             change.before,
@@ -191,7 +204,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// Writes timer rows and notifications; returns how many webhook deliveries the
     /// notifications made.
-    async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<u64, ToolError> {
+    async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<u64, Error> {
         let run = &transition.run;
         let mut deliveries = 0;
         // A timer (and a webhook delivery) continues the trace of the call that caused it.
@@ -240,7 +253,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         kind: &str,
         run: &str,
         detail: serde_json::Map<String, Value>,
-    ) -> Result<(), ToolError> {
+    ) -> Result<(), Error> {
         let actor = agentprocess_auth::audit::Actor {
             id: caller.identity.id.clone(),
             address: caller.address.clone(),
@@ -302,15 +315,15 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// Writes the change (if any), records the result under the `requestId`, commits,
     /// and presents the result. If another write with the same `requestId` committed
     /// first, this one is rolled back and answers as a replay of that one.
-    pub(crate) async fn finish(
+    pub(crate) async fn finish<R: ToolResult>(
         &self,
         mut tx: S::Tx,
         caller: &Caller,
         write: &Write,
         tool: Tool,
         change: Option<Change<'_>>,
-        result: Value,
-    ) -> Result<Value, ToolError> {
+        result: R,
+    ) -> Result<R, Error> {
         let text = serde_json::to_string(&result).map_err(retry)?;
         let request = NewRequest {
             request_id: &write.request_id,
@@ -363,6 +376,6 @@ pub(crate) struct Change<'a> {
     pub(crate) version: &'a ProcessVersion,
 }
 
-pub(crate) fn no_run(run_id: &str) -> ToolError {
+pub(crate) fn no_run(run_id: &str) -> Error {
     not_found(format!("no run {run_id:?} in this organization"))
 }

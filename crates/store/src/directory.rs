@@ -42,7 +42,7 @@ pub struct Provider {
 }
 
 /// A group with its members.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Group {
     /// The id role bindings name.
     pub id: String,
@@ -55,7 +55,7 @@ pub struct Group {
 }
 
 /// An email domain of an organization.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Domain {
     /// The domain, lowercase.
     pub domain: String,
@@ -79,7 +79,7 @@ pub struct SessionRow {
 }
 
 /// What a token is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Audience {
     /// The MCP tool surface.
     Mcp,
@@ -106,7 +106,7 @@ impl Audience {
 }
 
 /// A bearer token's record; the token itself is kept only as its SHA-256.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenRow {
     /// The public id, to list and revoke it.
     pub id: String,

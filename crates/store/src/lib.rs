@@ -236,6 +236,18 @@ pub trait StoreTx: DirectoryTx {
     /// was there.
     fn remove_webhook(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<bool>> + Send;
 
+    /// Makes a delivery of a notification to a webhook that still exists due again at
+    /// `now`, whatever became of it: one more attempt, with the notification's `id`
+    /// unchanged so the endpoint can tell it from a new one. Says whether there was
+    /// such a delivery.
+    fn redeliver(
+        &mut self,
+        org: &str,
+        notification_id: &str,
+        webhook_id: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
     /// Records an upload.
     fn put_upload(&mut self, org: &str, upload: &NewUpload) -> impl Future<Output = Result<()>> + Send;
 

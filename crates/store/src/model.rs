@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// What an identity is to the protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IdentityKind {
     /// Claims and submits agent steps.
     Agent,
@@ -37,7 +37,7 @@ impl fmt::Display for IdentityKind {
 }
 
 /// A person's role in an organization. Each role can do what the ones before it can.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     /// Decides the work items of their groups and starts runs.
     Member,
@@ -73,7 +73,7 @@ impl fmt::Display for Role {
 }
 
 /// Someone who calls the server, in one organization.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Identity {
     /// The organization.
     pub org: String,
@@ -365,7 +365,7 @@ pub struct WorkLevels {
 }
 
 /// A webhook endpoint of an organization.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Webhook {
     /// Its id.
     pub id: String,

@@ -38,6 +38,29 @@ pub(crate) async fn remove_webhook(connection: &mut AnyConnection, org: &str, id
     Ok(removed.rows_affected() == 1)
 }
 
+pub(crate) async fn redeliver(
+    connection: &mut AnyConnection,
+    org: &str,
+    notification_id: &str,
+    webhook_id: &str,
+    now: i64,
+) -> Result<bool> {
+    // A delivery that had used up its attempts gets one more: the loop gives up again
+    // if that one fails too.
+    let done = sqlx::query(
+        "UPDATE deliveries SET status = 'pending', next_at = $4, updated_at = $4 \
+         WHERE org_id = $1 AND notification_id = $2 AND webhook_id = $3 \
+         AND EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = $1 AND w.id = $3)",
+    )
+    .bind(org)
+    .bind(notification_id)
+    .bind(webhook_id)
+    .bind(now)
+    .execute(connection)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub(crate) async fn webhooks(connection: &mut AnyConnection, org: &str) -> Result<Vec<Webhook>> {
     let rows =
         sqlx::query("SELECT id, url, secret, created_at FROM webhooks WHERE org_id = $1 ORDER BY created_at, id")

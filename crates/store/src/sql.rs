@@ -377,6 +377,10 @@ impl StoreTx for SqlTx {
         outbox::remove_webhook(&mut self.tx, org, id, now).await
     }
 
+    async fn redeliver(&mut self, org: &str, notification_id: &str, webhook_id: &str, now: i64) -> Result<bool> {
+        outbox::redeliver(&mut self.tx, org, notification_id, webhook_id, now).await
+    }
+
     async fn put_upload(&mut self, org: &str, upload: &NewUpload) -> Result<()> {
         runs::put_upload(&mut self.tx, org, upload).await
     }

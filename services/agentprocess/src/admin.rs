@@ -296,7 +296,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 (path.clone(), None)
             };
             let source = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let draft = admin.import_draft(&org, &source, folder.as_deref()).await?;
+            let draft = admin.import_draft(&org, &source, folder.as_deref(), None).await?;
             println!("draft of {} imported", draft.process);
             for role in &draft.roles {
                 match draft.bindings.get(role) {
@@ -319,7 +319,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             println!("role {role} of {process} bound to group {group}");
         }
         Action::Publish { org, process } => {
-            let published = admin.publish(&org, &process).await?;
+            let published = admin.publish(&org, &process, None).await?;
             let note = if published.unchanged { " (unchanged)" } else { "" };
             println!(
                 "{process} version {}{note}: {}",
@@ -337,7 +337,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             }
         }
         Action::AddWebhook { org, url } => {
-            let webhook = admin.add_webhook(&org, &url).await?;
+            let webhook = admin.add_webhook(&org, &url, None).await?;
             let added = serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret });
             println!("{added}");
         }

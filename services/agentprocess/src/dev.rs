@@ -205,7 +205,7 @@ async fn sso(auth: &agentprocess_auth::Auth<SqlStore>, dev: &Dev, issuer: &str, 
         .await
         .map_err(refused)?;
     for domain in &dev.oidc_domain {
-        auth.add_domain(&actor, ORG, domain, now).await.map_err(refused)?;
+        auth.add_domain(&actor, ORG, domain, now, None).await.map_err(refused)?;
     }
     println!("The dev organization signs in through {issuer}: /login?org={ORG}");
     Ok(())
@@ -257,8 +257,8 @@ async fn publish_all(admin: &Admin<SqlStore>, processes: &[Entry]) -> anyhow::Re
     for process in processes {
         let outcome = match publish_one(admin, &process.source, &process.folder).await {
             Ok(text) => text,
-            Err(agentprocess_service::admin::Error::Refused(issues)) => {
-                format!("not published:\n      {}", issues.join("\n      "))
+            Err(agentprocess_service::Error::Refused(refusal)) => {
+                format!("not published:\n      {}", refusal.issues.join("\n      "))
             }
             Err(other) => return Err(other.into()),
         };
@@ -271,12 +271,12 @@ async fn publish_one(
     admin: &Admin<SqlStore>,
     source: &[u8],
     folder: &str,
-) -> Result<String, agentprocess_service::admin::Error> {
-    let draft = admin.import_draft(ORG, source, Some(folder)).await?;
+) -> Result<String, agentprocess_service::Error> {
+    let draft = admin.import_draft(ORG, source, Some(folder), None).await?;
     for role in &draft.roles {
         admin.bind_role(ORG, &draft.process, role, PEOPLE, false).await?;
     }
-    let published = admin.publish(ORG, &draft.process).await?;
+    let published = admin.publish(ORG, &draft.process, None).await?;
     Ok(format!("version {}", published.number))
 }
 

@@ -2,7 +2,7 @@
 //! actor at a time, acceptance (a refused call changes nothing), immutability of the
 //! pinned version, and every run view meeting the schemas.
 
-use agentprocess_engine::{Actor, Code, Run, StepState, ToolError, work_items};
+use agentprocess_engine::{Actor, Code, Run, StepState, ToolError, Work, work_items};
 use agentprocess_format::{Next, Step, StepKind};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -105,7 +105,10 @@ fn apply(bench: &mut Bench, op: &Op, tokens: &mut Vec<String>) -> Result<(), Too
         Op::Claim { who, step, aim } => {
             let ready: Vec<String> = work_items(&bench.run, &bench.version, &agent(), &bench.settings, bench.now)
                 .iter()
-                .filter_map(|item| item["stepId"].as_str().map(str::to_owned))
+                .filter_map(|work| match work {
+                    Work::Claimable { step, .. } => Some(bench.run.steps[*step].id.clone()),
+                    Work::Decidable { .. } => None,
+                })
                 .collect();
             let callers = [agent(), Actor::Agent { id: "a_other".into() }, person(&bench.version)];
             let (step, caller) = match pick(&ready, *step).filter(|_| *aim) {

@@ -1,11 +1,12 @@
 //! `start_run`: inputs, the initiator rule, the run-data cap, and the first step of
 //! every kind.
 
-use agentprocess_engine::{Code, Effect, Mode, Notification, StepState, TimerKind, run_view, snapshot};
+use agentprocess_engine::{Code, Effect, Mode, Notification, StepState, TimerKind, snapshot};
 use serde_json::{Map, Value, json};
 
 use crate::support::{
-    agent, assert_valid_view, fixture, fixture_names, person, sample_inputs, start_as, started_fixture, t0, version_of,
+    agent, assert_valid_view, fixture, fixture_names, person, run_view, sample_inputs, start_as, started_fixture, t0,
+    version_of,
 };
 
 fn object(value: Value) -> Map<String, Value> {

@@ -134,7 +134,7 @@ pub(crate) fn started_fixture(name: &str, mode: Mode) -> (ProcessVersion, Transi
     let version = fixture(name);
     let transition = start_as(&version, &person(&version), sample_inputs(&version), mode)
         .unwrap_or_else(|error| panic!("{name}: {error}"));
-    let view = agentprocess_engine::run_view(&transition.run, &version, t0());
+    let view = run_view(&transition.run, &version, t0());
     (version, transition, view)
 }
 
@@ -161,6 +161,16 @@ fn start_with(
         },
         &mut context,
     ))
+}
+
+/// A view as the wire shows it, numbers as held.
+pub(crate) fn as_json(view: &impl serde::Serialize) -> Value {
+    agentprocess_format::exact::to_value(view).expect("a view serializes")
+}
+
+/// The run view of `run` at `now`, as JSON.
+pub(crate) fn run_view(run: &agentprocess_engine::Run, version: &ProcessVersion, now: Timestamp) -> Value {
+    as_json(&agentprocess_views::RunView::of(run, version, now))
 }
 
 fn compile(name: &str) -> jsonschema::Validator {
@@ -271,8 +281,14 @@ impl Bench {
 
     /// The run view now, checked against the schemas.
     pub(crate) fn view(&self) -> Value {
-        let view = agentprocess_engine::run_view(&self.run, &self.version, self.now);
+        let view = run_view(&self.run, &self.version, self.now);
         assert_valid_view(&view);
+        // The snapshot hashes the engine's run data: the view must show exactly that.
+        assert_eq!(
+            view["data"],
+            agentprocess_engine::run_data(&self.run),
+            "the view's data is the run data"
+        );
         view
     }
 
@@ -293,9 +309,10 @@ impl Bench {
     pub(crate) fn claim(&mut self, actor: &Actor, step: &str) -> Result<Value, ToolError> {
         let (mut context, run, version) = self.context(actor);
         let claimed = checked(agentprocess_engine::claim(run, version, step, &mut context))?;
+        let result = as_json(&agentprocess_views::ClaimResult::of(&claimed, version));
         *run = claimed.transition.run;
-        assert_result("claim", &claimed.result);
-        Ok(claimed.result)
+        assert_result("claim", &result);
+        Ok(result)
     }
 
     /// `claim` that must succeed; returns the token.
@@ -309,12 +326,13 @@ impl Bench {
     /// `renew`; returns `{ token, expiresAt }`.
     pub(crate) fn renew(&mut self, actor: &Actor, token: &str, progress: Option<&str>) -> Result<Value, ToolError> {
         let (mut context, run, _) = self.context(actor);
-        let (transition, result) = checked(agentprocess_engine::renew(
+        let (transition, renewed) = checked(agentprocess_engine::renew(
             run,
             token,
             progress.map(str::to_owned),
             &mut context,
         ))?;
+        let result = as_json(&agentprocess_views::RenewResult::from(renewed));
         *run = transition.run;
         assert_result("renew", &result);
         Ok(result)
@@ -506,7 +524,13 @@ impl Bench {
     /// `get_work` items of this run for `actor`; each person item's work item is
     /// checked against work-item.json.
     pub(crate) fn work(&self, actor: &Actor) -> Vec<Value> {
-        let items = agentprocess_engine::work_items(&self.run, &self.version, actor, &self.settings, self.now);
+        let snapshot = agentprocess_engine::snapshot(&self.run);
+        let items: Vec<Value> =
+            agentprocess_engine::work_items(&self.run, &self.version, actor, &self.settings, self.now)
+                .into_iter()
+                .filter_map(|work| agentprocess_views::WorkEntry::of(&self.run, &self.version, work, &snapshot))
+                .map(|entry| as_json(&entry))
+                .collect();
         assert_result("get_work", &json!({ "items": items, "nextCursor": null }));
         for item in &items {
             if let Some(work_item) = item.get("workItem") {

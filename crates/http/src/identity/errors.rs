@@ -80,17 +80,9 @@ impl From<agentprocess_auth::Error> for ApiError {
     }
 }
 
-impl From<agentprocess_service::admin::Error> for ApiError {
-    fn from(error: agentprocess_service::admin::Error) -> Self {
-        use agentprocess_service::admin::Error;
-        match error {
-            Error::Refused(issues) => Self::invalid("the request was refused; nothing changed", issues),
-            Error::NotFound(what) => Self::not_found(format!("there is no {what}")),
-            Error::Store(cause) => {
-                tracing::error!(error = %chain(&cause), "request failed");
-                Self::retry()
-            }
-        }
+impl From<agentprocess_service::Error> for ApiError {
+    fn from(error: agentprocess_service::Error) -> Self {
+        Self::from_tool(error.into_tool_error())
     }
 }
 

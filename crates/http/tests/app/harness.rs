@@ -136,7 +136,7 @@ impl TestApp {
             address: None,
         };
         self.auth
-            .create_token(&actor, &maker, &new, self.service.now())
+            .create_token(&actor, &maker, &new, self.service.now(), None)
             .await
             .expect("api token")
             .1
@@ -180,11 +180,26 @@ impl TestApp {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let request = Request::builder()
+        self.rest_keyed(token, method, path, body, None).await
+    }
+
+    /// [`TestApp::rest`] with an `Idempotency-Key`.
+    pub(crate) async fn rest_keyed(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        key: Option<&str>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder()
             .method(method)
             .uri(format!("/api/v1{path}"))
             .header(header::HOST, "localhost")
             .header(header::AUTHORIZATION, format!("Bearer {token}"));
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
         let request = match body {
             Some(body) => request
                 .header(header::CONTENT_TYPE, "application/json")
@@ -205,16 +220,16 @@ impl TestApp {
         self.publish(admin_token, name, &source, group).await;
     }
 
-    /// Publishes `source` as process `name` with every role bound to `group`, through
-    /// the REST surface as `admin` (an admin's API token).
-    pub(crate) async fn publish(&self, admin_token: &str, name: &str, source: &[u8], group: &str) {
+    /// Imports `file` (a PROCESS.md or an archive) as the draft of a process, through
+    /// the REST surface as `admin` (an admin's API token), sent as `file_name`.
+    pub(crate) async fn import(&self, admin_token: &str, file_name: &str, file: &[u8]) -> (StatusCode, Value) {
         let boundary = "agentprocess-test-boundary";
         let mut body = format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}/PROCESS.md\"\r\n\
-             Content-Type: text/markdown\r\n\r\n"
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n"
         )
         .into_bytes();
-        body.extend_from_slice(source);
+        body.extend_from_slice(file);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let request = Request::post("/api/v1/processes")
             .header(header::HOST, "localhost")
@@ -225,7 +240,13 @@ impl TestApp {
             )
             .body(Body::from(body))
             .expect("request");
-        let (status, draft) = self.send(request).await;
+        self.send(request).await
+    }
+
+    /// Publishes `source` as process `name` with every role bound to `group`, through
+    /// the REST surface as `admin` (an admin's API token).
+    pub(crate) async fn publish(&self, admin_token: &str, name: &str, source: &[u8], group: &str) {
+        let (status, draft) = self.import(admin_token, &format!("{name}/PROCESS.md"), source).await;
         assert_eq!(status, StatusCode::CREATED, "{draft}");
         for role in draft["roles"].as_array().expect("roles") {
             let role = role["role"].as_str().expect("role");

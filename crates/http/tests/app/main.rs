@@ -2,5 +2,6 @@
 //! conflict, refused then retried, the run lock) and the REST surface.
 
 mod harness;
+mod idempotency;
 mod rest;
 mod writes;

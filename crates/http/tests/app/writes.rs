@@ -79,7 +79,7 @@ async fn race(app: TestApp) -> TestApp {
     app
 }
 
-const SIGN_OFF: &str = "---
+pub(crate) const SIGN_OFF: &str = "---
 name: sign-off
 description: One person signs off a request. Start it when a request needs a named person's yes.
 inputs:

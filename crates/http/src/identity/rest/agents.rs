@@ -8,14 +8,14 @@ use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::organization::TokenView;
-use super::{Items, body};
+use super::{Items, body, idempotent, replayed};
 use crate::identity::{ApiError, Authenticated, Web};
 
 pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
@@ -98,6 +98,7 @@ where
     post,
     path = "/api/v1/agents",
     tag = "agents",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::agents::NewAgent,
     responses((status = 201, description = "The agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -105,6 +106,7 @@ where
 pub(super) async fn create<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     new: Result<Json<NewAgent>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -113,10 +115,15 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let agent = web
-        .auth
-        .create_agent(&caller.actor(), caller.org(), &new, web.now())
-        .await?;
+    let request = idempotent(&web, &headers, "agent.create", &new)?;
+    let agent = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(agent) => agent,
+        None => {
+            web.auth
+                .create_agent(&caller.actor(), caller.org(), &new, web.now(), request.as_ref())
+                .await?
+        }
+    };
     Ok((StatusCode::CREATED, Json(AgentView::from(&agent))).into_response())
 }
 
@@ -178,7 +185,7 @@ where
     }))
 }
 
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct NewAgentToken {
     /// Days until it stops working (1 to 366); absent, it lives until revoked.
@@ -191,7 +198,7 @@ pub(super) struct NewAgentToken {
     post,
     path = "/api/v1/agents/{id}/tokens",
     tag = "agents",
-    params(("id" = String, Path, description = "The id")),
+    params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = NewAgentToken,
     responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -200,6 +207,7 @@ pub(super) async fn create_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
+    headers: HeaderMap,
     new: Result<Json<NewAgentToken>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -208,14 +216,20 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let (row, token) = web
-        .auth
-        .create_agent_token(&caller.actor(), caller.org(), &id, new.expires_in_days, web.now())
-        .await?;
+    let request = idempotent(&web, &headers, "agent.token.create", &(&id, &new))?;
+    let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            let expires = new.expires_in_days;
+            web.auth
+                .create_agent_token(&caller.actor(), caller.org(), &id, expires, web.now(), request.as_ref())
+                .await?
+        }
+    };
     Ok(TokenView::shown_once(&row, token))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct Rotation {
     /// How long the old token keeps working.
@@ -227,7 +241,7 @@ pub(super) struct Rotation {
     post,
     path = "/api/v1/agents/{id}/tokens/{token}/rotate",
     tag = "agents",
-    params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id")),
+    params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = Rotation,
     responses((status = 201, description = "The new token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -236,6 +250,7 @@ pub(super) async fn rotate_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
+    headers: HeaderMap,
     rotation: Result<Json<Rotation>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -244,17 +259,25 @@ where
 {
     caller.require(Role::Admin, true)?;
     let rotation = body(rotation)?;
-    let (row, secret) = web
-        .auth
-        .rotate_agent_token(
-            &caller.actor(),
-            caller.org(),
-            &id,
-            &token,
-            rotation.overlap_seconds,
-            web.now(),
-        )
-        .await?;
+    let request = idempotent(&web, &headers, "agent.token.rotate", &(&id, &token, &rotation))?;
+    let (row, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .rotate_agent_token(
+                    &caller.actor(),
+                    caller.org(),
+                    &id,
+                    agentprocess_auth::agents::Rotation {
+                        token: &token,
+                        overlap_seconds: rotation.overlap_seconds,
+                    },
+                    web.now(),
+                    request.as_ref(),
+                )
+                .await?
+        }
+    };
     Ok(TokenView::shown_once(&row, secret))
 }
 

@@ -2,6 +2,7 @@
 //! `{ code, message, issues? }` with the HTTP status of each code.
 
 mod agents;
+mod archive;
 pub(crate) mod openapi;
 mod organization;
 mod processes;
@@ -9,12 +10,15 @@ mod runs;
 
 use std::sync::Arc;
 
+use agentprocess_auth::idempotency::Idempotent;
 use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
 use axum::Json;
 use axum::Router;
 use axum::extract::rejection::JsonRejection;
+use axum::http::HeaderMap;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::{ApiError, Web};
 
@@ -44,6 +48,39 @@ fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
             vec![rejection.body_text()],
         )
     })
+}
+
+/// A creating request's `Idempotency-Key`, when it sent one, for `operation` on
+/// `arguments` (what the request asks, path included).
+fn idempotent<S, B>(
+    web: &Web<S, B>,
+    headers: &HeaderMap,
+    operation: &str,
+    arguments: &impl Serialize,
+) -> Result<Option<Idempotent>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().map_err(|_| {
+        ApiError::invalid(
+            "the Idempotency-Key header is not usable",
+            vec!["Idempotency-Key: use printable ASCII, a new UUID per request".to_owned()],
+        )
+    })?;
+    Ok(Some(web.auth.idempotent(key, operation, arguments)?))
+}
+
+/// What a request with this key answered before, if it was made.
+async fn replayed<T, S, B>(web: &Web<S, B>, request: Option<&Idempotent>, org: &str) -> Result<Option<T>, ApiError>
+where
+    T: DeserializeOwned,
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    match request {
+        Some(request) => Ok(request.replayed(web.service.store(), org).await?),
+        None => Ok(None),
+    }
 }
 
 fn time_text(millis: i64) -> String {

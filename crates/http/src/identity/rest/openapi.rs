@@ -67,6 +67,7 @@ use super::{agents, organization, processes, runs};
         runs::add_webhook,
         runs::remove_webhook,
         runs::deliveries,
+        runs::redeliver,
     ),
     modifiers(&Credentials),
     security(("session" = []), ("bearer" = []))

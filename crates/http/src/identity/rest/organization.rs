@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
-use super::{Items, body, time_text};
+use super::{Items, body, idempotent, replayed, time_text};
 use crate::identity::{ApiCaller, ApiError, Authenticated, Via, Web, csrf_token};
 
 /// The most audit entries one page holds.
@@ -322,7 +322,7 @@ where
     organization_view(&web, organization).await
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewDomain {
     /// A domain name, such as `acme.com`.
@@ -334,6 +334,7 @@ pub(super) struct NewDomain {
     post,
     path = "/api/v1/organization/domains",
     tag = "organization",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = NewDomain,
     responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -341,6 +342,7 @@ pub(super) struct NewDomain {
 pub(super) async fn add_domain<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     new: Result<Json<NewDomain>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -349,10 +351,15 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let domain = web
-        .auth
-        .add_domain(&caller.actor(), caller.org(), &new.domain, web.now())
-        .await?;
+    let request = idempotent(&web, &headers, "domain.add", &new)?;
+    let domain = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(domain) => domain,
+        None => {
+            web.auth
+                .add_domain(&caller.actor(), caller.org(), &new.domain, web.now(), request.as_ref())
+                .await?
+        }
+    };
     Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
 }
 
@@ -455,6 +462,7 @@ where
     post,
     path = "/api/v1/members",
     tag = "members",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::members::Invite,
     responses((status = 201, description = "The invited member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -462,6 +470,7 @@ where
 pub(super) async fn invite<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     invite: Result<Json<Invite>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -470,10 +479,15 @@ where
 {
     caller.require(Role::Admin, true)?;
     let invite = body(invite)?;
-    let member = web
-        .auth
-        .invite(&caller.actor(), caller.org(), &invite, web.now())
-        .await?;
+    let request = idempotent(&web, &headers, "member.invite", &invite)?;
+    let member = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(member) => member,
+        None => {
+            web.auth
+                .invite(&caller.actor(), caller.org(), &invite, web.now(), request.as_ref())
+                .await?
+        }
+    };
     Ok((StatusCode::CREATED, Json(MemberView::from(&member))).into_response())
 }
 
@@ -573,6 +587,7 @@ where
     post,
     path = "/api/v1/groups",
     tag = "groups",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::groups::NewGroup,
     responses((status = 201, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -580,6 +595,7 @@ where
 pub(super) async fn create_group<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     new: Result<Json<NewGroup>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -588,10 +604,15 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let group = web
-        .auth
-        .create_group(&caller.actor(), caller.org(), &new, web.now())
-        .await?;
+    let request = idempotent(&web, &headers, "group.create", &new)?;
+    let group = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(group) => group,
+        None => {
+            web.auth
+                .create_group(&caller.actor(), caller.org(), &new, web.now(), request.as_ref())
+                .await?
+        }
+    };
     Ok((StatusCode::CREATED, Json(GroupView::from(group))).into_response())
 }
 
@@ -822,6 +843,7 @@ where
     post,
     path = "/api/v1/tokens",
     tag = "tokens",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::tokens::NewToken,
     responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
@@ -829,6 +851,7 @@ where
 pub(super) async fn create_token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     new: Result<Json<NewToken>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -840,10 +863,15 @@ where
         return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
     }
     let new = body(new)?;
-    let (row, token) = web
-        .auth
-        .create_token(&caller.actor(), &caller.identity, &new, web.now())
-        .await?;
+    let request = idempotent(&web, &headers, "token.create", &(&caller.identity.id, &new))?;
+    let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .create_token(&caller.actor(), &caller.identity, &new, web.now(), request.as_ref())
+                .await?
+        }
+    };
     Ok(TokenView::shown_once(&row, token))
 }
 

@@ -6,18 +6,18 @@ use std::sync::Arc;
 use agentprocess_auth::Role;
 use agentprocess_auth::audit::detail;
 use agentprocess_blobs::Blobs;
-use agentprocess_service::admin::Draft;
+use agentprocess_service::admin::{Draft, Published};
 use agentprocess_store::{Store, StoredVersion};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Multipart, Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Items, body, time_text};
+use super::{Items, archive, body, idempotent, replayed, time_text};
 use crate::identity::{ApiError, Authenticated, Web};
 
 /// The largest PROCESS.md an import takes.
@@ -43,6 +43,8 @@ where
 #[allow(dead_code)]
 pub(super) struct ImportForm {
     /// The PROCESS.md; its file name may carry the folder, as `purchase-order/PROCESS.md`.
+    /// Or the process's folder as a tar, tar.gz or zip archive holding one PROCESS.md,
+    /// whose folder is then the one it sits in.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
     /// The name of the folder the file sits in, which must then be the process's name.
@@ -168,7 +170,7 @@ where
             .store()
             .latest_versions(caller.org(), after.as_deref(), agentprocess_service::MAX_PAGE)
             .await
-            .map_err(agentprocess_service::admin::Error::from)?;
+            .map_err(agentprocess_service::Error::from)?;
         let full = page.len() == agentprocess_service::MAX_PAGE as usize;
         after = page.last().map(|version| version.process.clone());
         items.extend(page.iter().map(VersionView::of));
@@ -179,13 +181,15 @@ where
     Ok(Json(Items { items }))
 }
 
-/// `multipart/form-data` with the PROCESS.md in a part named `file`, and optionally the
-/// name of the folder it sits in (part `folder`, or the file name's directory, as
-/// `purchase-order/PROCESS.md`), which must then be the process's name.
+/// `multipart/form-data` with the PROCESS.md in a part named `file` (or the folder as a
+/// tar, tar.gz or zip archive holding it), and optionally the name of the folder it
+/// sits in (part `folder`, or the file name's directory, as `purchase-order/PROCESS.md`,
+/// or the archive's), which must then be the process's name.
 #[utoipa::path(
     post,
     path = "/api/v1/processes",
     tag = "processes",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body(content = ImportForm, content_type = "multipart/form-data"),
     responses((status = 201, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -193,6 +197,7 @@ where
 pub(super) async fn import<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     mut multipart: Multipart,
 ) -> Result<Response, ApiError>
 where
@@ -211,6 +216,13 @@ where
                     folder = folder.or_else(|| directory.rsplit('/').next().map(str::to_owned));
                 }
                 let bytes = field.bytes().await.map_err(unreadable)?;
+                if archive::is_archive(&bytes) {
+                    let found = archive::process_file(&bytes, MAX_SOURCE_BYTES)
+                        .map_err(|issues| ApiError::invalid("the archive holds no process to import", issues))?;
+                    folder = folder.or(found.folder);
+                    source = Some(found.source.into());
+                    continue;
+                }
                 if bytes.len() > MAX_SOURCE_BYTES {
                     return Err(ApiError::invalid(
                         "the PROCESS.md is too large",
@@ -235,21 +247,29 @@ where
             vec!["file: required".to_owned()],
         ));
     };
-    let draft = web
-        .service
-        .admin()
-        .import_draft(caller.org(), &source, folder.as_deref())
-        .await?;
-    web.auth
-        .record(
-            caller.org(),
-            &caller.actor(),
-            "process.imported",
-            Some(&draft.process),
-            detail([]),
-            web.now(),
-        )
-        .await?;
+    let asked = (agentprocess_service::sha256_hex(&source), &folder);
+    let request = idempotent(&web, &headers, "process.import", &asked)?;
+    let draft: Draft = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(draft) => draft,
+        None => {
+            let draft = web
+                .service
+                .admin()
+                .import_draft(caller.org(), &source, folder.as_deref(), request.as_ref())
+                .await?;
+            web.auth
+                .record(
+                    caller.org(),
+                    &caller.actor(),
+                    "process.imported",
+                    Some(&draft.process),
+                    detail([]),
+                    web.now(),
+                )
+                .await?;
+            draft
+        }
+    };
     Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
 }
 
@@ -332,7 +352,7 @@ where
     post,
     path = "/api/v1/processes/{name}/publish",
     tag = "processes",
-    params(("name" = String, Path, description = "The process name")),
+    params(("name" = String, Path, description = "The process name"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -340,13 +360,22 @@ pub(super) async fn publish<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    let published = web.service.admin().publish(caller.org(), &name).await?;
+    let request = idempotent(&web, &headers, "process.publish", &name)?;
+    if let Some(published) = replayed(&web, request.as_ref(), caller.org()).await? {
+        return Ok(published_response(&name, published));
+    }
+    let published = web
+        .service
+        .admin()
+        .publish(caller.org(), &name, request.as_ref())
+        .await?;
     if !published.unchanged {
         web.auth
             .record(
@@ -362,6 +391,11 @@ where
             )
             .await?;
     }
+    Ok(published_response(&name, published))
+}
+
+/// 201 with the new version, or 200 when the latest version was unchanged.
+fn published_response(name: &str, published: Published) -> Response {
     let status = if published.unchanged {
         StatusCode::OK
     } else {
@@ -373,7 +407,7 @@ where
         "contentHash": published.content_hash,
         "unchanged": published.unchanged,
     });
-    Ok((status, Json(view)).into_response())
+    (status, Json(view)).into_response()
 }
 
 #[utoipa::path(
@@ -412,7 +446,7 @@ where
         .store()
         .version(org, name, Some(number))
         .await
-        .map_err(agentprocess_service::admin::Error::from)?
+        .map_err(agentprocess_service::Error::from)?
         .ok_or_else(|| ApiError::not_found(format!("{name} has no version {number}")))
 }
 

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use agentprocess_auth::Role;
 use agentprocess_auth::audit::detail;
 use agentprocess_blobs::Blobs;
+use agentprocess_engine::Assignee;
 use agentprocess_service::{Caller, ListRuns, Write};
 use agentprocess_store::{DeliveryRecord, Store, Webhook};
+use agentprocess_views::{Page, RunListItem, RunView};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,7 +19,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Items, body, time_text};
+use super::{Items, body, idempotent, replayed, time_text};
 use crate::identity::{ApiCaller, ApiError, Authenticated, Web};
 
 pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
@@ -32,6 +34,10 @@ where
         .route("/api/v1/webhooks", get(webhooks::<S, B>).post(add_webhook::<S, B>))
         .route("/api/v1/webhooks/deliveries", get(deliveries::<S, B>))
         .route("/api/v1/webhooks/{id}", delete(remove_webhook::<S, B>))
+        .route(
+            "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
+            post(redeliver::<S, B>),
+        )
 }
 
 fn caller_of(caller: &ApiCaller) -> Caller {
@@ -65,14 +71,14 @@ pub(super) struct RunsQuery {
     path = "/api/v1/runs",
     tag = "runs",
     params(RunsQuery),
-    responses((status = 200, description = "list_runs's result", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    responses((status = 200, description = "list_runs's result", body = Page<RunListItem>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn runs<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Query(query): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError>
+) -> Result<Json<Page<RunListItem>>, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -111,11 +117,7 @@ where
         return Err(ApiError::invalid("the query has problems", issues));
     }
     args.inputs = inputs;
-    let page = web
-        .service
-        .list_runs(&caller_of(&caller), args)
-        .await
-        .map_err(ApiError::from_tool)?;
+    let page = web.service.list_runs(&caller_of(&caller), args).await?;
     Ok(Json(page))
 }
 
@@ -124,41 +126,44 @@ where
     path = "/api/v1/runs/{id}",
     tag = "runs",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn run<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError>
+) -> Result<Json<RunWithWarnings>, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
     caller.require(Role::Member, false)?;
-    let mut view = web
-        .service
-        .get_run(&caller_of(&caller), &id)
-        .await
-        .map_err(ApiError::from_tool)?;
+    let view = web.service.get_run(&caller_of(&caller), &id).await?;
     let warnings = unassignable(&web, caller.org(), &view).await?;
-    if !warnings.is_empty() {
-        view["warnings"] = json!(warnings);
-    }
-    Ok(Json(view))
+    Ok(Json(RunWithWarnings { view, warnings }))
+}
+
+/// The run view, and what keeps its work items from being decided.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct RunWithWarnings {
+    #[serde(flatten)]
+    view: RunView,
+    /// Each open work item that waits for a person who is no member.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 /// A warning for each open work item that waits for a person value no member of the
 /// organization has: nobody can decide it until someone with that email is invited.
-async fn unassignable<S, B>(web: &Web<S, B>, org: &str, view: &Value) -> Result<Vec<String>, ApiError>
+async fn unassignable<S, B>(web: &Web<S, B>, org: &str, view: &RunView) -> Result<Vec<String>, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
     let mut warnings = Vec::new();
-    for item in view["workItems"].as_array().into_iter().flatten() {
-        let Some(person) = item["assignedTo"]["person"].as_str() else {
+    for item in &view.work_items {
+        let Assignee::Person(person) = &item.assigned_to else {
             continue;
         };
         let known = web
@@ -166,13 +171,12 @@ where
             .store()
             .identity_by_person(org, person)
             .await
-            .map_err(agentprocess_service::admin::Error::from)?;
+            .map_err(agentprocess_service::Error::from)?;
         if known.is_none() {
             warnings.push(format!(
                 "work item {} of step {} waits for {person}, who is no member of the organization: \
                  invite them, or cancel the run",
-                item["id"].as_str().unwrap_or_default(),
-                item["stepId"].as_str().unwrap_or_default(),
+                item.id, item.step_id,
             ));
         }
     }
@@ -211,7 +215,7 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
     tag = "runs",
     params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "The same key and body get the first answer again")),
     request_body = Cancel,
-    responses((status = 200, description = "cancel's result", body = Object), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    responses((status = 200, description = "cancel's result", body = RunView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn cancel<S, B>(
@@ -220,7 +224,7 @@ pub(super) async fn cancel<S, B>(
     Path(id): Path<String>,
     headers: HeaderMap,
     cancel: Result<Json<Cancel>, JsonRejection>,
-) -> Result<Json<Value>, ApiError>
+) -> Result<Json<RunView>, ApiError>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -234,8 +238,7 @@ where
     let view = web
         .service
         .cancel(&caller_of(&caller), &id, &cancel.reason, &write)
-        .await
-        .map_err(ApiError::from_tool)?;
+        .await?;
     // The service records the cancellation in the audit log, in the run's transaction.
     Ok(Json(view))
 }
@@ -284,7 +287,7 @@ where
     }))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewWebhook {
     /// Where deliveries are posted: an https (or http) URL of a public address.
@@ -296,6 +299,7 @@ pub(super) struct NewWebhook {
     post,
     path = "/api/v1/webhooks",
     tag = "webhooks",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = NewWebhook,
     responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
@@ -303,6 +307,7 @@ pub(super) struct NewWebhook {
 pub(super) async fn add_webhook<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     Authenticated(caller): Authenticated,
+    headers: HeaderMap,
     new: Result<Json<NewWebhook>, JsonRejection>,
 ) -> Result<Response, ApiError>
 where
@@ -311,17 +316,28 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let webhook = web.service.admin().add_webhook(caller.org(), &new.url).await?;
-    web.auth
-        .record(
-            caller.org(),
-            &caller.actor(),
-            "webhook.added",
-            Some(&webhook.id),
-            detail([("url", json!(webhook.url))]),
-            web.now(),
-        )
-        .await?;
+    let request = idempotent(&web, &headers, "webhook.add", &new)?;
+    let webhook: Webhook = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(webhook) => webhook,
+        None => {
+            let webhook = web
+                .service
+                .admin()
+                .add_webhook(caller.org(), &new.url, request.as_ref())
+                .await?;
+            web.auth
+                .record(
+                    caller.org(),
+                    &caller.actor(),
+                    "webhook.added",
+                    Some(&webhook.id),
+                    detail([("url", json!(webhook.url))]),
+                    web.now(),
+                )
+                .await?;
+            webhook
+        }
+    };
     let mut view = WebhookView::from(&webhook);
     view.secret = Some(webhook.secret.clone());
     Ok((StatusCode::CREATED, Json(view)).into_response())
@@ -357,6 +373,41 @@ where
         )
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sends one delivery again: one more attempt, now, with the notification's `id`
+/// unchanged (so the endpoint can tell it from a new notification).
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
+    tag = "webhooks",
+    params(("id" = String, Path, description = "The webhook"), ("notification" = String, Path, description = "The notification")),
+    responses((status = 202, description = "Due again; its outcome shows in the deliveries"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn redeliver<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((id, notification)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.service.admin().redeliver(caller.org(), &id, &notification).await?;
+    web.auth
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "webhook.redelivered",
+            Some(&id),
+            detail([("notification", json!(notification))]),
+            web.now(),
+        )
+        .await?;
+    web.service.wake_timers();
+    Ok(StatusCode::ACCEPTED)
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

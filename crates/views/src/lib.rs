@@ -1,0 +1,26 @@
+#![doc = include_str!("../README.md")]
+
+mod data;
+mod results;
+mod run;
+mod work;
+
+pub use data::{EvidenceView, RecordView, RunData, StepData};
+pub use results::{ClaimResult, ClaimedStep, EventResult, RenewResult, UploadResult};
+pub use run::{Ended, Page, RunListItem, RunSummary, RunView, StepView};
+pub use work::{
+    AgentWork, ClaimArguments, ClaimCall, DecideArguments, DecideCall, HandoffView, Note, PersonWork, Route, WorkEntry,
+    WorkItemView,
+};
+
+/// What a write answers: stored under its `requestId` as JSON and read back for a
+/// replay, when the URLs of its files are signed afresh.
+pub trait ToolResult: serde::Serialize + serde::de::DeserializeOwned {
+    /// Fills the `url` of every file item this result shows with `url(ref)`.
+    fn sign_files(&mut self, url: &dyn Fn(&str) -> String) {
+        let _ = url;
+    }
+}
+
+/// What a call gives an agent to copy as `requestId`: the caller makes a new one.
+pub const NEW_REQUEST_ID: &str = "<new UUID>";
