@@ -185,10 +185,7 @@ async fn seed(store: &SqlStore) -> anyhow::Result<Caller> {
         .import_draft(ORG, PROCESS.as_bytes(), Some("publish-at"), None)
         .await?;
     admin.publish(ORG, "publish-at", None).await?;
-    Ok(Caller {
-        identity,
-        address: None,
-    })
+    Ok(Caller::issued(identity, None))
 }
 
 async fn start_runs(

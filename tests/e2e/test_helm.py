@@ -762,6 +762,7 @@ def test_sign_in_settings(tmp_path):
     assert api["AGENTPROCESS_SESSION_IDLE_SECONDS"] == "28800"
     assert api["AGENTPROCESS_SESSION_ABSOLUTE_SECONDS"] == "86400"
     assert api["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "10"
+    assert api["AGENTPROCESS_ACCESS_TOKEN_SECONDS"] == "3600"
     secret = named(docs, "Secret", RELEASE + "-agentprocess")
     assert "AGENTPROCESS_SIGNUP_CODES" not in secret["data"]
     (container,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]

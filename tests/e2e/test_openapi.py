@@ -110,6 +110,7 @@ def build_organization(site: Site):
     admin.api("POST", "/organization/domains", {"domain": "acme.test"})
     admin.api("POST", "/agents", {"id": "bot"})
     agent_token = admin.api("POST", "/agents/bot/tokens", {}).json()
+    client = admin.api("POST", "/agents/bot/clients", {}).json()
     api_token = admin.api("POST", "/tokens", {"name": "t", "scope": "read"}).json()
     webhook = admin.api("POST", "/webhooks", {"url": "https://hooks.example.com/a"}).json()
     folder = REPO / "examples" / "processes" / "purchase-order"
@@ -133,7 +134,8 @@ def build_organization(site: Site):
     admin.api("POST", f"/runs/{ended['data']['run']['id']}/cancel", {"reason": "sweep"})
     notification = admin.api("GET", "/webhooks/deliveries").json()["items"][0]["notification"]
     values = {"id": None, "member": bob_id, "domain": "acme.test", "name": "purchase-order", "role": role,
-              "number": "1", "token": agent_token["id"], "notification": notification}
+              "number": "1", "token": agent_token["id"], "notification": notification,
+              "client": client["clientId"], "secret": client["secrets"][0]["id"]}
     ann_id = admin.api("GET", "/session").json()["member"]["id"]
     # /members/{id} names the admin: a member may read their own entry, not another's.
     ids = {"members": ann_id, "groups": "finance", "agents": "bot", "tokens": api_token["id"],
@@ -161,6 +163,7 @@ BODIES = {
     ("POST", "/api/v1/agents"): {"id": "newbot"},
     ("PATCH", "/api/v1/agents/{id}"): {"enabled": False},
     ("POST", "/api/v1/agents/{id}/tokens"): {},
+    ("POST", "/api/v1/agents/{id}/clients"): {},
     ("POST", "/api/v1/agents/{id}/tokens/{token}/rotate"): {"overlapSeconds": 0},
     ("PUT", "/api/v1/processes/{name}/draft/roles/{role}"): {"group": "finance"},
     ("POST", "/api/v1/runs/{id}/cancel"): {"reason": "sweep"},

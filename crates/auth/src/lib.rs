@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod audit;
+pub mod clients;
 pub mod domains;
 mod error;
 pub mod groups;
@@ -74,6 +75,8 @@ pub struct AuthSettings {
     pub session_absolute: Duration,
     /// DNS servers that domain ownership is checked against; the system's when empty.
     pub dns_nameservers: Vec<std::net::SocketAddr>,
+    /// How long an OAuth access token for `/mcp` lives.
+    pub access_token_lifetime: Duration,
 }
 
 /// Identity's operations over a store.

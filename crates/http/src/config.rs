@@ -268,6 +268,16 @@ fn seconds_or_zero(text: &str) -> Result<Duration, String> {
     seconds(text)
 }
 
+/// An access token's lifetime: 60 to 3600 seconds.
+fn access_token_seconds(text: &str) -> Result<Duration, String> {
+    let lifetime = seconds(text)?;
+    if (60..=3600).contains(&lifetime.as_secs()) {
+        Ok(lifetime)
+    } else {
+        Err("use 60 to 3600 seconds: access tokens live at most an hour".to_owned())
+    }
+}
+
 /// A positive number of seconds, fractions allowed.
 fn seconds(text: &str) -> Result<Duration, String> {
     let value: f64 = text
@@ -307,6 +317,9 @@ pub struct AuthArgs {
     /// A browser session ends this long after sign-in, used or not.
     #[arg(long, env = "AGENTPROCESS_SESSION_ABSOLUTE_SECONDS", default_value = "86400", value_parser = seconds)]
     pub session_absolute_seconds: Duration,
+    /// How long an OAuth access token for `/mcp` lives (at most an hour).
+    #[arg(long, env = "AGENTPROCESS_ACCESS_TOKEN_SECONDS", default_value = "3600", value_parser = access_token_seconds)]
+    pub access_token_seconds: Duration,
     /// Let identity providers on loopback or private addresses, or on plain http, be
     /// used. For development and tests only: otherwise a sign-up form could aim the
     /// server at its own network.
@@ -377,6 +390,7 @@ impl AuthArgs {
                 session_idle: self.session_idle_seconds,
                 session_absolute: self.session_absolute_seconds,
                 dns_nameservers: self.dns_nameservers.clone(),
+                access_token_lifetime: self.access_token_seconds,
             },
         ))
     }

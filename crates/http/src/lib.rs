@@ -4,6 +4,7 @@ pub mod config;
 mod identity;
 mod jsonrpc;
 mod lifecycle;
+mod oauth;
 mod observe;
 mod uploads;
 
@@ -150,6 +151,7 @@ where
         .route("/readyz", get(ready::<S, B>))
         .with_state(service)
         .merge(authenticated)
+        .merge(oauth::routes(Arc::clone(&web)))
         .merge(identity::routes(web))
 }
 
@@ -168,7 +170,7 @@ async fn authenticate<S: Store, B: Blobs>(
         .map(str::trim)
         .filter(|token| !token.is_empty());
     let Some(token) = token else {
-        return unauthorized("a bearer token is required");
+        return unauthorized(&service.settings().public_url, false, "a bearer token is required");
     };
     match service.authenticate(token).await {
         Ok(Some(mut caller)) => {
@@ -179,7 +181,11 @@ async fn authenticate<S: Store, B: Blobs>(
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        Ok(None) => unauthorized("the bearer token is not valid"),
+        Ok(None) => unauthorized(
+            &service.settings().public_url,
+            true,
+            "the bearer token is not valid: it is unknown, expired or revoked, or not for this server",
+        ),
         Err(error) => {
             // Logs the cause, once.
             let _retry = error.into_tool_error();
@@ -188,12 +194,12 @@ async fn authenticate<S: Store, B: Blobs>(
     }
 }
 
-fn unauthorized(message: &'static str) -> Response {
+/// 401 with the challenge that tells an MCP client where to get a token.
+fn unauthorized(public_url: &str, token_presented: bool, message: &'static str) -> Response {
     let mut response = (StatusCode::UNAUTHORIZED, message).into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"agentprocess\""),
-    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, oauth::challenge(public_url, token_presented));
     response
 }
 

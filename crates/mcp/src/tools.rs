@@ -52,6 +52,18 @@ async fn answer<S: Store, B: Blobs>(
     spec: &ToolSpec,
     arguments: Map<String, Value>,
 ) -> Result<Value, agentprocess_service::Error> {
+    if !caller.may_call(spec.tool) {
+        let scope = spec.tool.scope().name();
+        return Err(ToolError::new(
+            Code::Forbidden,
+            format!(
+                "this token was not granted {scope}, which {} needs; ask for it when the token is requested",
+                spec.tool.name()
+            ),
+            vec![format!("scope: {scope} required")],
+        )
+        .into());
+    }
     let issues = check(spec, &arguments);
     if !issues.is_empty() {
         return Err(invalid(spec, issues).into());

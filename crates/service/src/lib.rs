@@ -114,6 +114,65 @@ impl Tool {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|tool| tool.name() == name)
     }
+
+    /// The OAuth scope a token needs to call it.
+    pub fn scope(self) -> Scope {
+        match self {
+            Tool::StartRun => Scope::Start,
+            Tool::Decide => Scope::Decide,
+            Tool::Cancel | Tool::SendEvent => Scope::Operate,
+            Tool::Describe
+            | Tool::ListProcesses
+            | Tool::GetRun
+            | Tool::GetWork
+            | Tool::Claim
+            | Tool::Renew
+            | Tool::Upload
+            | Tool::Submit
+            | Tool::Escalate
+            | Tool::ListRuns => Scope::Work,
+        }
+    }
+}
+
+/// What an OAuth access token for `/mcp` may do. A token an admin issued carries no
+/// scopes: it may do whatever its identity may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// `process:work`: the agent loop, and reading.
+    Work,
+    /// `process:start`: starting runs.
+    Start,
+    /// `process:decide`: deciding work items (people only).
+    Decide,
+    /// `process:operate`: cancelling runs and sending events.
+    Operate,
+}
+
+impl Scope {
+    /// Every scope, in the order they are documented.
+    pub const ALL: [Scope; 4] = [Scope::Work, Scope::Start, Scope::Decide, Scope::Operate];
+
+    /// The scope's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Work => "process:work",
+            Scope::Start => "process:start",
+            Scope::Decide => "process:decide",
+            Scope::Operate => "process:operate",
+        }
+    }
+
+    /// The scopes a space-separated list names; unknown names are left out.
+    pub fn parse_list(text: &str) -> Vec<Scope> {
+        let mut scopes: Vec<Scope> = text
+            .split_ascii_whitespace()
+            .filter_map(|name| Scope::ALL.into_iter().find(|scope| scope.name() == name))
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        scopes
+    }
 }
 
 /// Profiles this server runs.
@@ -183,9 +242,27 @@ pub struct Caller {
     pub identity: Identity,
     /// The network address the call came from, for the audit log.
     pub address: Option<String>,
+    /// The scopes of an OAuth access token; `None` for a token an admin issued (or a
+    /// session), which may do whatever the identity may.
+    pub scopes: Option<Vec<Scope>>,
 }
 
 impl Caller {
+    /// `identity` calling from `address` with a credential an admin issued.
+    pub fn issued(identity: Identity, address: Option<String>) -> Self {
+        Self {
+            identity,
+            address,
+            scopes: None,
+        }
+    }
+
+    /// Whether the credential allows `tool` (the identity's own rights are the engine's
+    /// to check).
+    pub fn may_call(&self, tool: Tool) -> bool {
+        self.scopes.as_ref().is_none_or(|scopes| scopes.contains(&tool.scope()))
+    }
+
     /// The organization.
     pub fn org(&self) -> &str {
         &self.identity.org
@@ -285,10 +362,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
         {
             return Ok(Some(caller.clone()));
         }
-        let identity = self.store.identity_by_token(&hash, millis(now)).await.map_err(retry)?;
-        let caller = identity.map(|identity| Caller {
-            identity,
+        let credential = self.store.credential(&hash, millis(now)).await.map_err(retry)?;
+        let caller = credential.map(|credential| Caller {
+            identity: credential.identity,
             address: None,
+            scopes: credential.scope.as_deref().map(Scope::parse_list),
         });
         if let Some(caller) = &caller
             && let Ok(mut callers) = self.callers.lock()

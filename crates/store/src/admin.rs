@@ -81,22 +81,8 @@ pub(crate) async fn identity_by_token(
     token_hash: &str,
     now: i64,
 ) -> Result<Option<Identity>> {
-    let row = sqlx::query(
-        "SELECT org_id, identity_id FROM access_tokens WHERE token_hash = $1 AND audience = 'mcp' \
-         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)",
-    )
-    .bind(token_hash)
-    .bind(now)
-    .fetch_optional(&mut *connection)
-    .await?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let org: String = row.try_get("org_id")?;
-    let id: String = row.try_get("identity_id")?;
-    Ok(identity(connection, &org, &id)
-        .await?
-        .filter(|identity| identity.deactivated_at.is_none()))
+    let credential = crate::clients::credential(connection, token_hash, now).await?;
+    Ok(credential.map(|credential| credential.identity))
 }
 
 pub(crate) async fn identity(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<Identity>> {

@@ -1,6 +1,7 @@
 //! Who may sign in and how: organizations' settings, identity providers, people's
 //! logins, email domains, browser sessions, tokens and the audit log.
 
+use crate::clients::{ClientSecret, Credential, OAuthClient};
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
@@ -775,10 +776,33 @@ pub trait Directory: Send + Sync + 'static {
     fn tokens(&self, org: &str, audience: Audience) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
     /// Audit entries in order, and whether more follow.
     fn audit(&self, org: &str, filter: &AuditFilter) -> impl Future<Output = Result<(Vec<AuditRow>, bool)>> + Send;
+    /// What a live MCP access token grants: its active identity and its OAuth scopes.
+    fn credential(&self, token_hash: &str, now: i64) -> impl Future<Output = Result<Option<Credential>>> + Send;
+    /// A live OAuth client by its `client_id`, with its live secrets.
+    fn oauth_client(&self, id: &str) -> impl Future<Output = Result<Option<(OAuthClient, Vec<ClientSecret>)>>> + Send;
+    /// The OAuth clients of one identity, revoked ones included, with their live secrets.
+    fn oauth_clients(
+        &self,
+        org: &str,
+        identity: &str,
+    ) -> impl Future<Output = Result<Vec<(OAuthClient, Vec<ClientSecret>)>>> + Send;
 }
 
 /// Writes of who may sign in and how, inside a store transaction.
 pub trait DirectoryTx: Send {
+    /// Records an OAuth client.
+    fn add_oauth_client(&mut self, client: &OAuthClient) -> impl Future<Output = Result<()>> + Send;
+    /// Records a client secret.
+    fn add_client_secret(&mut self, secret: &ClientSecret) -> impl Future<Output = Result<()>> + Send;
+    /// Revokes one secret of a client; says whether it was live.
+    fn revoke_client_secret(
+        &mut self,
+        client_id: &str,
+        id: &str,
+        now: i64,
+    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Revokes a client and every access token it was given; says whether it was live.
+    fn revoke_oauth_client(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<bool>> + Send;
     /// Locks the organization's row until commit, so changes to its people are
     /// serial; its revision, or `None` when there is no such organization.
     fn lock_org(&mut self, org: &str) -> impl Future<Output = Result<Option<i64>>> + Send;

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod admin;
+mod clients;
 mod directory;
 mod model;
 mod outbox;
@@ -10,6 +11,7 @@ mod timers;
 
 use std::future::Future;
 
+pub use clients::{ClientSecret, Credential, OAuthClient};
 pub use directory::{
     Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, Organization, Provider, SessionRow,
     TokenRow,

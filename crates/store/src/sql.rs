@@ -7,6 +7,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 use tracing::Instrument as _;
 
+use crate::clients::{self, ClientSecret, Credential, OAuthClient};
 use crate::directory::{
     self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, OrgKey, Organization, Provider,
     SessionRow, TokenRow,
@@ -484,9 +485,38 @@ impl Directory for SqlStore {
         let mut connection = self.pool.acquire().await?;
         directory::audit(&mut connection, org, filter).await
     }
+
+    async fn credential(&self, token_hash: &str, now: i64) -> Result<Option<Credential>> {
+        let mut connection = self.pool.acquire().await?;
+        clients::credential(&mut connection, token_hash, now).await
+    }
+
+    async fn oauth_client(&self, id: &str) -> Result<Option<(OAuthClient, Vec<ClientSecret>)>> {
+        clients::client(&self.pool, id).await
+    }
+
+    async fn oauth_clients(&self, org: &str, identity: &str) -> Result<Vec<(OAuthClient, Vec<ClientSecret>)>> {
+        clients::clients_of(&self.pool, org, identity).await
+    }
 }
 
 impl DirectoryTx for SqlTx {
+    async fn add_oauth_client(&mut self, client: &OAuthClient) -> Result<()> {
+        clients::add_client(&mut self.tx, client).await
+    }
+
+    async fn add_client_secret(&mut self, secret: &ClientSecret) -> Result<()> {
+        clients::add_secret(&mut self.tx, secret).await
+    }
+
+    async fn revoke_client_secret(&mut self, client_id: &str, id: &str, now: i64) -> Result<bool> {
+        clients::revoke_secret(&mut self.tx, client_id, id, now).await
+    }
+
+    async fn revoke_oauth_client(&mut self, org: &str, id: &str, now: i64) -> Result<bool> {
+        clients::revoke_client(&mut self.tx, org, id, now).await
+    }
+
     async fn lock_org(&mut self, org: &str) -> Result<Option<i64>> {
         directory::lock_org(&mut self.tx, self.dialect, org).await
     }

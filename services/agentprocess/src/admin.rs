@@ -225,6 +225,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 oidc_allow_private_issuers: allow_private_issuers,
                 oidc_timeout_seconds: std::time::Duration::from_secs(10),
                 dns_nameservers: Vec::new(),
+                access_token_seconds: std::time::Duration::from_secs(3600),
             }
             .auth(store.clone(), "http://localhost", None)?;
             let actor = agentprocess_auth::audit::Actor {

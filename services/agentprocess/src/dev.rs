@@ -162,6 +162,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         oidc_allow_private_issuers: true,
         oidc_timeout_seconds: std::time::Duration::from_secs(10),
         dns_nameservers: dev.dns_nameservers.clone(),
+        access_token_seconds: std::time::Duration::from_secs(3600),
     }
     .auth(
         service.store().clone(),

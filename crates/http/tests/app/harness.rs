@@ -62,6 +62,7 @@ impl TestApp {
                 oidc_allow_private_issuers: false,
                 oidc_timeout_seconds: std::time::Duration::from_secs(2),
                 dns_nameservers: Vec::new(),
+                access_token_seconds: std::time::Duration::from_secs(3600),
             }
             .auth(service.store().clone(), public_url, Some(&[9; 32]))
             .expect("auth"),

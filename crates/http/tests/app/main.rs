@@ -3,5 +3,6 @@
 
 mod harness;
 mod idempotency;
+mod oauth;
 mod rest;
 mod writes;

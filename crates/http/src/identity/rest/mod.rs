@@ -3,6 +3,7 @@
 
 mod agents;
 mod archive;
+mod clients;
 pub(crate) mod openapi;
 mod organization;
 mod processes;
@@ -33,6 +34,7 @@ where
             axum::routing::get(|| async { Json(openapi::document()) }),
         )
         .merge(agents::routes())
+        .merge(clients::routes())
         .merge(processes::routes())
         .merge(runs::routes())
         .with_state(web)
@@ -48,6 +50,17 @@ fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
             vec![rejection.body_text()],
         )
     })
+}
+
+/// 201 with a secret shown this once, never kept by a cache.
+fn shown_once(view: impl Serialize) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let mut response = (axum::http::StatusCode::CREATED, Json(view)).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// A creating request's `Idempotency-Key`, when it sent one, for `operation` on

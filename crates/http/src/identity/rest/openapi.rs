@@ -7,7 +7,7 @@ use utoipa::Modify;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{agents, organization, processes, runs};
+use super::{agents, clients, organization, processes, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -60,6 +60,11 @@ use super::{agents, organization, processes, runs};
         processes::versions,
         processes::version,
         processes::diff,
+        clients::clients,
+        clients::create_client,
+        clients::revoke_client,
+        clients::add_secret,
+        clients::revoke_secret,
         runs::runs,
         runs::run,
         runs::cancel,

@@ -790,11 +790,7 @@ impl TokenView {
     pub(super) fn shown_once(row: &TokenRow, token: String) -> Response {
         let mut view = Self::from(row);
         view.token = Some(token);
-        let mut response = (StatusCode::CREATED, Json(view)).into_response();
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        response
+        super::shown_once(view)
     }
 }
 

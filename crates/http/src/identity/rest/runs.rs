@@ -41,10 +41,7 @@ where
 }
 
 fn caller_of(caller: &ApiCaller) -> Caller {
-    Caller {
-        identity: caller.identity.clone(),
-        address: caller.address.clone(),
-    }
+    Caller::issued(caller.identity.clone(), caller.address.clone())
 }
 
 /// The query of `GET /runs` as documented; `input.<field>=<value>` (any number, one per

@@ -1,0 +1,254 @@
+//! An agent's OAuth clients: made by an admin, each with up to two live secrets, used
+//! with `client_credentials` at `/oauth/token`.
+
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_blobs::Blobs;
+use agentprocess_store::{ClientSecret, OAuthClient, Store};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::{Items, body, idempotent, replayed, shown_once, time_text};
+use crate::identity::{ApiError, Authenticated, Web};
+
+pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    Router::new()
+        .route(
+            "/api/v1/agents/{id}/clients",
+            get(clients::<S, B>).post(create_client::<S, B>),
+        )
+        .route("/api/v1/agents/{id}/clients/{client}", delete(revoke_client::<S, B>))
+        .route("/api/v1/agents/{id}/clients/{client}/secrets", post(add_secret::<S, B>))
+        .route(
+            "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
+            delete(revoke_secret::<S, B>),
+        )
+}
+
+/// An OAuth client of an agent.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ClientView {
+    /// The `client_id`.
+    client_id: String,
+    name: Option<String>,
+    created_at: String,
+    revoked_at: Option<String>,
+    /// The live secrets (never the secrets themselves).
+    secrets: Vec<SecretView>,
+    /// Where it gets tokens, with `grant_type=client_credentials`.
+    token_endpoint: String,
+}
+
+/// One secret of a client.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SecretView {
+    id: String,
+    created_at: String,
+    /// The secret itself: only in the answer that made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+}
+
+impl From<&ClientSecret> for SecretView {
+    fn from(secret: &ClientSecret) -> Self {
+        Self {
+            id: secret.id.clone(),
+            created_at: time_text(secret.created_at),
+            secret: None,
+        }
+    }
+}
+
+impl ClientView {
+    fn of(client: &OAuthClient, secrets: &[ClientSecret], public_url: &str) -> Self {
+        Self {
+            client_id: client.id.clone(),
+            name: client.name.clone(),
+            created_at: time_text(client.created_at),
+            revoked_at: client.revoked_at.map(time_text),
+            secrets: secrets.iter().map(SecretView::from).collect(),
+            token_endpoint: format!("{}/oauth/token", public_url.trim_end_matches('/')),
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents/{id}/clients",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent")),
+    responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn clients<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Items<ClientView>>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, false)?;
+    let public_url = &web.service.settings().public_url;
+    let clients = web.auth.agent_clients(caller.org(), &id).await?;
+    Ok(Json(Items {
+        items: clients
+            .iter()
+            .map(|(client, secrets)| ClientView::of(client, secrets, public_url))
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewClient {
+    /// A display name, such as the host the agent runs on.
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    name: Option<String>,
+}
+
+/// The client, with its first secret in `secrets[0].secret`, shown this once.
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents/{id}/clients",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    request_body = NewClient,
+    responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn create_client<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    new: Result<Json<NewClient>, JsonRejection>,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let request = idempotent(&web, &headers, "agent.client.create", &(&id, &new))?;
+    let (client, secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .create_agent_client(
+                    &caller.actor(),
+                    caller.org(),
+                    &id,
+                    new.name.as_deref(),
+                    web.now(),
+                    request.as_ref(),
+                )
+                .await?
+        }
+    };
+    let mut view = ClientView::of(
+        &client,
+        std::slice::from_ref(&secret),
+        &web.service.settings().public_url,
+    );
+    if let Some(first) = view.secrets.first_mut() {
+        first.secret = Some(plain);
+    }
+    Ok(shown_once(view))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{id}/clients/{client}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id")),
+    responses((status = 204, description = "Revoked, with every access token it was given"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn revoke_client<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((id, client)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.auth
+        .revoke_client(&caller.actor(), caller.org(), &id, &client, web.now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A second secret, so the agent can switch to it before the first is revoked.
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents/{id}/clients/{client}/secrets",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    responses((status = 201, description = "The new secret, shown this once", body = SecretView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn add_secret<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((id, client)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    let request = idempotent(&web, &headers, "agent.client.secret.add", &(&id, &client))?;
+    let (secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .add_client_secret(&caller.actor(), caller.org(), &id, &client, web.now(), request.as_ref())
+                .await?
+        }
+    };
+    let mut view = SecretView::from(&secret);
+    view.secret = Some(plain);
+    Ok(shown_once(view))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("secret" = String, Path, description = "The secret's id")),
+    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn revoke_secret<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path((id, client, secret)): Path<(String, String, String)>,
+) -> Result<StatusCode, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Admin, true)?;
+    web.auth
+        .revoke_client_secret(&caller.actor(), caller.org(), &id, &client, &secret, web.now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

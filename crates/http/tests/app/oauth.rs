@@ -1,0 +1,320 @@
+//! The server as the OAuth authorization server of its MCP resource: discovery from a
+//! 401, agent clients with `client_credentials`, scopes, and every refusal.
+
+use agentprocess_auth::Role;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::harness::{TestApp, on_both};
+use crate::writes::SIGN_OFF;
+
+/// A raw request to `/mcp` with `token`, and what came back: status, `WWW-Authenticate`.
+async fn mcp_status(app: &TestApp, token: Option<&str>) -> (StatusCode, String) {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+    let mut request = Request::post("/mcp")
+        .header(header::HOST, "localhost")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request.body(Body::from(body.to_string())).expect("request");
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request)
+        .await
+        .expect("infallible");
+    let challenge = response
+        .headers()
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (response.status(), challenge)
+}
+
+/// `POST /oauth/token` with a form, and HTTP Basic credentials when given.
+async fn token_request(app: &TestApp, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> (StatusCode, Value) {
+    let body: String = form
+        .iter()
+        .map(|(key, value)| format!("{key}={}", value.replace(' ', "+")))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut request = Request::post("/oauth/token")
+        .header(header::HOST, "localhost")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some((id, secret)) = basic {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+        request = request.header(header::AUTHORIZATION, format!("Basic {encoded}"));
+    }
+    app.send(request.body(Body::from(body)).expect("request")).await
+}
+
+/// An organization with an admin, an agent `bot` and one OAuth client of it:
+/// (app, admin token, client id, client secret).
+async fn with_client(app: TestApp) -> (TestApp, String, String, String) {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_agent("bot")
+        .await;
+    let admin = app.api_token("ann", "admin").await;
+    let (status, client) = app
+        .rest(
+            &admin,
+            Method::POST,
+            "/agents/bot/clients",
+            Some(json!({ "name": "ci runner" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{client}");
+    assert_eq!(client["tokenEndpoint"], "http://localhost/oauth/token");
+    let id = client["clientId"].as_str().expect("client id").to_owned();
+    let secret = client["secrets"][0]["secret"].as_str().expect("secret").to_owned();
+    (app, admin, id, secret)
+}
+
+on_both!(
+    a_401_leads_to_the_metadata_and_the_metadata_to_the_token_endpoint,
+    discovery
+);
+async fn discovery(app: TestApp) -> TestApp {
+    let app = app.with_org("acme").await;
+    let (status, challenge) = mcp_status(&app, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge,
+        "Bearer resource_metadata=\"http://localhost/.well-known/oauth-protected-resource/mcp\", \
+         scope=\"process:work process:start\""
+    );
+    let (status, challenge) = mcp_status(&app, Some("apt_forged")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(challenge.ends_with("error=\"invalid_token\""), "{challenge}");
+
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let (status, resource) = app
+            .send(
+                Request::get(path)
+                    .header(header::HOST, "localhost")
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(resource["resource"], "http://localhost/mcp");
+        assert_eq!(resource["authorization_servers"], json!(["http://localhost"]));
+    }
+    let (status, server) = app
+        .send(
+            Request::get("/.well-known/oauth-authorization-server")
+                .header(header::HOST, "localhost")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // RFC 8414 §3.3: the issuer is the URL the metadata was fetched from, less the suffix.
+    assert_eq!(server["issuer"], "http://localhost");
+    assert_eq!(server["token_endpoint"], "http://localhost/oauth/token");
+    assert_eq!(server["grant_types_supported"], json!(["client_credentials"]));
+    app
+}
+
+on_both!(an_agent_client_gets_tokens_that_do_its_scopes_and_nothing_else, grants);
+async fn grants(app: TestApp) -> TestApp {
+    let (app, admin, id, secret) = with_client(app).await;
+    app.publish(&admin, "sign-off", SIGN_OFF.as_bytes(), "unused").await;
+    let grant = [("grant_type", "client_credentials")];
+    let (status, issued) = token_request(&app, &grant, Some((&id, &secret))).await;
+    assert_eq!(status, StatusCode::OK, "{issued}");
+    assert_eq!(issued["token_type"], "Bearer");
+    assert_eq!(issued["expires_in"], 3600);
+    assert_eq!(issued["scope"], "process:work process:start");
+    let token = issued["access_token"].as_str().expect("token").to_owned();
+    assert!(token.starts_with("apo_"));
+    let started = app
+        .call(
+            &token,
+            "start_run",
+            json!({ "requestId": "r1", "process": "sign-off", "inputs": { "approver": "ann@acme.test" } }),
+        )
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    assert_eq!(started["data"]["run"]["startedBy"], "bot");
+
+    // client_secret_post, asking for the agent loop only: start_run is then refused,
+    // naming the scope.
+    let (status, narrow) = token_request(
+        &app,
+        &[
+            ("grant_type", "client_credentials"),
+            ("client_id", &id),
+            ("client_secret", &secret),
+            ("scope", "process:work"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, narrow["scope"].as_str()),
+        (StatusCode::OK, Some("process:work")),
+        "{narrow}"
+    );
+    let narrow = narrow["access_token"].as_str().expect("token");
+    assert_eq!(app.call(narrow, "get_work", json!({})).await["ok"], true);
+    let refused = app
+        .call(
+            narrow,
+            "start_run",
+            json!({ "requestId": "r2", "process": "sign-off", "inputs": { "approver": "ann@acme.test" } }),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("process:start")),
+        "{refused}"
+    );
+
+    // The token lives an hour.
+    app.clock.advance(3601);
+    assert_eq!(mcp_status(&app, Some(&token)).await.0, StatusCode::UNAUTHORIZED);
+    app
+}
+
+/// A token request's form, its Basic credentials, and the status and error it gets.
+type Refusal<'a> = (Vec<(&'a str, &'a str)>, Option<(&'a str, &'a str)>, StatusCode, &'a str);
+
+on_both!(the_token_endpoint_refuses_in_oauths_words, refusals);
+async fn refusals(app: TestApp) -> TestApp {
+    let (app, _admin, id, secret) = with_client(app).await;
+    let grant = [("grant_type", "client_credentials")];
+    let cases: Vec<Refusal<'_>> = vec![
+        (
+            grant.to_vec(),
+            Some((&id, "apcs_wrong")),
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            grant.to_vec(),
+            Some(("apc_unknown", &secret)),
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (grant.to_vec(), None, StatusCode::UNAUTHORIZED, "invalid_client"),
+        (
+            vec![("grant_type", "password")],
+            Some((&id, &secret)),
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+        ),
+        (
+            vec![("grant_type", "client_credentials"), ("scope", "process:decide")],
+            Some((&id, &secret)),
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+        ),
+        (
+            vec![
+                ("grant_type", "client_credentials"),
+                ("resource", "https://elsewhere.example/mcp"),
+            ],
+            Some((&id, &secret)),
+            StatusCode::BAD_REQUEST,
+            "invalid_target",
+        ),
+        (
+            vec![("grant_type", "client_credentials"), ("client_secret", &secret)],
+            Some((&id, &secret)),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+    ];
+    for (form, basic, status, error) in cases {
+        let (got, body) = token_request(&app, &form, basic).await;
+        assert_eq!((got, body["error"].as_str()), (status, Some(error)), "{form:?}: {body}");
+    }
+    app
+}
+
+on_both!(secrets_rotate_without_a_gap_and_revocation_stops_tokens, rotation);
+async fn rotation(app: TestApp) -> TestApp {
+    let (app, admin, id, first) = with_client(app).await;
+    let grant = [("grant_type", "client_credentials")];
+    let path = format!("/agents/bot/clients/{id}/secrets");
+    let (status, second) = app.rest(&admin, Method::POST, &path, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    let second_id = second["id"].as_str().expect("id").to_owned();
+    let second = second["secret"].as_str().expect("secret").to_owned();
+    let (status, third) = app.rest(&admin, Method::POST, &path, None).await;
+    assert_eq!(
+        (status, third["code"].as_str()),
+        (StatusCode::CONFLICT, Some("conflict")),
+        "{third}"
+    );
+    for secret in [&first, &second] {
+        assert_eq!(token_request(&app, &grant, Some((&id, secret))).await.0, StatusCode::OK);
+    }
+    let (_, listed) = app.rest(&admin, Method::GET, "/agents/bot/clients", None).await;
+    let first_id = listed["items"][0]["secrets"][0]["id"].as_str().expect("id").to_owned();
+    assert_ne!(first_id, second_id);
+    let (status, _) = app
+        .rest(&admin, Method::DELETE, &format!("{path}/{first_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        token_request(&app, &grant, Some((&id, &first))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (_, issued) = token_request(&app, &grant, Some((&id, &second))).await;
+    let token = issued["access_token"].as_str().expect("token").to_owned();
+    assert_eq!(mcp_status(&app, Some(&token)).await.0, StatusCode::OK);
+
+    // A revoked client's tokens stop within the identity cache's bound.
+    let (status, _) = app
+        .rest(&admin, Method::DELETE, &format!("/agents/bot/clients/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    app.clock.advance(11);
+    assert_eq!(mcp_status(&app, Some(&token)).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        token_request(&app, &grant, Some((&id, &second))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (_, log) = app
+        .rest(&admin, Method::GET, "/audit?kind=agent.client_revoked", None)
+        .await;
+    assert_eq!(log["items"].as_array().map(Vec::len), Some(1), "{log}");
+    app
+}
+
+on_both!(a_disabled_agent_gets_no_token, disabled);
+async fn disabled(app: TestApp) -> TestApp {
+    let (app, admin, id, secret) = with_client(app).await;
+    let (status, _) = app
+        .rest(&admin, Method::PATCH, "/agents/bot", Some(json!({ "enabled": false })))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = token_request(&app, &[("grant_type", "client_credentials")], Some((&id, &secret))).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unauthorized_client")),
+        "{body}"
+    );
+    // Another organization's admin cannot see or touch the client.
+    let app = app.with_org("other").await.with_member("oz", Role::Admin, &[]).await;
+    let other = app.api_token("oz", "admin").await;
+    let (status, _) = app
+        .rest(&other, Method::DELETE, &format!("/agents/bot/clients/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    app
+}
