@@ -8,6 +8,8 @@
 //!   ([`agentprocess_format::exact`]) and left on the request for the tool handler,
 //!   because rmcp's own parse respells exponents.
 
+use std::sync::Arc;
+
 use agentprocess_mcp::CallArguments;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -22,9 +24,13 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's "Invalid params".
 const INVALID_PARAMS: i64 = -32602;
+/// A server error of ours: the token lacks the scope the call needs.
+const INSUFFICIENT_SCOPE: i64 = -32003;
 
-/// Checks a POST's body and hands it on; `max_bytes` bounds what is read.
-pub(crate) async fn front(max_bytes: usize, request: Request, next: Next) -> Response {
+/// Checks a POST's body and hands it on; `max_bytes` bounds what is read. A
+/// `tools/call` that the caller's OAuth token has no scope for is refused here, with
+/// 403 and the scope to ask for (RFC 6750 §3.1); `public_url` names the metadata.
+pub(crate) async fn front(max_bytes: usize, public_url: Arc<str>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST || !is_json(request.headers().get(header::CONTENT_TYPE)) {
         return next.run(request).await;
     }
@@ -64,6 +70,9 @@ pub(crate) async fn front(max_bytes: usize, request: Request, next: Next) -> Res
         );
     }
     if message["method"] == "tools/call" {
+        if let Some(refused) = outside_scopes(&parts.extensions, &message, &public_url, id.clone()) {
+            return refused;
+        }
         match call_arguments(&mut message) {
             Ok(Some(arguments)) => {
                 parts.extensions.insert(CallArguments(arguments));
@@ -95,6 +104,48 @@ pub(crate) async fn front(max_bytes: usize, request: Request, next: Next) -> Res
         );
     }
     response
+}
+
+/// 403 `insufficient_scope` for a tool the caller's token was not granted. The
+/// challenge names the scopes the token holds and the one the call needs, so a client
+/// that asks again for exactly those loses nothing.
+fn outside_scopes(
+    extensions: &axum::http::Extensions,
+    message: &Value,
+    public_url: &str,
+    id: Option<Value>,
+) -> Option<Response> {
+    let caller = extensions.get::<agentprocess_service::Caller>()?;
+    let tool = agentprocess_service::Tool::parse(message["params"]["name"].as_str()?)?;
+    if caller.may_call(tool) {
+        return None;
+    }
+    let needed = tool.scope();
+    let mut scopes: Vec<&str> = caller.scopes.iter().flatten().map(|scope| scope.name()).collect();
+    scopes.push(needed.name());
+    let challenge = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}{}\", \
+         error_description=\"{} needs {}\"",
+        scopes.join(" "),
+        public_url.trim_end_matches('/'),
+        crate::oauth::RESOURCE_METADATA_PATH,
+        tool.name(),
+        needed.name()
+    );
+    let mut response = error(
+        StatusCode::FORBIDDEN,
+        id.unwrap_or(Value::Null),
+        INSUFFICIENT_SCOPE,
+        format!(
+            "this token was not granted {}, which {} needs",
+            needed.name(),
+            tool.name()
+        ),
+    );
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    Some(response)
 }
 
 fn is_json(content_type: Option<&HeaderValue>) -> bool {

@@ -130,10 +130,11 @@ where
             service.settings().max_upload_bytes.saturating_add(64 << 10),
         ))
         .with_state(Arc::clone(&service));
+    let public_url: Arc<str> = Arc::from(service.settings().public_url.as_str());
     let mcp = Router::new()
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn(move |request, next| {
-            jsonrpc::front(max_body, request, next)
+            jsonrpc::front(max_body, Arc::clone(&public_url), request, next)
         }));
     let authenticated = mcp.merge(rest).layer(middleware::from_fn_with_state(
         Arc::clone(&service),

@@ -10,9 +10,23 @@ use serde_json::{Value, json};
 use crate::harness::{TestApp, on_both};
 use crate::writes::SIGN_OFF;
 
-/// A raw request to `/mcp` with `token`, and what came back: status, `WWW-Authenticate`.
+/// A `tools/list` over `/mcp` with `token`: the status and `WWW-Authenticate`.
 async fn mcp_status(app: &TestApp, token: Option<&str>) -> (StatusCode, String) {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+    mcp_post(app, token, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })).await
+}
+
+/// A `start_run` over `/mcp` with `token`: the status and `WWW-Authenticate`.
+async fn start_run_with(app: &TestApp, token: &str) -> (StatusCode, String) {
+    let arguments = json!({ "requestId": "r2", "process": "sign-off", "inputs": { "approver": "ann@acme.test" } });
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "start_run", "arguments": arguments },
+    });
+    mcp_post(app, Some(token), body).await
+}
+
+/// A raw JSON-RPC message to `/mcp`, with `token` when given.
+async fn mcp_post(app: &TestApp, token: Option<&str>, body: Value) -> (StatusCode, String) {
     let mut request = Request::post("/mcp")
         .header(header::HOST, "localhost")
         .header(header::CONTENT_TYPE, "application/json")
@@ -168,19 +182,15 @@ async fn grants(app: TestApp) -> TestApp {
     );
     let narrow = narrow["access_token"].as_str().expect("token");
     assert_eq!(app.call(narrow, "get_work", json!({})).await["ok"], true);
-    let refused = app
-        .call(
-            narrow,
-            "start_run",
-            json!({ "requestId": "r2", "process": "sign-off", "inputs": { "approver": "ann@acme.test" } }),
-        )
-        .await;
-    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    // Outside its scopes: 403 before the tool runs, with the scopes to ask for.
+    let (status, challenge) = start_run_with(&app, narrow).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(
-        refused["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("process:start")),
-        "{refused}"
+        challenge.starts_with(
+            "Bearer error=\"insufficient_scope\", scope=\"process:work process:start\", \
+             resource_metadata=\"http://localhost/.well-known/oauth-protected-resource/mcp\""
+        ),
+        "{challenge}"
     );
 
     // The token lives an hour.
