@@ -240,26 +240,7 @@ impl<S: Store + Clone> Auth<S> {
         lifetime: u64,
         now: jiff::Timestamp,
     ) -> Result<Issued, GrantErrorOr> {
-        let invalid_client = || {
-            GrantError::new(
-                "invalid_client",
-                "the client is unknown, revoked, or its secret is wrong",
-            )
-        };
-        let (client, secrets) = self
-            .store
-            .oauth_client(asked.client_id)
-            .await
-            .map_err(|error| GrantErrorOr::Failed(error.into()))?
-            .ok_or_else(invalid_client)?;
-        let presented = sha256_hex(asked.client_secret.as_bytes());
-        // Every live secret is compared, so the time taken says nothing of which matched.
-        let matched = secrets
-            .iter()
-            .fold(false, |matched, secret| same(&secret.secret_hash, &presented) | matched);
-        if !matched {
-            return Err(invalid_client().into());
-        }
+        let client = self.authenticate_client(asked.client_id, asked.client_secret).await?;
         if asked
             .resource
             .is_some_and(|resource| resource.trim_end_matches('/') != mcp_resource)
@@ -345,6 +326,80 @@ impl<S: Store + Clone> Auth<S> {
             expires_in: lifetime,
             scope,
         })
+    }
+}
+
+impl<S: Store + Clone> Auth<S> {
+    /// The live client `client_id` whose live secret `client_secret` is.
+    async fn authenticate_client(&self, client_id: &str, client_secret: &str) -> Result<OAuthClient, GrantErrorOr> {
+        let invalid_client = || {
+            GrantError::new(
+                "invalid_client",
+                "the client is unknown, revoked, or its secret is wrong",
+            )
+        };
+        let (client, secrets) = self
+            .store
+            .oauth_client(client_id)
+            .await
+            .map_err(|error| GrantErrorOr::Failed(error.into()))?
+            .ok_or_else(invalid_client)?;
+        let presented = sha256_hex(client_secret.as_bytes());
+        // Every live secret is compared, so the time taken says nothing of which matched.
+        let matched = secrets
+            .iter()
+            .fold(false, |matched, secret| same(&secret.secret_hash, &presented) | matched);
+        if matched {
+            Ok(client)
+        } else {
+            Err(invalid_client().into())
+        }
+    }
+
+    /// Token revocation (RFC 7009): the authenticated client's own access token stops
+    /// working. A token that is unknown, already revoked or another client's is left as
+    /// it is, and the answer is the same, so nothing is learnt about other tokens.
+    pub async fn revoke_access_token(
+        &self,
+        client_id: &str,
+        client_secret: &str,
+        token: &str,
+        now: jiff::Timestamp,
+    ) -> Result<(), GrantErrorOr> {
+        let client = self.authenticate_client(client_id, client_secret).await?;
+        let failed = |error: agentprocess_store::Error| GrantErrorOr::Failed(error.into());
+        let Some(row) = self
+            .store
+            .token_by_hash(&sha256_hex(token.as_bytes()))
+            .await
+            .map_err(failed)?
+        else {
+            return Ok(());
+        };
+        if row.org != client.org || row.created_by.as_deref() != Some(client.id.as_str()) || row.revoked_at.is_some() {
+            return Ok(());
+        }
+        let at = millis(now);
+        let revoke = async {
+            let mut tx = self.store.begin().await?;
+            tx.revoke_token(&client.org, &row.id, at).await?;
+            let actor = Actor {
+                id: client.identity.clone(),
+                address: None,
+            };
+            audit::append(
+                &mut tx,
+                &client.org,
+                &actor,
+                "oauth.token_revoked",
+                Some(&client.id),
+                detail([("token", json!(row.id))]),
+                at,
+            )
+            .await?;
+            tx.commit().await
+        };
+        revoke.await.map_err(failed)
     }
 }
 

@@ -33,6 +33,7 @@ where
         .route("/.well-known/oauth-protected-resource", get(resource_metadata::<S, B>))
         .route("/.well-known/oauth-authorization-server", get(server_metadata::<S, B>))
         .route("/oauth/token", post(token::<S, B>))
+        .route("/oauth/revoke", post(revoke::<S, B>))
         .route("/oauth/authorize", get(authorize))
         .with_state(web)
 }
@@ -93,6 +94,8 @@ where
         "token_endpoint": format!("{issuer}/oauth/token"),
         "grant_types_supported": ["client_credentials"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "revocation_endpoint": format!("{issuer}/oauth/revoke"),
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "response_types_supported": [],
         "scopes_supported": Scope::ALL.map(Scope::name),
     });
@@ -144,32 +147,9 @@ where
             "send the request as application/x-www-form-urlencoded",
         ));
     };
-    let basic = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Basic "))
-        .map(basic_credentials);
-    let (client_id, client_secret) = match (basic, &form.client_id, &form.client_secret) {
-        (Some(_), _, Some(_)) => {
-            return refused(&GrantError::new(
-                "invalid_request",
-                "authenticate the client one way only: HTTP Basic or client_secret in the form",
-            ));
-        }
-        (Some(Some((id, secret))), _, None) => (id, secret),
-        (Some(None), _, _) => {
-            return refused(&GrantError::new(
-                "invalid_client",
-                "the Basic credentials are not client_id:client_secret",
-            ));
-        }
-        (None, Some(id), Some(secret)) => (id.clone(), secret.clone()),
-        (None, _, _) => {
-            return refused(&GrantError::new(
-                "invalid_client",
-                "authenticate the client with HTTP Basic (client_secret_basic) or client_id and client_secret in the form (client_secret_post)",
-            ));
-        }
+    let (client_id, client_secret) = match client_of(&headers, &form.client_id, &form.client_secret) {
+        Ok(credentials) => credentials,
+        Err(error) => return refused(&error),
     };
     match form.grant_type.as_deref() {
         Some("client_credentials") => {}
@@ -203,8 +183,15 @@ where
             });
             no_store((StatusCode::OK, Json(body)).into_response())
         }
-        Err(GrantErrorOr::Refused(error)) => refused(&error),
-        Err(GrantErrorOr::Failed(error)) => {
+        Err(failure) => grant_failure(failure),
+    }
+}
+
+/// A refusal in RFC 6749's words, or 503 for a failure of the server (logged here).
+fn grant_failure(failure: GrantErrorOr) -> Response {
+    match failure {
+        GrantErrorOr::Refused(error) => refused(&error),
+        GrantErrorOr::Failed(error) => {
             tracing::error!(error = %agentprocess_auth::oidc::chain(&error), "token request failed");
             let mut response = no_store(
                 (
@@ -218,6 +205,80 @@ where
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             response
         }
+    }
+}
+
+/// The client's credentials, from HTTP Basic (`client_secret_basic`) or the form
+/// (`client_secret_post`), one or the other (RFC 6749 §2.3.1).
+fn client_of(
+    headers: &HeaderMap,
+    form_id: &Option<String>,
+    form_secret: &Option<String>,
+) -> Result<(String, String), GrantError> {
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Basic "))
+        .map(basic_credentials);
+    match (basic, form_id, form_secret) {
+        (Some(_), _, Some(_)) => Err(GrantError::new(
+            "invalid_request",
+            "authenticate the client one way only: HTTP Basic or client_secret in the form",
+        )),
+        (Some(Some((id, secret))), _, None) => Ok((id, secret)),
+        (Some(None), _, _) => Err(GrantError::new(
+            "invalid_client",
+            "the Basic credentials are not client_id:client_secret",
+        )),
+        (None, Some(id), Some(secret)) => Ok((id.clone(), secret.clone())),
+        (None, _, _) => Err(GrantError::new(
+            "invalid_client",
+            "authenticate the client with HTTP Basic (client_secret_basic) or client_id and client_secret in the form (client_secret_post)",
+        )),
+    }
+}
+
+/// The revocation request's form (RFC 7009 §2.1).
+#[derive(Debug, Deserialize)]
+struct RevokeForm {
+    token: Option<String>,
+    // Accepted and not needed: only access tokens are issued.
+    #[serde(rename = "token_type_hint")]
+    _hint: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+}
+
+/// Token revocation (RFC 7009): 200 whether or not the token was the client's.
+async fn revoke<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    headers: HeaderMap,
+    form: Result<Form<RevokeForm>, axum::extract::rejection::FormRejection>,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let Ok(Form(form)) = form else {
+        return refused(&GrantError::new(
+            "invalid_request",
+            "send the request as application/x-www-form-urlencoded",
+        ));
+    };
+    let (client_id, client_secret) = match client_of(&headers, &form.client_id, &form.client_secret) {
+        Ok(credentials) => credentials,
+        Err(error) => return refused(&error),
+    };
+    let Some(token) = form.token.filter(|token| !token.is_empty()) else {
+        return refused(&GrantError::new("invalid_request", "token is required"));
+    };
+    match web
+        .auth
+        .revoke_access_token(&client_id, &client_secret, &token, web.service.now())
+        .await
+    {
+        Ok(()) => no_store(StatusCode::OK.into_response()),
+        Err(failure) => grant_failure(failure),
     }
 }
 

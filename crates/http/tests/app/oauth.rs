@@ -50,12 +50,22 @@ async fn mcp_post(app: &TestApp, token: Option<&str>, body: Value) -> (StatusCod
 
 /// `POST /oauth/token` with a form, and HTTP Basic credentials when given.
 async fn token_request(app: &TestApp, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> (StatusCode, Value) {
+    form_post(app, "/oauth/token", form, basic).await
+}
+
+/// A form POSTed to `path`, with HTTP Basic credentials when given.
+async fn form_post(
+    app: &TestApp,
+    path: &str,
+    form: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> (StatusCode, Value) {
     let body: String = form
         .iter()
         .map(|(key, value)| format!("{key}={}", value.replace(' ', "+")))
         .collect::<Vec<_>>()
         .join("&");
-    let mut request = Request::post("/oauth/token")
+    let mut request = Request::post(path)
         .header(header::HOST, "localhost")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some((id, secret)) = basic {
@@ -274,8 +284,18 @@ async fn rotation(app: TestApp) -> TestApp {
         assert_eq!(token_request(&app, &grant, Some((&id, secret))).await.0, StatusCode::OK);
     }
     let (_, listed) = app.rest(&admin, Method::GET, "/agents/bot/clients", None).await;
-    let first_id = listed["items"][0]["secrets"][0]["id"].as_str().expect("id").to_owned();
-    assert_ne!(first_id, second_id);
+    let live: Vec<&str> = listed["items"][0]["secrets"]
+        .as_array()
+        .expect("secrets")
+        .iter()
+        .filter_map(|secret| secret["id"].as_str())
+        .collect();
+    assert_eq!(live.len(), 2, "{listed}");
+    let first_id = live
+        .iter()
+        .find(|id| **id != second_id)
+        .expect("the first secret")
+        .to_string();
     let (status, _) = app
         .rest(&admin, Method::DELETE, &format!("{path}/{first_id}"), None)
         .await;
@@ -326,5 +346,46 @@ async fn disabled(app: TestApp) -> TestApp {
         .rest(&other, Method::DELETE, &format!("/agents/bot/clients/{id}"), None)
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    app
+}
+
+on_both!(a_client_revokes_its_own_tokens_and_only_those, revocation);
+async fn revocation(app: TestApp) -> TestApp {
+    let (app, admin, id, secret) = with_client(app).await;
+    let (status, other) = app
+        .rest(&admin, Method::POST, "/agents/bot/clients", Some(json!({})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{other}");
+    let other_id = other["clientId"].as_str().expect("id").to_owned();
+    let other_secret = other["secrets"][0]["secret"].as_str().expect("secret").to_owned();
+    let grant = [("grant_type", "client_credentials")];
+    let (_, issued) = token_request(&app, &grant, Some((&id, &secret))).await;
+    let token = issued["access_token"].as_str().expect("token").to_owned();
+
+    // Another client's revocation answers the same and changes nothing.
+    let form = [("token", token.as_str()), ("token_type_hint", "access_token")];
+    let (status, _) = form_post(&app, "/oauth/revoke", &form, Some((&other_id, &other_secret))).await;
+    assert_eq!(status, StatusCode::OK);
+    app.clock.advance(11);
+    assert_eq!(mcp_status(&app, Some(&token)).await.0, StatusCode::OK);
+    let (status, refused) = form_post(&app, "/oauth/revoke", &form, Some((&id, "apcs_wrong"))).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_client"))
+    );
+
+    let (status, _) = form_post(&app, "/oauth/revoke", &form, Some((&id, &secret))).await;
+    assert_eq!(status, StatusCode::OK);
+    app.clock.advance(11);
+    assert_eq!(mcp_status(&app, Some(&token)).await.0, StatusCode::UNAUTHORIZED);
+    let unknown = [("token", "apo_never-issued")];
+    assert_eq!(
+        form_post(&app, "/oauth/revoke", &unknown, Some((&id, &secret))).await.0,
+        StatusCode::OK
+    );
+    let (_, log) = app
+        .rest(&admin, Method::GET, "/audit?kind=oauth.token_revoked", None)
+        .await;
+    assert_eq!(log["items"].as_array().map(Vec::len), Some(1), "{log}");
     app
 }
