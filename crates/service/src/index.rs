@@ -64,8 +64,7 @@ fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<Wo
     let items = work_items(run, version, &anyone, settings, run.updated_at);
     let item_of = |step: &str| {
         let work = items.iter().find(|work| crate::work::step_id(run, work) == step)?;
-        // An agent's item shows no run data, so no snapshot is needed.
-        match WorkEntry::of(run, version, work.clone(), "")? {
+        match WorkEntry::of(run, version, work.clone())? {
             WorkEntry::Agent(item) => serde_json::to_string(&item).ok(),
             WorkEntry::Person(_) => None,
         }

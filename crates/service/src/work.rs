@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Actor, ProcessVersion, Run, Work, snapshot, work_items};
+use agentprocess_engine::{Actor, ProcessVersion, Run, Work, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
 use agentprocess_views::{AgentWork, Page, WorkEntry};
 
@@ -78,11 +78,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             let Some((run, version)) = runs.get(&row.run_id) else {
                 continue;
             };
-            let snapshot = snapshot(run);
             let found = work_items(run, version, &actor, &self.settings.engine, now)
                 .into_iter()
                 .find(|work| step_id(run, work) == row.step_id)
-                .and_then(|work| WorkEntry::of(run, version, work, &snapshot));
+                .and_then(|work| WorkEntry::of(run, version, work));
             items.extend(found);
         }
         Ok(Page {

@@ -1,7 +1,7 @@
 //! Work items (what a person is asked) and the items of `get_work`, each carrying the
 //! call to make on it.
 
-use agentprocess_engine::{Assignee, Handoff, Mode, ProcessVersion, Run, Work, asked};
+use agentprocess_engine::{Assignee, Handoff, Mode, ProcessVersion, Run, Work, asked, snapshot};
 use agentprocess_format::{Next, Step, exact};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -219,8 +219,9 @@ pub enum WorkEntry {
 }
 
 impl WorkEntry {
-    /// The item `work` names in `run`; `None` if it names no decidable item.
-    pub fn of(run: &Run, version: &ProcessVersion, work: Work, snapshot: &str) -> Option<Self> {
+    /// The item `work` names in `run`; `None` if it names no decidable item. Only a
+    /// person's item carries the run data's snapshot, so only it pays for one.
+    pub fn of(run: &Run, version: &ProcessVersion, work: Work) -> Option<Self> {
         match work {
             Work::Claimable { step, since, handoff } => {
                 let step = &run.steps[step];
@@ -249,7 +250,7 @@ impl WorkEntry {
                 process: run.process.clone(),
                 version: run.version,
                 mode: run.mode,
-                work_item: WorkItemView::of(run, version, step, snapshot)?,
+                work_item: WorkItemView::of(run, version, step, &snapshot(run))?,
             })),
         }
     }

@@ -524,11 +524,10 @@ impl Bench {
     /// `get_work` items of this run for `actor`; each person item's work item is
     /// checked against work-item.json.
     pub(crate) fn work(&self, actor: &Actor) -> Vec<Value> {
-        let snapshot = agentprocess_engine::snapshot(&self.run);
         let items: Vec<Value> =
             agentprocess_engine::work_items(&self.run, &self.version, actor, &self.settings, self.now)
                 .into_iter()
-                .filter_map(|work| agentprocess_views::WorkEntry::of(&self.run, &self.version, work, &snapshot))
+                .filter_map(|work| agentprocess_views::WorkEntry::of(&self.run, &self.version, work))
                 .map(|entry| as_json(&entry))
                 .collect();
         assert_result("get_work", &json!({ "items": items, "nextCursor": null }));
