@@ -1,24 +1,39 @@
-"""Agents connect the standard way: the official MCP Python SDK, knowing only the
-server's MCP URL and an agent client's credentials, follows the 401 to the protected
-resource metadata, the authorization server metadata and the token endpoint
-(`client_credentials`, client_secret_basic and client_secret_post), and works the
-agent loop with the token it got. On SQLite and on PostgreSQL with two API processes:
-the token one process issued works on the other."""
+"""Agents and people connect the standard way, with the official MCP Python SDK
+knowing only the server's MCP URL: it follows the 401 to the protected resource
+metadata, the authorization server metadata and the token endpoint.
+
+- An agent client with a secret (`client_credentials`, client_secret_basic and
+  client_secret_post) or with a registered key (`private_key_jwt`, RFC 7523).
+- A person in an MCP client (`OAuthClientProvider`): the client registers itself
+  (RFC 7591), the person signs in through their organization's real OpenID provider
+  and consents on our page, and the client trades the code (PKCE S256) for tokens.
+
+On SQLite and on PostgreSQL with two API processes: a token one process issued works
+on the other."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from contextlib import AsyncExitStack
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
 from mcp import ClientSession
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from signin import Site, signed_up, site_for
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+from signin import Browser, Site, csrf_of, signed_up, site_for
 
 ACCOUNTS = {"ann": {"email": "ann@acme.test", "email_verified": True}}
 
@@ -105,3 +120,125 @@ def test_wrong_credentials_get_no_token_and_the_401_says_where_to_go(site):
     refused = httpx2.post(server["token_endpoint"], data={"grant_type": "client_credentials"},
                           auth=(client_id, "apcs_" + uuid.uuid4().hex))
     assert refused.status_code == 401 and refused.json()["error"] == "invalid_client", refused.text
+
+
+def test_an_agent_client_with_a_registered_key_signs_its_own_assertions(site):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = json.loads(RSAAlgorithm.to_jwk(key.public_key())) | {"kid": "k1", "alg": "RS256", "use": "sig"}
+    admin, _ = signed_up(site)
+    assert admin.api("POST", "/agents", {"id": "bot"}).status_code == 201
+    made = admin.api("POST", "/agents/bot/clients", {"name": "keyed", "jwks": {"keys": [public]}})
+    assert made.status_code == 201, made.text
+    assert made.json()["authentication"] == "private_key_jwt" and made.json()["secrets"] == []
+    client_id = made.json()["clientId"]
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    signer = SignedJWTParameters(issuer=client_id, subject=client_id, signing_key=pem)
+    storage = Memory()
+    provider = PrivateKeyJWTOAuthProvider(server_url=site.last + "/mcp", storage=storage, client_id=client_id,
+                                          assertion_provider=signer.create_assertion_provider(), issuer=site.last)
+    names, described = asyncio.run(tools_with(site.last, provider))
+    assert "claim" in names and described["ok"] is True
+    assert storage.tokens.access_token.startswith("apo_") and storage.tokens.refresh_token is None
+
+    # The same assertion twice: the second is a replay.
+    assertion = asyncio.run(signer.create_assertion_provider()(site.last))
+    form = {"grant_type": "client_credentials", "client_assertion": assertion,
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}
+    # (Every process here has its own URL, so the audience is the one of the last.)
+    assert httpx2.post(site.last + "/oauth/token", data=form).status_code == 200
+    replayed = httpx2.post(site.last + "/oauth/token", data=form)
+    assert replayed.status_code == 401 and "used already" in replayed.json()["error_description"], replayed.text
+    # Signed by another key: refused.
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    forged = SignedJWTParameters(issuer=client_id, subject=client_id, signing_key=other)
+    form["client_assertion"] = asyncio.run(forged.create_assertion_provider()(site.last))
+    refused = httpx2.post(site.last + "/oauth/token", data=form)
+    assert refused.status_code == 401 and refused.json()["error"] == "invalid_client", refused.text
+
+
+class PersonAtTheBrowser:
+    """The redirect and callback handlers of an MCP client, played by a person: their
+    browser opens the authorization URL, signs in at their organization's provider,
+    and allows the client on the consent page."""
+
+    def __init__(self, base: str, slug: str, account: str):
+        self.browser = Browser(base)
+        self.slug = slug
+        self.account = account
+        self.consent_page = ""
+        self.back = ""
+
+    def _drive(self, url: str) -> str:
+        first = self.browser.client.get(url)
+        assert first.status_code == 303 and first.headers["location"] == "/login", first.text
+        signed_in = self.browser.sign_in(self.slug, self.account)
+        assert signed_in.status_code == 303 and signed_in.headers["location"].startswith("/oauth/authorize?"), \
+            signed_in.text
+        page = self.browser.get(signed_in.headers["location"])
+        assert page.status_code == 200, page.text
+        self.consent_page = page.text
+        client_id = parse_qs(urlsplit(url).query)["client_id"][0]
+        answered = self.browser.post_form("/oauth/authorize", {
+            "csrf": csrf_of(page.text), "client_id": client_id, "answer": "allow"})
+        assert answered.status_code == 303, answered.text
+        return answered.headers["location"]
+
+    async def redirect(self, url: str) -> None:
+        self.back = await asyncio.to_thread(self._drive, url)
+
+    async def callback(self) -> AuthorizationCodeResult:
+        query = {key: values[0] for key, values in parse_qs(urlsplit(self.back).query).items()}
+        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+
+
+def test_a_person_in_an_mcp_client_signs_in_through_their_provider(site):
+    admin, slug = signed_up(site)
+    person = PersonAtTheBrowser(site.last, slug, "ann")
+    storage = Memory()
+    provider = OAuthClientProvider(
+        server_url=site.last + "/mcp",
+        client_metadata=OAuthClientMetadata(
+            redirect_uris=["http://127.0.0.1:3999/callback"], client_name="Desk Agent",
+            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+            token_endpoint_auth_method="none", scope="process:work process:start process:decide"),
+        storage=storage, redirect_handler=person.redirect, callback_handler=person.callback)
+
+    async def work() -> tuple[list[str], object]:
+        async with AsyncExitStack() as stack:
+            http = await stack.enter_async_context(create_mcp_http_client(auth=provider))
+            streams = await stack.enter_async_context(streamable_http_client(site.last + "/mcp", http_client=http))
+            session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+            await session.initialize()
+            listed = await session.list_tools()
+            decided = await session.call_tool("decide", {
+                "requestId": "d1", "workItemId": "wi_x", "snapshot": "x", "decision": {"outcome": "approved"}})
+            return [tool.name for tool in listed.tools], decided
+
+    names, decided = asyncio.run(work())
+    assert "get_work" in names
+    assert "Desk Agent" in person.consent_page and "on your own" in person.consent_page
+    # The client registered itself, asked for decide, and did not get it.
+    assert storage.client.client_id.startswith("apd_")
+    assert storage.tokens.scope == "process:work process:start"
+    assert storage.tokens.refresh_token.startswith("aprt_")
+    assert decided.is_error and decided.structured_content["error"]["code"] == "forbidden", decided
+    # The token works on the other process too; the consent is in the audit log.
+    answered = httpx2.post(site.first + "/mcp", headers={
+        "Authorization": f"Bearer {storage.tokens.access_token}", "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert answered.status_code == 200, answered.text
+    log = admin.api("GET", "/audit?kind=oauth.consented").json()["items"]
+    ann = admin.api("GET", "/session").json()["member"]["id"]
+    assert len(log) == 1 and log[0]["actor"] == ann, log
+    # A refresh rotates the refresh token.
+    rotated = httpx2.post(site.first + "/oauth/token", data={
+        "grant_type": "refresh_token", "client_id": storage.client.client_id,
+        "refresh_token": storage.tokens.refresh_token})
+    assert rotated.status_code == 200 and rotated.json()["refresh_token"] != storage.tokens.refresh_token, rotated.text

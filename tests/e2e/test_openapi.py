@@ -111,6 +111,7 @@ def build_organization(site: Site):
     admin.api("POST", "/agents", {"id": "bot"})
     agent_token = admin.api("POST", "/agents/bot/tokens", {}).json()
     client = admin.api("POST", "/agents/bot/clients", {}).json()
+    app = admin.api("POST", "/apps", {"name": "inbox", "redirectUris": ["https://inbox.example.com/cb"]}).json()
     api_token = admin.api("POST", "/tokens", {"name": "t", "scope": "read"}).json()
     webhook = admin.api("POST", "/webhooks", {"url": "https://hooks.example.com/a"}).json()
     folder = REPO / "examples" / "processes" / "purchase-order"
@@ -139,7 +140,7 @@ def build_organization(site: Site):
     ann_id = admin.api("GET", "/session").json()["member"]["id"]
     # /members/{id} names the admin: a member may read their own entry, not another's.
     ids = {"members": ann_id, "groups": "finance", "agents": "bot", "tokens": api_token["id"],
-           "webhooks": webhook["id"], "runs": started["data"]["run"]["id"]}
+           "webhooks": webhook["id"], "runs": started["data"]["run"]["id"], "apps": app["clientId"]}
     return admin, bob.at(site.last), values, ids
 
 
@@ -168,6 +169,7 @@ BODIES = {
     ("PUT", "/api/v1/processes/{name}/draft/roles/{role}"): {"group": "finance"},
     ("POST", "/api/v1/runs/{id}/cancel"): {"reason": "sweep"},
     ("POST", "/api/v1/webhooks"): {"url": "https://hooks.example.com/b"},
+    ("POST", "/api/v1/apps"): {"name": "n", "redirectUris": ["https://inbox.example.com/cb2"]},
 }
 
 

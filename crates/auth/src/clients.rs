@@ -1,14 +1,15 @@
-//! OAuth clients of the server's own authorization server, and the grants it answers.
-//! So far: agent clients, which an admin makes for an agent and which authenticate
-//! with `client_credentials` (a secret, sent by HTTP Basic or in the form). Their access
-//! tokens are opaque, stored hashed like every other token, and short-lived.
+//! Agent clients of the server's own authorization server, which an admin makes for an
+//! agent, and the `client_credentials` grant they use (authenticated by a secret, or by
+//! a JWT signed with a registered key; see [`crate::client_auth`]). Access tokens are
+//! opaque, stored hashed like every other token, and short-lived.
 
 use agentprocess_store::{Audience, ClientSecret, DirectoryTx, IdentityKind, OAuthClient, Store, StoreTx, TokenRow};
 use serde_json::json;
 
 use crate::audit::{self, Actor, detail};
+use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
-use crate::secrets::{new_id, new_token, same, sha256_hex};
+use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::{Auth, Error, millis};
 
 /// How an OAuth access token for `/mcp` begins.
@@ -51,15 +52,23 @@ pub struct Issued {
     pub expires_in: u64,
     /// The scopes granted, space-separated.
     pub scope: String,
+    /// The refresh token of a person's grant, shown this once.
+    pub refresh_token: Option<String>,
+}
+
+/// An agent client to make.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NewAgentClient<'a> {
+    /// A display name.
+    pub name: Option<&'a str>,
+    /// Public keys (a JWK Set): the client then authenticates with `private_key_jwt`
+    /// and holds no secret.
+    pub jwks: Option<&'a serde_json::Value>,
 }
 
 /// What a `client_credentials` request asks.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientCredentials<'a> {
-    /// `client_id`.
-    pub client_id: &'a str,
-    /// `client_secret`.
-    pub client_secret: &'a str,
     /// `scope`, space-separated; all the client may hold when absent.
     pub scope: Option<&'a str>,
     /// `resource` (RFC 8707); the MCP resource when absent.
@@ -79,16 +88,19 @@ impl<S: Store + Clone> Auth<S> {
         actor: &Actor,
         org: &str,
         agent: &str,
-        name: Option<&str>,
+        new: NewAgentClient<'_>,
         now: jiff::Timestamp,
         request: Option<&Idempotent>,
-    ) -> Result<(OAuthClient, ClientSecret, String), Error> {
+    ) -> Result<(OAuthClient, Option<(ClientSecret, String)>), Error> {
+        let NewAgentClient { name, jwks } = new;
+        let mut issues = Vec::new();
         if name.is_some_and(|name| name.chars().count() > 200) {
-            return Err(Error::invalid(
-                "the client was not made",
-                vec!["name: at most 200 characters".to_owned()],
-            ));
+            issues.push("name: at most 200 characters".to_owned());
         }
+        if let Some(jwks) = jwks {
+            issues.extend(crate::assertion::jwks_issues(jwks));
+        }
+        refuse_if_any("the client was not made", issues)?;
         let at = millis(now);
         let mut tx = self.store.begin().await?;
         tx.identity(org, agent)
@@ -101,23 +113,41 @@ impl<S: Store + Clone> Auth<S> {
             identity: agent.to_owned(),
             kind: "agent".to_owned(),
             name: name.map(str::trim).filter(|name| !name.is_empty()).map(str::to_owned),
+            jwks: jwks.map(serde_json::Value::to_string),
             created_at: at,
             revoked_at: None,
         };
         tx.add_oauth_client(&client).await?;
-        let (secret, plain) = new_secret(&client.id, at);
-        tx.add_client_secret(&secret).await?;
+        // A client with keys authenticates with private_key_jwt and holds no secret.
+        let secret = match jwks {
+            Some(_) => None,
+            None => {
+                let (secret, plain) = new_secret(&client.id, at);
+                tx.add_client_secret(&secret).await?;
+                Some((secret, plain))
+            }
+        };
         audit::append(
             &mut tx,
             org,
             actor,
             "agent.client_created",
             Some(agent),
-            detail([("client", json!(client.id))]),
+            detail([
+                ("client", json!(client.id)),
+                (
+                    "authentication",
+                    json!(if jwks.is_some() {
+                        "private_key_jwt"
+                    } else {
+                        "client_secret"
+                    }),
+                ),
+            ]),
             at,
         )
         .await?;
-        let made = (client, secret, plain);
+        let made = (client, secret);
         remember(request, &mut tx, org, &made, at).await?;
         tx.commit().await?;
         Ok(made)
@@ -134,6 +164,11 @@ impl<S: Store + Clone> Auth<S> {
         request: Option<&Idempotent>,
     ) -> Result<(ClientSecret, String), Error> {
         let (client, secrets) = self.client_of(org, agent, client_id).await?;
+        if client.jwks.is_some() {
+            return Err(Error::conflict(format!(
+                "client {client_id:?} authenticates with private_key_jwt; it holds no secrets"
+            )));
+        }
         if secrets.len() >= LIVE_SECRETS {
             return Err(Error::conflict(format!(
                 "client {client_id:?} has {LIVE_SECRETS} live secrets; revoke one before adding another"
@@ -231,55 +266,18 @@ impl<S: Store + Clone> Auth<S> {
         }
     }
 
-    /// The `client_credentials` grant: a live client with a live secret gets an access
+    /// The `client_credentials` grant: an authenticated agent client gets an access
     /// token for `mcp_resource`, acting as its agent, for `lifetime` seconds.
     pub async fn client_credentials(
         &self,
+        client: &OAuthClient,
         asked: ClientCredentials<'_>,
         mcp_resource: &str,
         lifetime: u64,
         now: jiff::Timestamp,
     ) -> Result<Issued, GrantErrorOr> {
-        let client = self.authenticate_client(asked.client_id, asked.client_secret).await?;
-        if asked
-            .resource
-            .is_some_and(|resource| resource.trim_end_matches('/') != mcp_resource)
-        {
-            return Err(GrantError::new(
-                "invalid_target",
-                format!("this server issues tokens for its MCP resource {mcp_resource} only"),
-            )
-            .into());
-        }
-        let scope = match asked.scope {
-            None => AGENT_SCOPES.join(" "),
-            Some(requested) => {
-                let unknown: Vec<&str> = requested
-                    .split_ascii_whitespace()
-                    .filter(|name| !AGENT_SCOPES.contains(name))
-                    .collect();
-                if !unknown.is_empty() {
-                    return Err(GrantError::new(
-                        "invalid_scope",
-                        format!(
-                            "an agent client may hold {} only, not {}",
-                            AGENT_SCOPES.join(" and "),
-                            unknown.join(", ")
-                        ),
-                    )
-                    .into());
-                }
-                let mut granted: Vec<&str> = AGENT_SCOPES
-                    .into_iter()
-                    .filter(|scope| requested.split_ascii_whitespace().any(|name| name == *scope))
-                    .collect();
-                if granted.is_empty() {
-                    granted = AGENT_SCOPES.to_vec();
-                }
-                granted.join(" ")
-            }
-        };
-        let at = millis(now);
+        check_resource(asked.resource, mcp_resource)?;
+        let scope = granted_scope(asked.scope, &AGENT_SCOPES, "an agent client")?;
         let agent = self
             .store
             .identity(&client.org, &client.identity)
@@ -287,23 +285,10 @@ impl<S: Store + Clone> Auth<S> {
             .map_err(|error| GrantErrorOr::Failed(error.into()))?
             .filter(|identity| identity.deactivated_at.is_none())
             .ok_or_else(|| GrantError::new("unauthorized_client", "the client's agent is disabled"))?;
-        let token = new_token(ACCESS_TOKEN_PREFIX);
-        let row = TokenRow {
-            id: new_id("tok_"),
-            org: client.org.clone(),
-            identity: agent.id.clone(),
-            token_hash: sha256_hex(token.as_bytes()),
-            audience: Audience::Mcp,
-            scope: Some(scope.clone()),
-            name: Some(format!("OAuth access token of {}", client.id)),
-            expires_at: Some(at.saturating_add(i64::try_from(lifetime).unwrap_or(i64::MAX).saturating_mul(1000))),
-            created_by: Some(client.id.clone()),
-            created_at: at,
-            revoked_at: None,
-        };
+        let at = millis(now);
         let issue = async {
             let mut tx = self.store.begin().await?;
-            tx.add_token(&row).await?;
+            let token = issue_access_token(&mut tx, &agent, &scope, &client.id, lifetime, at).await?;
             let actor = Actor {
                 id: agent.id.clone(),
                 address: None,
@@ -318,89 +303,83 @@ impl<S: Store + Clone> Auth<S> {
                 at,
             )
             .await?;
-            tx.commit().await
+            tx.commit().await?;
+            Ok::<String, agentprocess_store::Error>(token)
         };
-        issue.await.map_err(|error| GrantErrorOr::Failed(error.into()))?;
+        let access_token = issue.await.map_err(|error| GrantErrorOr::Failed(error.into()))?;
         Ok(Issued {
-            access_token: token,
+            access_token,
             expires_in: lifetime,
             scope,
+            refresh_token: None,
         })
     }
 }
 
-impl<S: Store + Clone> Auth<S> {
-    /// The live client `client_id` whose live secret `client_secret` is.
-    async fn authenticate_client(&self, client_id: &str, client_secret: &str) -> Result<OAuthClient, GrantErrorOr> {
-        let invalid_client = || {
-            GrantError::new(
-                "invalid_client",
-                "the client is unknown, revoked, or its secret is wrong",
-            )
-        };
-        let (client, secrets) = self
-            .store
-            .oauth_client(client_id)
-            .await
-            .map_err(|error| GrantErrorOr::Failed(error.into()))?
-            .ok_or_else(invalid_client)?;
-        let presented = sha256_hex(client_secret.as_bytes());
-        // Every live secret is compared, so the time taken says nothing of which matched.
-        let matched = secrets
-            .iter()
-            .fold(false, |matched, secret| same(&secret.secret_hash, &presented) | matched);
-        if matched {
-            Ok(client)
-        } else {
-            Err(invalid_client().into())
-        }
+/// Refuses a `resource` (RFC 8707) other than the MCP resource.
+pub(crate) fn check_resource(resource: Option<&str>, mcp_resource: &str) -> Result<(), GrantError> {
+    if resource.is_some_and(|resource| resource.trim_end_matches('/') != mcp_resource) {
+        return Err(GrantError::new(
+            "invalid_target",
+            format!("this server issues tokens for its MCP resource {mcp_resource} only"),
+        ));
     }
+    Ok(())
+}
 
-    /// Token revocation (RFC 7009): the authenticated client's own access token stops
-    /// working. A token that is unknown, already revoked or another client's is left as
-    /// it is, and the answer is the same, so nothing is learnt about other tokens.
-    pub async fn revoke_access_token(
-        &self,
-        client_id: &str,
-        client_secret: &str,
-        token: &str,
-        now: jiff::Timestamp,
-    ) -> Result<(), GrantErrorOr> {
-        let client = self.authenticate_client(client_id, client_secret).await?;
-        let failed = |error: agentprocess_store::Error| GrantErrorOr::Failed(error.into());
-        let Some(row) = self
-            .store
-            .token_by_hash(&sha256_hex(token.as_bytes()))
-            .await
-            .map_err(failed)?
-        else {
-            return Ok(());
-        };
-        if row.org != client.org || row.created_by.as_deref() != Some(client.id.as_str()) || row.revoked_at.is_some() {
-            return Ok(());
-        }
-        let at = millis(now);
-        let revoke = async {
-            let mut tx = self.store.begin().await?;
-            tx.revoke_token(&client.org, &row.id, at).await?;
-            let actor = Actor {
-                id: client.identity.clone(),
-                address: None,
-            };
-            audit::append(
-                &mut tx,
-                &client.org,
-                &actor,
-                "oauth.token_revoked",
-                Some(&client.id),
-                detail([("token", json!(row.id))]),
-                at,
-            )
-            .await?;
-            tx.commit().await
-        };
-        revoke.await.map_err(failed)
+/// The scopes granted for `requested` out of `grantable` (all of them when none is
+/// asked); `invalid_scope` naming every one that cannot be.
+pub(crate) fn granted_scope(requested: Option<&str>, grantable: &[&str], who: &str) -> Result<String, GrantError> {
+    let Some(requested) = requested.filter(|requested| !requested.trim().is_empty()) else {
+        return Ok(grantable.join(" "));
+    };
+    let unknown: Vec<&str> = requested
+        .split_ascii_whitespace()
+        .filter(|name| !grantable.contains(name))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(GrantError::new(
+            "invalid_scope",
+            format!(
+                "{who} may hold {} only, not {}",
+                grantable.join(", "),
+                unknown.join(", ")
+            ),
+        ));
     }
+    Ok(grantable
+        .iter()
+        .filter(|scope| requested.split_ascii_whitespace().any(|name| name == **scope))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+/// Stores a new access token for `identity` and returns it.
+pub(crate) async fn issue_access_token<T: StoreTx>(
+    tx: &mut T,
+    identity: &agentprocess_store::Identity,
+    scope: &str,
+    created_by: &str,
+    lifetime: u64,
+    at: i64,
+) -> Result<String, agentprocess_store::Error> {
+    let token = new_token(ACCESS_TOKEN_PREFIX);
+    let row = TokenRow {
+        id: new_id("tok_"),
+        org: identity.org.clone(),
+        identity: identity.id.clone(),
+        token_hash: sha256_hex(token.as_bytes()),
+        audience: Audience::Mcp,
+        scope: Some(scope.to_owned()),
+        name: Some(format!("OAuth access token of {created_by}")),
+        expires_at: Some(at.saturating_add(i64::try_from(lifetime).unwrap_or(i64::MAX).saturating_mul(1000))),
+        created_by: Some(created_by.to_owned()),
+        created_at: at,
+        revoked_at: None,
+    };
+    tx.add_token(&row).await?;
+    Ok(token)
 }
 
 /// A refusal of the token endpoint, or a failure of the server.

@@ -4,15 +4,21 @@
 //! this crate holds the rules. It reads no clock: every operation is given `now`.
 
 pub mod agents;
+pub mod assertion;
 pub mod audit;
+pub mod authorization;
+pub mod client_auth;
 pub mod clients;
 pub mod domains;
 mod error;
 pub mod groups;
 pub mod idempotency;
 pub mod members;
+pub mod metadata_documents;
 pub mod oidc;
 pub mod outbound;
+pub mod people_clients;
+pub mod redirects;
 pub mod secrets;
 pub mod sessions;
 pub mod signin;
@@ -86,6 +92,7 @@ pub struct Auth<S> {
     key: SecretKey,
     oidc: Oidc,
     settings: AuthSettings,
+    documents: Option<metadata_documents::MetadataDocuments>,
 }
 
 impl<S> Auth<S> {
@@ -96,7 +103,21 @@ impl<S> Auth<S> {
             key,
             oidc,
             settings,
+            documents: None,
         }
+    }
+
+    /// Lets people's clients be named by the URL of their metadata document, fetched
+    /// by `documents`.
+    #[must_use]
+    pub fn with_metadata_documents(mut self, documents: metadata_documents::MetadataDocuments) -> Self {
+        self.documents = Some(documents);
+        self
+    }
+
+    /// Whether people's clients may be named by a metadata document URL.
+    pub fn fetches_metadata_documents(&self) -> bool {
+        self.documents.is_some()
     }
 
     /// The operator's settings.

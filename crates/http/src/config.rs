@@ -332,6 +332,26 @@ pub struct AuthArgs {
     /// system's (repeat, or comma-separate).
     #[arg(long = "dns-nameserver", env = "AGENTPROCESS_DNS_NAMESERVERS", value_delimiter = ',')]
     pub dns_nameservers: Vec<std::net::SocketAddr>,
+    /// Do not let MCP clients name themselves by the URL of a client metadata document
+    /// (they then register, or use a client an admin made).
+    #[arg(long, env = "AGENTPROCESS_NO_CLIENT_METADATA_DOCUMENTS")]
+    pub no_client_metadata_documents: bool,
+    /// A host (`host` or `host:port`) whose client metadata documents may be fetched
+    /// from a private or loopback address (repeat, or comma-separate). Others must
+    /// resolve to public addresses.
+    #[arg(
+        long = "client-metadata-allow-host",
+        env = "AGENTPROCESS_CLIENT_METADATA_ALLOW_HOSTS",
+        value_delimiter = ','
+    )]
+    pub client_metadata_allow_hosts: Vec<String>,
+    /// A PEM file of root certificates trusted, beside the public ones, when fetching
+    /// client metadata documents (for a private CA).
+    #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_CA_FILE")]
+    pub client_metadata_ca_file: Option<std::path::PathBuf>,
+    /// How long fetching one client metadata document may take.
+    #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_TIMEOUT_SECONDS", default_value = "5", value_parser = seconds)]
+    pub client_metadata_timeout_seconds: Duration,
 }
 
 /// A sealing key derived from the URL-signing secret, for servers given no
@@ -376,7 +396,7 @@ impl AuthArgs {
                 "identity providers on private addresses and plain http are allowed; never on a public server"
             );
         }
-        Ok(agentprocess_auth::Auth::new(
+        let auth = agentprocess_auth::Auth::new(
             store,
             key,
             oidc,
@@ -392,6 +412,26 @@ impl AuthArgs {
                 dns_nameservers: self.dns_nameservers.clone(),
                 access_token_lifetime: self.access_token_seconds,
             },
-        ))
+        );
+        if self.no_client_metadata_documents {
+            return Ok(auth);
+        }
+        let extra_roots_pem = match &self.client_metadata_ca_file {
+            Some(path) => vec![
+                std::fs::read(path)
+                    .map_err(|error| anyhow::anyhow!("--client-metadata-ca-file {}: {error}", path.display()))?,
+            ],
+            None => Vec::new(),
+        };
+        let documents = agentprocess_auth::metadata_documents::MetadataDocuments::new(
+            agentprocess_auth::metadata_documents::MetadataDocumentSettings {
+                allow_hosts: self.client_metadata_allow_hosts.clone(),
+                extra_roots_pem,
+                timeout: self.client_metadata_timeout_seconds,
+                ..Default::default()
+            },
+        )
+        .map_err(|error| anyhow::anyhow!("client metadata document fetcher: {error}"))?;
+        Ok(auth.with_metadata_documents(documents))
     }
 }

@@ -117,7 +117,10 @@ fn outside_scopes(
 ) -> Option<Response> {
     let caller = extensions.get::<agentprocess_service::Caller>()?;
     let tool = agentprocess_service::Tool::parse(message["params"]["name"].as_str()?)?;
-    if caller.may_call(tool) {
+    // `decide` is never a scope to step up to: a client either may decide (an admin
+    // marked it as operated by people) or it never will, so the tool's own `forbidden`
+    // answer says where the person decides instead.
+    if caller.may_call(tool) || tool == agentprocess_service::Tool::Decide {
         return None;
     }
     let needed = tool.scope();

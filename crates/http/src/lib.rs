@@ -145,6 +145,7 @@ where
         auth,
         origin: origin_of(&service.settings().public_url).unwrap_or_default(),
         dev_org: settings.dev_sign_in_org.clone(),
+        registrations: oauth::RegistrationLimit::default(),
     });
     Router::new()
         .route("/files/{org}/{id}", get(download::<S, B>))

@@ -18,6 +18,9 @@ pub struct OAuthClient {
     pub kind: String,
     /// A display name.
     pub name: Option<String>,
+    /// The public keys (a JWK Set, JSON) of a client that authenticates with
+    /// `private_key_jwt`; `None` for one that uses secrets.
+    pub jwks: Option<String>,
     /// When it was made (milliseconds).
     pub created_at: i64,
     /// When it was revoked.
@@ -49,7 +52,7 @@ pub struct Credential {
     pub scope: Option<String>,
 }
 
-const CLIENT_COLUMNS: &str = "id, org_id, identity_id, kind, name, created_at, revoked_at";
+const CLIENT_COLUMNS: &str = "id, org_id, identity_id, kind, name, jwks, created_at, revoked_at";
 
 fn client_row(row: &sqlx::any::AnyRow) -> Result<OAuthClient> {
     Ok(OAuthClient {
@@ -58,6 +61,7 @@ fn client_row(row: &sqlx::any::AnyRow) -> Result<OAuthClient> {
         identity: row.try_get("identity_id")?,
         kind: row.try_get("kind")?,
         name: row.try_get("name")?,
+        jwks: row.try_get("jwks")?,
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
     })
@@ -151,13 +155,14 @@ pub(crate) async fn clients_of(
 
 pub(crate) async fn add_client(connection: &mut AnyConnection, client: &OAuthClient) -> Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO oauth_clients ({CLIENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        "INSERT INTO oauth_clients ({CLIENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
     ))
     .bind(&client.id)
     .bind(&client.org)
     .bind(&client.identity)
     .bind(&client.kind)
     .bind(client.name.as_deref())
+    .bind(client.jwks.as_deref())
     .bind(client.created_at)
     .bind(client.revoked_at)
     .execute(connection)

@@ -3,6 +3,7 @@
 mod admin;
 mod clients;
 mod directory;
+mod grants;
 mod model;
 mod outbox;
 mod runs;
@@ -16,6 +17,7 @@ pub use directory::{
     Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, Organization, Provider, SessionRow,
     TokenRow,
 };
+pub use grants::{AuthorizationCode, Grant, Grants, GrantsTx, OAuthApp, RefreshToken, Taken};
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
     NewRequest, NewUpload, NewVersion, Page, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
@@ -50,7 +52,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Reads, and the start of every write. Implemented for PostgreSQL and SQLite by
 /// [`SqlStore`]; every method filters by organization.
-pub trait Store: Directory {
+pub trait Store: Directory + Grants {
     /// A write transaction.
     type Tx: StoreTx;
 
@@ -158,7 +160,7 @@ pub trait Store: Directory {
 /// One write transaction. Nothing is visible to others until [`StoreTx::commit`];
 /// dropping it rolls everything back. Reads a write needs go through it: on SQLite
 /// the transaction holds the only connection.
-pub trait StoreTx: DirectoryTx {
+pub trait StoreTx: DirectoryTx + GrantsTx {
     /// Records the result of this write under `(org, request_id)`. Returns `false`,
     /// recording nothing, when the id is already recorded: then another write with the
     /// same id committed first (a concurrent one is waited for), and the caller must

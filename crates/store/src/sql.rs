@@ -117,6 +117,10 @@ impl SqlStore {
         )
     }
 
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
     /// Which database this is.
     pub fn dialect(&self) -> Dialect {
         self.dialect
@@ -294,6 +298,12 @@ pub struct SqlTx {
     tx: Transaction<'static, Any>,
     dialect: Dialect,
     _span: tracing::Span,
+}
+
+impl SqlTx {
+    pub(crate) fn connection(&mut self) -> &mut sqlx::AnyConnection {
+        &mut self.tx
+    }
 }
 
 impl StoreTx for SqlTx {

@@ -225,6 +225,10 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 oidc_allow_private_issuers: allow_private_issuers,
                 oidc_timeout_seconds: std::time::Duration::from_secs(10),
                 dns_nameservers: Vec::new(),
+                no_client_metadata_documents: false,
+                client_metadata_allow_hosts: Vec::new(),
+                client_metadata_ca_file: None,
+                client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
                 access_token_seconds: std::time::Duration::from_secs(3600),
             }
             .auth(store.clone(), "http://localhost", None)?;

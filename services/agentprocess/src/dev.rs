@@ -162,6 +162,10 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         oidc_allow_private_issuers: true,
         oidc_timeout_seconds: std::time::Duration::from_secs(10),
         dns_nameservers: dev.dns_nameservers.clone(),
+        no_client_metadata_documents: false,
+        client_metadata_allow_hosts: Vec::new(),
+        client_metadata_ca_file: None,
+        client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
         access_token_seconds: std::time::Duration::from_secs(3600),
     }
     .auth(

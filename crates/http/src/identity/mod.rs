@@ -3,7 +3,7 @@
 //! `/mcp`: the session layer wraps only these routes.
 
 pub(crate) mod errors;
-mod pages;
+pub(crate) mod pages;
 pub(crate) mod rest;
 
 use std::net::SocketAddr;
@@ -29,6 +29,10 @@ pub use rest::openapi::document_text as openapi_text;
 /// The session key holding the synchronizer token every unsafe request must echo.
 const CSRF: &str = "csrf";
 
+/// The session key of where to go once signed in (an authorization request that
+/// found nobody signed in).
+pub(crate) const RETURN_TO: &str = "returnTo";
+
 /// What the identity routes share.
 pub(crate) struct Web<S, B> {
     pub(crate) service: Arc<Service<S, B>>,
@@ -38,6 +42,8 @@ pub(crate) struct Web<S, B> {
     pub(crate) origin: String,
     /// The organization whose people the development sign-in offers, when it is on.
     pub(crate) dev_org: Option<String>,
+    /// Dynamic client registrations, counted per address.
+    pub(crate) registrations: crate::oauth::RegistrationLimit,
 }
 
 impl<S, B> Web<S, B> {
@@ -78,7 +84,10 @@ where
         .with_expiry(Expiry::OnInactivity(
             time::Duration::try_from(idle).unwrap_or(time::Duration::hours(8)),
         ));
-    pages::routes(Arc::clone(&web)).merge(rest::routes(web)).layer(layer)
+    pages::routes(Arc::clone(&web))
+        .merge(crate::oauth::authorize::routes(Arc::clone(&web)))
+        .merge(rest::routes(web))
+        .layer(layer)
 }
 
 /// The caller's network address, as the listener saw it.
@@ -87,6 +96,17 @@ fn address(parts: &Parts) -> Option<String> {
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(address)| address.ip().to_string())
+}
+
+/// The caller's network address, as an extractor.
+pub(crate) struct ClientAddress(pub(crate) Option<String>);
+
+impl<T: Send + Sync> FromRequestParts<T> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &T) -> Result<Self, Self::Rejection> {
+        Ok(Self(address(parts)))
+    }
 }
 
 /// How a request was authenticated.
@@ -202,12 +222,13 @@ where
 }
 
 /// Starts a signed-in session: a new id (so an id planted before sign-in is
-/// worthless), a new CSRF token, and who signed in when.
+/// worthless), a new CSRF token, and who signed in when. Answers with where to go:
+/// back to the authorization request that sent the person to sign in, or their account.
 pub(crate) async fn sign_in_session(
     session: &Session,
     identity: &Identity,
     now: jiff::Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<String, ApiError> {
     session.cycle_id().await.map_err(ApiError::session)?;
     session.remove::<String>(CSRF).await.map_err(ApiError::session)?;
     session
@@ -221,7 +242,11 @@ pub(crate) async fn sign_in_session(
         )
         .await
         .map_err(ApiError::session)?;
-    csrf_token(session).await.map(|_| ())
+    csrf_token(session).await?;
+    let back = session.remove::<String>(RETURN_TO).await.map_err(ApiError::session)?;
+    Ok(back
+        .filter(|path| path.starts_with("/oauth/authorize?"))
+        .unwrap_or_else(|| "/account".to_owned()))
 }
 
 /// The REST caller: an API token in `Authorization: Bearer`, or else the session

@@ -52,7 +52,7 @@ pub(crate) fn escape(text: &str) -> String {
     escaped
 }
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -70,7 +70,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
     response
 }
 
-fn problems(error: &ApiError) -> String {
+pub(crate) fn problems(error: &ApiError) -> String {
     let mut html = format!(
         "<div class=\"problems\" role=\"alert\"><p>{}</p>",
         escape(error.message())
@@ -323,7 +323,7 @@ where
     };
     match web.auth.finish(&pending, &callback, address(&parts), web.now()).await {
         Ok(person) => match sign_in_session(&session, &person.identity, web.now()).await {
-            Ok(()) => Redirect::to("/account").into_response(),
+            Ok(next) => Redirect::to(&next).into_response(),
             Err(error) => error.into_response(),
         },
         Err(error) => failed(&ApiError::from(error)),
@@ -470,7 +470,7 @@ where
     };
     tracing::warn!(identity = %person.id, "development sign-in used");
     match sign_in_session(&session, &person, web.now()).await {
-        Ok(()) => Redirect::to("/account").into_response(),
+        Ok(next) => Redirect::to(&next).into_response(),
         Err(error) => error.into_response(),
     }
 }

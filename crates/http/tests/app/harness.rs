@@ -62,6 +62,10 @@ impl TestApp {
                 oidc_allow_private_issuers: false,
                 oidc_timeout_seconds: std::time::Duration::from_secs(2),
                 dns_nameservers: Vec::new(),
+                no_client_metadata_documents: false,
+                client_metadata_allow_hosts: Vec::new(),
+                client_metadata_ca_file: None,
+                client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
                 access_token_seconds: std::time::Duration::from_secs(3600),
             }
             .auth(service.store().clone(), public_url, Some(&[9; 32]))
@@ -82,6 +86,18 @@ impl TestApp {
             db,
             files,
         }
+    }
+
+    /// The same server with the development sign-in on for its organization, so tests
+    /// sign people in without an identity provider.
+    pub(crate) fn with_dev_sign_in(mut self) -> Self {
+        let settings = HttpSettings {
+            allowed_hosts: vec!["localhost".to_owned()],
+            allowed_origins: Vec::new(),
+            dev_sign_in_org: Some(self.org.clone()),
+        };
+        self.router = agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings);
+        self
     }
 
     /// Adds an organization; what follows is added to it.

@@ -4,5 +4,6 @@
 mod harness;
 mod idempotency;
 mod oauth;
+mod people_oauth;
 mod rest;
 mod writes;

@@ -26,7 +26,7 @@ async fn start_run_with(app: &TestApp, token: &str) -> (StatusCode, String) {
 }
 
 /// A raw JSON-RPC message to `/mcp`, with `token` when given.
-async fn mcp_post(app: &TestApp, token: Option<&str>, body: Value) -> (StatusCode, String) {
+pub(crate) async fn mcp_post(app: &TestApp, token: Option<&str>, body: Value) -> (StatusCode, String) {
     let mut request = Request::post("/mcp")
         .header(header::HOST, "localhost")
         .header(header::CONTENT_TYPE, "application/json")
@@ -54,7 +54,7 @@ async fn token_request(app: &TestApp, form: &[(&str, &str)], basic: Option<(&str
 }
 
 /// A form POSTed to `path`, with HTTP Basic credentials when given.
-async fn form_post(
+pub(crate) async fn form_post(
     app: &TestApp,
     path: &str,
     form: &[(&str, &str)],
@@ -146,7 +146,21 @@ async fn discovery(app: TestApp) -> TestApp {
     // RFC 8414 §3.3: the issuer is the URL the metadata was fetched from, less the suffix.
     assert_eq!(server["issuer"], "http://localhost");
     assert_eq!(server["token_endpoint"], "http://localhost/oauth/token");
-    assert_eq!(server["grant_types_supported"], json!(["client_credentials"]));
+    assert_eq!(
+        server["grant_types_supported"],
+        json!(["authorization_code", "refresh_token", "client_credentials"])
+    );
+    assert_eq!(server["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(server["authorization_response_iss_parameter_supported"], true);
+    assert_eq!(server["client_id_metadata_document_supported"], true);
+    for method in ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"] {
+        assert!(
+            server["token_endpoint_auth_methods_supported"]
+                .as_array()
+                .is_some_and(|methods| methods.contains(&json!(method))),
+            "{method}"
+        );
+    }
     app
 }
 

@@ -1,5 +1,6 @@
-//! An agent's OAuth clients: made by an admin, each with up to two live secrets, used
-//! with `client_credentials` at `/oauth/token`.
+//! An agent's OAuth clients: made by an admin, each with up to two live secrets (or
+//! registered public keys, for `private_key_jwt`), used with `client_credentials` at
+//! `/oauth/token`.
 
 use std::sync::Arc;
 
@@ -44,6 +45,13 @@ pub(super) struct ClientView {
     name: Option<String>,
     created_at: String,
     revoked_at: Option<String>,
+    /// How it authenticates: `client_secret` (HTTP Basic or the form) or
+    /// `private_key_jwt` (a JWT signed with a key of its `jwks`).
+    authentication: &'static str,
+    /// The public keys of a `private_key_jwt` client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    jwks: Option<serde_json::Value>,
     /// The live secrets (never the secrets themselves).
     secrets: Vec<SecretView>,
     /// Where it gets tokens, with `grant_type=client_credentials`.
@@ -78,6 +86,12 @@ impl ClientView {
             name: client.name.clone(),
             created_at: time_text(client.created_at),
             revoked_at: client.revoked_at.map(time_text),
+            authentication: if client.jwks.is_some() {
+                "private_key_jwt"
+            } else {
+                "client_secret"
+            },
+            jwks: client.jwks.as_deref().and_then(|jwks| serde_json::from_str(jwks).ok()),
             secrets: secrets.iter().map(SecretView::from).collect(),
             token_endpoint: format!("{}/oauth/token", public_url.trim_end_matches('/')),
         }
@@ -119,9 +133,15 @@ pub(super) struct NewClient {
     #[serde(default)]
     #[schema(max_length = 200)]
     name: Option<String>,
+    /// Public keys (a JWK Set): the client then authenticates with `private_key_jwt`
+    /// (RFC 7523) and holds no secret.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    jwks: Option<serde_json::Value>,
 }
 
-/// The client, with its first secret in `secrets[0].secret`, shown this once.
+/// The client, with its first secret in `secrets[0].secret` (shown this once), or
+/// with no secret when it was given `jwks`.
 #[utoipa::path(
     post,
     path = "/api/v1/agents/{id}/clients",
@@ -145,7 +165,7 @@ where
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, "agent.client.create", &(&id, &new))?;
-    let (client, secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
+    let (client, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {
             web.auth
@@ -153,21 +173,27 @@ where
                     &caller.actor(),
                     caller.org(),
                     &id,
-                    new.name.as_deref(),
+                    agentprocess_auth::clients::NewAgentClient {
+                        name: new.name.as_deref(),
+                        jwks: new.jwks.as_ref(),
+                    },
                     web.now(),
                     request.as_ref(),
                 )
                 .await?
         }
     };
-    let mut view = ClientView::of(
-        &client,
-        std::slice::from_ref(&secret),
-        &web.service.settings().public_url,
-    );
-    if let Some(first) = view.secrets.first_mut() {
-        first.secret = Some(plain);
-    }
+    let public_url = &web.service.settings().public_url;
+    let view = match secret {
+        Some((secret, plain)) => {
+            let mut view = ClientView::of(&client, std::slice::from_ref(&secret), public_url);
+            if let Some(first) = view.secrets.first_mut() {
+                first.secret = Some(plain);
+            }
+            view
+        }
+        None => ClientView::of(&client, &[], public_url),
+    };
     Ok(shown_once(view))
 }
 

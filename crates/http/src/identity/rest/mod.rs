@@ -2,6 +2,7 @@
 //! `{ code, message, issues? }` with the HTTP status of each code.
 
 mod agents;
+mod apps;
 mod archive;
 mod clients;
 pub(crate) mod openapi;
@@ -35,6 +36,7 @@ where
         )
         .merge(agents::routes())
         .merge(clients::routes())
+        .merge(apps::routes())
         .merge(processes::routes())
         .merge(runs::routes())
         .with_state(web)

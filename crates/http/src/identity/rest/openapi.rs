@@ -7,7 +7,7 @@ use utoipa::Modify;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{agents, clients, organization, processes, runs};
+use super::{agents, apps, clients, organization, processes, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -65,6 +65,9 @@ use super::{agents, clients, organization, processes, runs};
         clients::revoke_client,
         clients::add_secret,
         clients::revoke_secret,
+        apps::apps,
+        apps::create_app,
+        apps::revoke_app,
         runs::runs,
         runs::run,
         runs::cancel,
