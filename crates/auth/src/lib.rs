@@ -83,6 +83,8 @@ pub struct AuthSettings {
     pub dns_nameservers: Vec<std::net::SocketAddr>,
     /// How long an OAuth access token for `/mcp` lives.
     pub access_token_lifetime: Duration,
+    /// Client registrations one address may make per hour, on each API process.
+    pub client_registrations_per_hour: u32,
 }
 
 /// Identity's operations over a store.

@@ -349,6 +349,11 @@ pub struct AuthArgs {
     /// client metadata documents (for a private CA).
     #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_CA_FILE")]
     pub client_metadata_ca_file: Option<std::path::PathBuf>,
+    /// How many clients one network address may register (RFC 7591) per hour on each
+    /// API process; fifty times as many from everyone. Behind a proxy every client has
+    /// the proxy's address: raise it there.
+    #[arg(long, env = "AGENTPROCESS_CLIENT_REGISTRATIONS_PER_HOUR", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub client_registrations_per_hour: u32,
     /// How long fetching one client metadata document may take.
     #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_TIMEOUT_SECONDS", default_value = "5", value_parser = seconds)]
     pub client_metadata_timeout_seconds: Duration,
@@ -411,6 +416,7 @@ impl AuthArgs {
                 session_absolute: self.session_absolute_seconds,
                 dns_nameservers: self.dns_nameservers.clone(),
                 access_token_lifetime: self.access_token_seconds,
+                client_registrations_per_hour: self.client_registrations_per_hour,
             },
         );
         if self.no_client_metadata_documents {

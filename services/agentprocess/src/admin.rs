@@ -24,7 +24,6 @@ pub(crate) struct AdminArgs {
 enum Action {
     /// Apply database migrations.
     Migrate,
-    /// Create an organization.
     /// Set an organization's OpenID provider (discovery must succeed), so its people can
     /// sign in; for bootstrapping when sign-up is closed.
     SetProvider {
@@ -48,6 +47,7 @@ enum Action {
         #[arg(long)]
         allow_private_issuers: bool,
     },
+    /// Create an organization.
     CreateOrg {
         /// Its id (a-z, 0-9, '_', '-', '.').
         id: String,
@@ -82,6 +82,19 @@ enum Action {
         /// Groups to join (repeat for several; created when missing).
         #[arg(long = "group")]
         groups: Vec<String>,
+    },
+    /// Make an OAuth client for an agent, which gets its own short-lived tokens with
+    /// `client_credentials` at /oauth/token. Prints its id and first secret (shown only
+    /// now) as JSON.
+    CreateClient {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The agent.
+        agent: String,
+        /// A display name, such as the host the agent runs on.
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Issue a bearer token for an identity and print it (it is shown only once).
     IssueToken {
@@ -193,6 +206,33 @@ enum Kind {
     Admin,
 }
 
+/// Identity's operations over `store`, sealing with `secret_key` (a throwaway key when
+/// none is given: then nothing sealed can be read or written usefully).
+fn identity(
+    store: SqlStore,
+    secret_key: Option<String>,
+    allow_private_issuers: bool,
+) -> anyhow::Result<agentprocess_auth::Auth<SqlStore>> {
+    let throwaway = agentprocess_auth::secrets::random_bytes::<32>();
+    agentprocess_http::config::AuthArgs {
+        secret_key,
+        signup: agentprocess_auth::SignupPolicy::Closed,
+        signup_codes: Vec::new(),
+        session_idle_seconds: std::time::Duration::from_secs(3600),
+        session_absolute_seconds: std::time::Duration::from_secs(3600),
+        oidc_allow_private_issuers: allow_private_issuers,
+        oidc_timeout_seconds: std::time::Duration::from_secs(10),
+        dns_nameservers: Vec::new(),
+        no_client_metadata_documents: true,
+        client_metadata_allow_hosts: Vec::new(),
+        client_metadata_ca_file: None,
+        client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
+        client_registrations_per_hour: 20,
+        access_token_seconds: std::time::Duration::from_secs(3600),
+    }
+    .auth(store, "http://localhost", Some(&throwaway))
+}
+
 pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(act(args))
@@ -216,22 +256,7 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             secret_key,
             allow_private_issuers,
         } => {
-            let auth = agentprocess_http::config::AuthArgs {
-                secret_key: Some(secret_key),
-                signup: agentprocess_auth::SignupPolicy::Closed,
-                signup_codes: Vec::new(),
-                session_idle_seconds: std::time::Duration::from_secs(3600),
-                session_absolute_seconds: std::time::Duration::from_secs(3600),
-                oidc_allow_private_issuers: allow_private_issuers,
-                oidc_timeout_seconds: std::time::Duration::from_secs(10),
-                dns_nameservers: Vec::new(),
-                no_client_metadata_documents: false,
-                client_metadata_allow_hosts: Vec::new(),
-                client_metadata_ca_file: None,
-                client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
-                access_token_seconds: std::time::Duration::from_secs(3600),
-            }
-            .auth(store.clone(), "http://localhost", None)?;
+            let auth = identity(store.clone(), Some(secret_key), allow_private_issuers)?;
             let actor = agentprocess_auth::audit::Actor {
                 id: "agentprocess-admin".to_owned(),
                 address: None,
@@ -275,6 +300,24 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 .create_identity(&org, role, &id, &name, person.as_deref(), &groups)
                 .await?;
             println!("{} {id} created", role.map_or("agent", Role::as_str));
+        }
+        Action::CreateClient { org, agent, name } => {
+            // Nothing of an agent client is sealed, so any key does.
+            let auth = identity(store.clone(), None, false)?;
+            let actor = agentprocess_auth::audit::Actor {
+                id: "agentprocess-admin".to_owned(),
+                address: None,
+            };
+            let new = agentprocess_auth::clients::NewAgentClient {
+                name: name.as_deref(),
+                jwks: None,
+            };
+            let (client, secret) = auth
+                .create_agent_client(&actor, &org, &agent, new, jiff::Timestamp::now(), None)
+                .await
+                .map_err(|error| anyhow::anyhow!("{}", error.to_tool_error()))?;
+            let secret = secret.map(|(_, plain)| plain);
+            println!("{}", serde_json::json!({ "clientId": client.id, "secret": secret }));
         }
         Action::IssueToken { org, identity } => println!("{}", admin.issue_token(&org, &identity).await?),
         Action::RevokeTokens { org, identity } => {

@@ -20,10 +20,8 @@ use serde_json::json;
 use super::{grant_failure, no_store};
 use crate::identity::{ClientAddress, Web};
 
-/// Registrations one address may make per window.
-const PER_ADDRESS: u32 = 20;
-/// Registrations one process accepts per window, from everyone.
-const IN_ALL: u32 = 1000;
+/// How many times the per-address limit one process accepts per window, from everyone.
+const IN_ALL_FACTOR: u32 = 50;
 /// The window.
 const WINDOW: Duration = Duration::from_secs(3600);
 
@@ -36,11 +34,12 @@ pub(crate) struct RegistrationLimit {
 impl RegistrationLimit {
     /// Whether `address` may register now, counting it if so; otherwise the seconds
     /// until the window ends.
-    fn admit(&self, address: &str) -> Result<(), u64> {
+    fn admit(&self, address: &str, per_address: u32) -> Result<(), u64> {
         let Ok(mut counts) = self.counts.lock() else {
             return Ok(());
         };
         let now = Instant::now();
+        let limit = per_address;
         let (started, total, per_address) = &mut *counts;
         if started.is_none_or(|started| now.duration_since(started) >= WINDOW) {
             *started = Some(now);
@@ -49,7 +48,7 @@ impl RegistrationLimit {
         }
         let left = started.map_or(WINDOW, |started| WINDOW.saturating_sub(now.duration_since(started)));
         let mine = per_address.entry(address.to_owned()).or_insert(0);
-        if *mine >= PER_ADDRESS || *total >= IN_ALL {
+        if *mine >= limit || *total >= limit.saturating_mul(IN_ALL_FACTOR) {
             return Err(left.as_secs().max(1));
         }
         *mine += 1;
@@ -78,7 +77,8 @@ where
     B: Blobs,
 {
     let address = address.unwrap_or_default();
-    if let Err(seconds) = web.registrations.admit(&address) {
+    let limit = web.auth.settings().client_registrations_per_hour;
+    if let Err(seconds) = web.registrations.admit(&address, limit) {
         let mut response = no_store(
             (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -126,10 +126,10 @@ mod tests {
     #[test]
     fn one_address_registers_a_bounded_number_of_times() {
         let limit = RegistrationLimit::default();
-        for _ in 0..PER_ADDRESS {
-            assert!(limit.admit("192.0.2.1").is_ok());
+        for _ in 0..3 {
+            assert!(limit.admit("192.0.2.1", 3).is_ok());
         }
-        assert!(limit.admit("192.0.2.1").is_err());
-        assert!(limit.admit("192.0.2.2").is_ok());
+        assert!(limit.admit("192.0.2.1", 3).is_err());
+        assert!(limit.admit("192.0.2.2", 3).is_ok());
     }
 }

@@ -258,6 +258,27 @@ fn issued_response(issued: &Issued) -> Response {
     no_store((StatusCode::OK, Json(body)).into_response())
 }
 
+/// The authenticated client of a request about one token, at `endpoint`, and the token.
+async fn about<S, B>(
+    web: &Web<S, B>,
+    headers: &HeaderMap,
+    form: Result<Form<TokenAbout>, FormRejection>,
+    endpoint: &str,
+) -> Result<(Client, String), Response>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let Ok(Form(form)) = form else {
+        return Err(unreadable());
+    };
+    let client = client_of(web, headers, &form.client, endpoint).await?;
+    match form.token.filter(|token| !token.is_empty()) {
+        Some(token) => Ok((client, token)),
+        None => Err(refused(&GrantError::new("invalid_request", "token is required"))),
+    }
+}
+
 /// Token revocation (RFC 7009): 200 whether or not the token was the client's.
 pub(super) async fn revoke<S, B>(
     State(web): State<Arc<Web<S, B>>>,
@@ -268,15 +289,9 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let Ok(Form(form)) = form else {
-        return unreadable();
-    };
-    let client = match client_of(&web, &headers, &form.client, "/oauth/revoke").await {
-        Ok(client) => client,
+    let (client, token) = match about(&web, &headers, form, "/oauth/revoke").await {
+        Ok(about) => about,
         Err(response) => return response,
-    };
-    let Some(token) = form.token.filter(|token| !token.is_empty()) else {
-        return refused(&GrantError::new("invalid_request", "token is required"));
     };
     match web.auth.revoke(&client, &token, web.service.now()).await {
         Ok(()) => no_store(StatusCode::OK.into_response()),
@@ -294,11 +309,8 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let Ok(Form(form)) = form else {
-        return unreadable();
-    };
-    let client = match client_of(&web, &headers, &form.client, "/oauth/introspect").await {
-        Ok(client) => client,
+    let (client, token) = match about(&web, &headers, form, "/oauth/introspect").await {
+        Ok(about) => about,
         Err(response) => return response,
     };
     if let Client::People(people_client) = &client
@@ -309,9 +321,6 @@ where
             "introspection is for clients that authenticate (a secret or a signed assertion), not public ones",
         ));
     }
-    let Some(token) = form.token.filter(|token| !token.is_empty()) else {
-        return refused(&GrantError::new("invalid_request", "token is required"));
-    };
     let issuer = issuer(&web.service.settings().public_url);
     match web.auth.introspect(&client, &token, issuer, web.service.now()).await {
         Ok(answer) => no_store((StatusCode::OK, Json(answer)).into_response()),

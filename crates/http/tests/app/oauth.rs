@@ -403,3 +403,32 @@ async fn revocation(app: TestApp) -> TestApp {
     assert_eq!(log["items"].as_array().map(Vec::len), Some(1), "{log}");
     app
 }
+
+on_both!(
+    a_token_in_the_query_string_for_another_audience_or_expired_is_refused,
+    query_token
+);
+async fn query_token(app: TestApp) -> TestApp {
+    let (app, admin, id, secret) = with_client(app).await;
+    let (_, issued) = token_request(&app, &[("grant_type", "client_credentials")], Some((&id, &secret))).await;
+    let token = issued["access_token"].as_str().expect("token").to_owned();
+    let request = Request::post(format!("/mcp?access_token={token}"))
+        .header(header::HOST, "localhost")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .body(Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#))
+        .expect("request");
+    let (status, _) = app.send(request).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "RFC 6750 §2.3 is not offered");
+    assert_eq!(mcp_status(&app, Some(&token)).await.0, StatusCode::OK);
+    // The admin's REST token is for another audience.
+    let (status, challenge) = mcp_status(&app, Some(&admin)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    // An hour later the access token has expired.
+    app.clock.advance(3601);
+    let (status, challenge) = mcp_status(&app, Some(&token)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    app
+}

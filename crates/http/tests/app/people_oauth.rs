@@ -215,6 +215,14 @@ async fn tools_list(app: &TestApp, token: &str) -> StatusCode {
     .0
 }
 
+/// A `decide` by `token` (on an item that does not exist: what matters is whether the
+/// token may decide at all).
+async fn decide_with(app: &TestApp, token: &str, request_id: &str) -> Value {
+    let decision = json!({ "outcome": "approved" });
+    let arguments = json!({ "requestId": request_id, "workItemId": "wi_none", "snapshot": "x", "decision": decision });
+    app.call(token, "decide", arguments).await
+}
+
 fn text<'a>(value: &'a Value, key: &str) -> &'a str {
     value[key].as_str().unwrap_or_default()
 }
@@ -271,13 +279,7 @@ async fn person_flow(app: TestApp) -> TestApp {
     let first_refresh = text(&issued, "refresh_token").to_owned();
     assert!(first_refresh.starts_with("aprt_"));
     assert_eq!(tools_list(&app, &access).await, StatusCode::OK);
-    let decided = app
-        .call(
-            &access,
-            "decide",
-            json!({ "requestId": "d1", "workItemId": "wi_none", "snapshot": "x", "decision": { "outcome": "approved" } }),
-        )
-        .await;
+    let decided = decide_with(&app, &access, "d1").await;
     assert_eq!(decided["error"]["code"], "forbidden", "{decided}");
     assert!(
         text(&decided["error"], "message").contains("in the browser"),
@@ -510,13 +512,7 @@ async fn people_operated(app: TestApp) -> TestApp {
         "process:work process:start process:decide process:operate"
     );
     let access = text(&issued, "access_token").to_owned();
-    let decided = app
-        .call(
-            &access,
-            "decide",
-            json!({ "requestId": "d1", "workItemId": "wi_none", "snapshot": "x", "decision": { "outcome": "approved" } }),
-        )
-        .await;
+    let decided = decide_with(&app, &access, "d1").await;
     assert_ne!(
         decided["error"]["code"], "forbidden",
         "the scope lets it through to the engine: {decided}"
@@ -559,13 +555,7 @@ async fn people_operated(app: TestApp) -> TestApp {
     )
     .await;
     let agent_token = text(&agent_token, "access_token").to_owned();
-    let decided = app
-        .call(
-            &agent_token,
-            "decide",
-            json!({ "requestId": "d2", "workItemId": "wi_none", "snapshot": "x", "decision": { "outcome": "approved" } }),
-        )
-        .await;
+    let decided = decide_with(&app, &agent_token, "d2").await;
     assert_eq!(decided["error"]["code"], "forbidden", "{decided}");
     let cancel = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
                          "params": { "name": "cancel", "arguments": { "requestId": "c1", "runId": "run_x", "reason": "no" } } });
