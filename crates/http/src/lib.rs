@@ -7,6 +7,7 @@ mod lifecycle;
 mod oauth;
 mod observe;
 mod uploads;
+mod web;
 
 use std::sync::Arc;
 

@@ -86,6 +86,7 @@ where
         ));
     pages::routes(Arc::clone(&web))
         .merge(crate::oauth::authorize::routes(Arc::clone(&web)))
+        .merge(crate::web::routes(Arc::clone(&web)))
         .merge(rest::routes(web))
         .layer(layer)
 }
@@ -245,7 +246,7 @@ pub(crate) async fn sign_in_session(
     csrf_token(session).await?;
     let back = session.remove::<String>(RETURN_TO).await.map_err(ApiError::session)?;
     Ok(back
-        .filter(|path| path.starts_with("/oauth/authorize?"))
+        .filter(|path| crate::web::returns_to(path))
         .unwrap_or_else(|| "/account".to_owned()))
 }
 

@@ -355,7 +355,7 @@ where
     };
     let body = format!(
         "<p>Signed in to <strong>{org}</strong> (<code>{slug}</code>) as <strong>{person}</strong>, {role}.</p>\
-         <p>Groups: {groups}</p><p>The REST admin surface is at <code>/api/v1</code>; send this session's \
+         <p>Groups: {groups}</p><p><a href=\"/inbox\">Your inbox</a>: the work items waiting for you.</p><p>The REST admin surface is at <code>/api/v1</code>; send this session's \
          <code>X-CSRF-Token</code> with every change.</p>\
          <form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button type=\"submit\">Sign out</button></form>",

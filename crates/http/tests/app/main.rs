@@ -6,4 +6,5 @@ mod idempotency;
 mod oauth;
 mod people_oauth;
 mod rest;
+mod web;
 mod writes;

@@ -16,19 +16,19 @@ const REDIRECT: &str = "http://127.0.0.1:5555/callback";
 const VERIFIER: &str = "the-verifier-of-this-test-which-is-long-enough-for-pkce";
 
 /// A browser: one session cookie, the server's forms.
-struct Browser {
+pub(crate) struct Browser {
     cookie: Option<String>,
 }
 
 /// An answer: status, `Location`, body.
-struct Page {
-    status: StatusCode,
-    location: String,
-    text: String,
+pub(crate) struct Page {
+    pub(crate) status: StatusCode,
+    pub(crate) location: String,
+    pub(crate) text: String,
 }
 
 impl Browser {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { cookie: None }
     }
 
@@ -62,11 +62,19 @@ impl Browser {
         }
     }
 
-    async fn get(&mut self, app: &TestApp, path: &str) -> Page {
+    pub(crate) async fn get(&mut self, app: &TestApp, path: &str) -> Page {
         self.send(app, Request::get(path), Body::empty()).await
     }
 
-    async fn post_form(&mut self, app: &TestApp, path: &str, fields: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post_form(&mut self, app: &TestApp, path: &str, fields: &[(&str, &str)]) -> Page {
+        let owned: Vec<(String, String)> = fields
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
+        self.post_pairs(app, path, &owned).await
+    }
+
+    pub(crate) async fn post_pairs(&mut self, app: &TestApp, path: &str, fields: &[(String, String)]) -> Page {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(fields)
             .finish();
@@ -77,7 +85,7 @@ impl Browser {
     }
 }
 
-fn csrf_of(page: &str) -> String {
+pub(crate) fn csrf_of(page: &str) -> String {
     let start = page.find("name=\"csrf\" value=\"").expect("a CSRF field") + 19;
     let end = start + page[start..].find('"').expect("end of value");
     page[start..end].to_owned()
@@ -215,11 +223,11 @@ async fn tools_list(app: &TestApp, token: &str) -> StatusCode {
     .0
 }
 
-/// A `decide` by `token` (on an item that does not exist: what matters is whether the
-/// token may decide at all).
+/// A `decide` by `token`, well formed, of a run that does not exist: what matters is
+/// whether the token may decide at all (`forbidden`) or reaches the run (`not_found`).
 async fn decide_with(app: &TestApp, token: &str, request_id: &str) -> Value {
-    let decision = json!({ "outcome": "approved" });
-    let arguments = json!({ "requestId": request_id, "workItemId": "wi_none", "snapshot": "x", "decision": decision });
+    let arguments = json!({ "requestId": request_id, "runId": "run_none", "workItemId": "wi_none",
+                            "snapshot": "x", "decision": "approved" });
     app.call(token, "decide", arguments).await
 }
 
@@ -513,9 +521,9 @@ async fn people_operated(app: TestApp) -> TestApp {
     );
     let access = text(&issued, "access_token").to_owned();
     let decided = decide_with(&app, &access, "d1").await;
-    assert_ne!(
-        decided["error"]["code"], "forbidden",
-        "the scope lets it through to the engine: {decided}"
+    assert_eq!(
+        decided["error"]["code"], "not_found",
+        "the scope lets it through to the run: {decided}"
     );
 
     // Introspection: the client learns about its own token, nothing about others.
