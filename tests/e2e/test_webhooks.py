@@ -108,6 +108,7 @@ async def test_notifications_are_signed_retried_and_recorded(setup):
         assert body["run"]["process"] == "signoff"
         assert body["step"] == "review"
         assert body["workItem"]["assignedTo"] == {"group": "people"}
+        assert body["workItem"]["url"].endswith(f"/runs/{live}/items/{body['workItem']['id']}"), body
         assert "inputs" not in json.dumps(body), "no run data in a notification"
 
         # Every delivered notification was refused once first, then retried.

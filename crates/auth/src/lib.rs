@@ -85,6 +85,9 @@ pub struct AuthSettings {
     pub access_token_lifetime: Duration,
     /// Client registrations one address may make per hour, on each API process.
     pub client_registrations_per_hour: u32,
+    /// A person decides in the browser only within this long of signing in; later,
+    /// they sign in again at their provider first.
+    pub decide_sign_in_within: Duration,
 }
 
 /// Identity's operations over a store.

@@ -215,8 +215,10 @@ impl Oidc {
     /// Runs discovery for `config` and makes the authorization request: the URL to
     /// send the person to, and what to keep until they come back. The request is
     /// tried once by the server first, so a provider that refuses it (an unknown
-    /// client, an unregistered redirect URI) is reported before anyone leaves.
-    pub async fn begin(&self, config: &ClientConfig<'_>) -> Result<(String, Pending), OidcError> {
+    /// client, an unregistered redirect URI) is reported before anyone leaves. `fresh`
+    /// asks the provider to sign the person in again even if it has a session of its
+    /// own (`max_age=0`, `prompt=login`), before a decision that needs a recent sign-in.
+    pub async fn begin(&self, config: &ClientConfig<'_>, fresh: bool) -> Result<(String, Pending), OidcError> {
         let metadata = self.metadata(config.issuer, false).await?;
         // Providers that offer a `groups` scope (Okta's custom claim, oidc-provider) put
         // the groups claim in the ID token only when it is asked for.
@@ -235,6 +237,11 @@ impl Oidc {
             .add_scope(Scope::new("profile".to_owned()));
         if groups {
             request = request.add_scope(Scope::new("groups".to_owned()));
+        }
+        if fresh {
+            request = request
+                .set_max_age(Duration::ZERO)
+                .add_prompt(openidconnect::core::CoreAuthPrompt::Login);
         }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
         self.preflight(url.as_str()).await?;

@@ -169,7 +169,7 @@ impl<S: Store + Clone> Auth<S> {
             client_id,
             client_secret: secret,
         };
-        let (url, pending) = self.oidc.begin(&config).await.map_err(|error| {
+        let (url, pending) = self.oidc.begin(&config, false).await.map_err(|error| {
             Error::invalid(
                 "the identity provider cannot be used; nothing was created",
                 vec![format!("issuer: {error}")],
@@ -189,8 +189,9 @@ impl<S: Store + Clone> Auth<S> {
     }
 
     /// Starts a sign-in to the organization named by `who`: its slug, or an email
-    /// whose domain an organization has verified.
-    pub async fn begin_signin(&self, who: &str) -> Result<(String, PendingSignIn), Error> {
+    /// whose domain an organization has verified. `fresh` makes the provider sign the
+    /// person in again rather than reuse its own session.
+    pub async fn begin_signin(&self, who: &str, fresh: bool) -> Result<(String, PendingSignIn), Error> {
         let who = who.trim().to_ascii_lowercase();
         let organization = if who.contains('@') {
             let domain = email_domain(&who).unwrap_or_default();
@@ -221,7 +222,7 @@ impl<S: Store + Clone> Auth<S> {
             client_id: &provider.client_id,
             client_secret: secret.as_deref(),
         };
-        let (url, pending) = self.oidc.begin(&config).await.map_err(|error| {
+        let (url, pending) = self.oidc.begin(&config, fresh).await.map_err(|error| {
             Error::refused(
                 Code::Retry,
                 "the identity provider cannot be used right now",

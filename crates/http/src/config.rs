@@ -317,6 +317,10 @@ pub struct AuthArgs {
     /// A browser session ends this long after sign-in, used or not.
     #[arg(long, env = "AGENTPROCESS_SESSION_ABSOLUTE_SECONDS", default_value = "86400", value_parser = seconds)]
     pub session_absolute_seconds: Duration,
+    /// A person decides in the browser only this long after signing in; later, their
+    /// identity provider signs them in again first (`max_age=0`).
+    #[arg(long, env = "AGENTPROCESS_DECIDE_SIGN_IN_SECONDS", default_value = "28800", value_parser = seconds)]
+    pub decide_sign_in_seconds: Duration,
     /// How long an OAuth access token for `/mcp` lives (at most an hour).
     #[arg(long, env = "AGENTPROCESS_ACCESS_TOKEN_SECONDS", default_value = "3600", value_parser = access_token_seconds)]
     pub access_token_seconds: Duration,
@@ -417,6 +421,7 @@ impl AuthArgs {
                 dns_nameservers: self.dns_nameservers.clone(),
                 access_token_lifetime: self.access_token_seconds,
                 client_registrations_per_hour: self.client_registrations_per_hour,
+                decide_sign_in_within: self.decide_sign_in_seconds,
             },
         );
         if self.no_client_metadata_documents {

@@ -245,6 +245,9 @@ pub struct Caller {
     /// The scopes of an OAuth access token; `None` for a token an admin issued (or a
     /// session), which may do whatever the identity may.
     pub scopes: Option<Vec<Scope>>,
+    /// When the person of a browser session signed in (milliseconds): the audit log
+    /// records it with every write of the session.
+    pub signed_in_at: Option<i64>,
 }
 
 impl Caller {
@@ -254,6 +257,15 @@ impl Caller {
             identity,
             address,
             scopes: None,
+            signed_in_at: None,
+        }
+    }
+
+    /// A person at the browser, in a session they signed in to at `signed_in_at`.
+    pub fn session(identity: Identity, address: Option<String>, signed_in_at: i64) -> Self {
+        Self {
+            signed_in_at: Some(signed_in_at),
+            ..Self::issued(identity, address)
         }
     }
 
@@ -367,6 +379,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             identity: credential.identity,
             address: None,
             scopes: credential.scope.as_deref().map(Scope::parse_list),
+            signed_in_at: None,
         });
         if let Some(caller) = &caller
             && let Ok(mut callers) = self.callers.lock()

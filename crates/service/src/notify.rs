@@ -19,10 +19,12 @@ pub(crate) struct Outgoing {
 }
 
 impl Outgoing {
-    /// The notification for `notification` about `run` (as the write leaves it).
-    pub(crate) fn new(org: &str, run: &Run, notification: &Notification) -> Self {
+    /// The notification for `notification` about `run` (as the write leaves it); a
+    /// work item's carries the URL of its page under `public_url`, where a person
+    /// decides it.
+    pub(crate) fn new(org: &str, run: &Run, notification: &Notification, public_url: &str) -> Self {
         let id = random_id("ntf_", 12);
-        let (event, detail) = describe(run, notification);
+        let (event, detail) = describe(run, notification, public_url);
         let mut body = json!({
             "id": id,
             "type": event,
@@ -96,8 +98,13 @@ pub(crate) fn person_of<'a>(run: &'a Run, notification: &Notification) -> Option
     }
 }
 
+/// The web page of work item `item` of `run`.
+pub(crate) fn item_url(public_url: &str, run: &str, item: &str) -> String {
+    format!("{}/runs/{run}/items/{item}", public_url.trim_end_matches('/'))
+}
+
 /// The event type and its own fields.
-fn describe(run: &Run, notification: &Notification) -> (&'static str, Value) {
+fn describe(run: &Run, notification: &Notification, public_url: &str) -> (&'static str, Value) {
     match notification {
         Notification::WorkItem { step, work_item } => {
             let item = run.step(step).and_then(|step| step.work_item.as_ref());
@@ -114,6 +121,7 @@ fn describe(run: &Run, notification: &Notification) -> (&'static str, Value) {
                     "workItem": {
                         "id": work_item,
                         "assignedTo": item.map(|item| &item.assigned_to),
+                        "url": item_url(public_url, &run.id, work_item),
                     },
                 }),
             )
@@ -126,7 +134,11 @@ fn describe(run: &Run, notification: &Notification) -> (&'static str, Value) {
                 json!({
                     "step": step,
                     "dueAt": step_run.and_then(|step| step.due_at).map(|at| at.to_string()),
-                    "workItem": item.map(|item| json!({ "id": item.id, "assignedTo": item.assigned_to })),
+                    "workItem": item.map(|item| json!({
+                        "id": item.id,
+                        "assignedTo": item.assigned_to,
+                        "url": item_url(public_url, &run.id, &item.id),
+                    })),
                 }),
             )
         }

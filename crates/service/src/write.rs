@@ -225,7 +225,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     tx.remove_timer(org, &run.id, id).await.map_err(retry)?;
                 }
                 Effect::Notify(notification) => {
-                    let mut outgoing = vec![Outgoing::new(org, run, notification)];
+                    let mut outgoing = vec![Outgoing::new(org, run, notification, &self.settings.public_url)];
                     if let Some((step, work_item, person)) = crate::notify::person_of(run, notification)
                         && tx.identity_by_person(org, person).await.map_err(retry)?.is_none()
                     {
@@ -252,8 +252,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
         caller: &Caller,
         kind: &str,
         run: &str,
-        detail: serde_json::Map<String, Value>,
+        mut detail: serde_json::Map<String, Value>,
     ) -> Result<(), Error> {
+        if let Some(at) = caller.signed_in_at
+            && let Ok(at) = jiff::Timestamp::from_millisecond(at)
+        {
+            detail.insert("sessionSignedInAt".to_owned(), Value::String(at.to_string()));
+        }
         let actor = agentprocess_auth::audit::Actor {
             id: caller.identity.id.clone(),
             address: caller.address.clone(),

@@ -167,6 +167,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         client_metadata_ca_file: None,
         client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
         client_registrations_per_hour: 20,
+        decide_sign_in_seconds: std::time::Duration::from_secs(28800),
         access_token_seconds: std::time::Duration::from_secs(3600),
     }
     .auth(

@@ -222,6 +222,9 @@ async fn to_provider(session: &Session, url: &str, pending: &PendingSignIn) -> R
 struct LoginQuery {
     /// An organization's slug, to go straight to its provider.
     org: Option<String>,
+    /// Present when the person must sign in again at the provider (a decision needs
+    /// a recent sign-in).
+    fresh: Option<String>,
 }
 
 async fn login_page(session: &Session, who: &str, error: Option<&ApiError>, dev: bool) -> Response {
@@ -261,17 +264,17 @@ where
     B: Blobs,
 {
     match query.org {
-        Some(org) => start_signin(&web, &session, &org).await,
+        Some(org) => start_signin(&web, &session, &org, query.fresh.is_some()).await,
         None => login_page(&session, "", None, web.dev_org.is_some()).await,
     }
 }
 
-async fn start_signin<S, B>(web: &Web<S, B>, session: &Session, who: &str) -> Response
+async fn start_signin<S, B>(web: &Web<S, B>, session: &Session, who: &str, fresh: bool) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    match web.auth.begin_signin(who).await {
+    match web.auth.begin_signin(who, fresh).await {
         Ok((url, pending)) => to_provider(session, &url, &pending).await,
         Err(error) => login_page(session, who, Some(&ApiError::from(error)), web.dev_org.is_some()).await,
     }
@@ -298,7 +301,7 @@ where
     if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
         return login_page(&session, &fields.who, Some(&error), web.dev_org.is_some()).await;
     }
-    start_signin(&web, &session, &fields.who).await
+    start_signin(&web, &session, &fields.who, false).await
 }
 
 async fn callback<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, request: Request) -> Response

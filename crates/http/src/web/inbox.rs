@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tower_sessions::Session;
 
 use super::layout::page;
-use super::{caller, person};
+use super::{Visitor, visitor};
 use crate::identity::{ApiError, ClientAddress, Web};
 
 /// How many items the inbox shows.
@@ -36,12 +36,10 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let identity = match person(&web, &session, &uri).await {
-        Ok(identity) => identity,
+    let Visitor { who, caller } = match visitor(&web, &session, &uri, address).await {
+        Ok(visitor) => visitor,
         Err(response) => return response,
     };
-    let who = identity.person.clone().unwrap_or_else(|| identity.id.clone());
-    let caller = caller(identity, address);
     let process = filter.process.filter(|process| !process.is_empty());
     let page_of_work = match web.service.get_work(&caller, SHOWN, None, process.clone()).await {
         Ok(page_of_work) => page_of_work,

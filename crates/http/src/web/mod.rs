@@ -12,6 +12,7 @@ mod work_item;
 use std::sync::Arc;
 
 use agentprocess_auth::Identity;
+use agentprocess_auth::sessions::{SIGNED_IN, SignedIn};
 use agentprocess_blobs::Blobs;
 use agentprocess_service::Caller;
 use agentprocess_store::Store;
@@ -45,27 +46,80 @@ pub(crate) fn returns_to(path: &str) -> bool {
         || path.starts_with("/runs/")
 }
 
-/// The signed-in person, or the answer that sends them to sign in (and back here after).
-async fn person<S, B>(web: &Web<S, B>, session: &Session, uri: &Uri) -> Result<Identity, Response>
+/// The signed-in person and when they signed in, or the answer that sends them to
+/// sign in (and back here after).
+async fn person<S, B>(web: &Web<S, B>, session: &Session, uri: &Uri) -> Result<(Identity, i64), Response>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    match signed_in(web, session).await {
-        Ok(Some(identity)) => Ok(identity),
-        Ok(None) => {
-            let here = uri.path_and_query().map_or("/inbox", |path| path.as_str());
-            if let Err(error) = session.insert(RETURN_TO, here).await {
-                return Err(ApiError::session(error).into_response());
-            }
-            Err(Redirect::to("/login").into_response())
-        }
-        Err(error) => Err(error.into_response()),
+    let identity = match signed_in(web, session).await {
+        Ok(identity) => identity,
+        Err(error) => return Err(error.into_response()),
+    };
+    let at = match session.get::<SignedIn>(SIGNED_IN).await {
+        Ok(signed) => signed.map(|signed| signed.at),
+        Err(error) => return Err(ApiError::session(error).into_response()),
+    };
+    match (identity, at) {
+        (Some(identity), Some(at)) => Ok((identity, at)),
+        _ => Err(sign_in_first(session, uri, "/login".to_owned()).await),
     }
 }
 
-/// The caller a session acts as: the person, with their whole rights (a session is
-/// the person at the browser; no OAuth scopes narrow it).
-fn caller(identity: Identity, address: Option<String>) -> Caller {
-    Caller::issued(identity, address)
+/// Sends the person to `login`, and back to `uri` after.
+async fn sign_in_first(session: &Session, uri: &Uri, login: String) -> Response {
+    let here = uri.path_and_query().map_or("/inbox", |path| path.as_str());
+    match session.insert(RETURN_TO, here).await {
+        Ok(()) => Redirect::to(&login).into_response(),
+        Err(error) => ApiError::session(error).into_response(),
+    }
+}
+
+/// The person at the browser.
+struct Visitor {
+    /// How pages name them.
+    who: String,
+    /// The caller their session acts as: the person, with their whole rights (no OAuth
+    /// scopes narrow a session), and when they signed in, which the audit log records.
+    caller: Caller,
+}
+
+/// The signed-in visitor calling from `address`, or the answer that sends them to sign in.
+async fn visitor<S, B>(
+    web: &Web<S, B>,
+    session: &Session,
+    uri: &Uri,
+    address: Option<String>,
+) -> Result<Visitor, Response>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let (identity, signed_in_at) = person(web, session, uri).await?;
+    Ok(Visitor {
+        who: identity.person.clone().unwrap_or_else(|| identity.id.clone()),
+        caller: Caller::session(identity, address, signed_in_at),
+    })
+}
+
+/// Unless the person signed in recently enough to decide: the answer that has their
+/// provider sign them in again (and brings them back to `uri`).
+async fn recent_enough<S, B>(web: &Web<S, B>, session: &Session, uri: &Uri, visitor: &Visitor) -> Result<(), Response>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let within = i64::try_from(web.auth.settings().decide_sign_in_within.as_millis()).unwrap_or(i64::MAX);
+    let signed_in_at = visitor.caller.signed_in_at.unwrap_or(i64::MIN);
+    if web.service.now().as_millisecond().saturating_sub(signed_in_at) <= within {
+        return Ok(());
+    }
+    let organization = web
+        .auth
+        .organization(visitor.caller.org())
+        .await
+        .map_err(|error| ApiError::from(error).into_response())?;
+    let login = format!("/login?org={}&fresh=1", organization.slug);
+    Err(sign_in_first(session, uri, login).await)
 }

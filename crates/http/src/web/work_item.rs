@@ -19,7 +19,7 @@ use tower_sessions::Session;
 
 use super::forms::{controls, output_of};
 use super::layout::{page, problems};
-use super::{caller, person};
+use super::{Visitor, recent_enough, visitor};
 use crate::identity::{ApiError, ClientAddress, Web, check_csrf, csrf_token};
 
 /// Why the page is drawn again after a decision was sent.
@@ -39,12 +39,10 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let identity = match person(&web, &session, &uri).await {
-        Ok(identity) => identity,
+    let Visitor { who, caller } = match visitor(&web, &session, &uri, address).await {
+        Ok(visitor) => visitor,
         Err(response) => return response,
     };
-    let who = identity.person.clone().unwrap_or_else(|| identity.id.clone());
-    let caller = caller(identity, address);
     let run = match web.service.get_run(&caller, &run_id).await {
         Ok(run) => run,
         Err(error) => return refused_page(&who, &error.into_tool_error()),
@@ -218,12 +216,14 @@ where
     if let Err(error) = check_csrf(&headers, &web.origin, &session, field(&form, "csrf")).await {
         return error.into_response();
     }
-    let identity = match person(&web, &session, &uri).await {
-        Ok(identity) => identity,
+    let visitor = match visitor(&web, &session, &uri, address).await {
+        Ok(visitor) => visitor,
         Err(response) => return response,
     };
-    let who = identity.person.clone().unwrap_or_else(|| identity.id.clone());
-    let caller = caller(identity, address);
+    if let Err(response) = recent_enough(&web, &session, &uri, &visitor).await {
+        return response;
+    }
+    let Visitor { who, caller } = visitor;
     let run = match web.service.get_run(&caller, &run_id).await {
         Ok(run) => run,
         Err(error) => return refused_page(&who, &error.into_tool_error()),

@@ -67,6 +67,7 @@ impl TestApp {
                 client_metadata_ca_file: None,
                 client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
                 client_registrations_per_hour: 20,
+                decide_sign_in_seconds: std::time::Duration::from_secs(600),
                 access_token_seconds: std::time::Duration::from_secs(3600),
             }
             .auth(service.store().clone(), public_url, Some(&[9; 32]))

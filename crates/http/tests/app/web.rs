@@ -201,6 +201,43 @@ async fn decides(app: TestApp) -> TestApp {
     assert_eq!(view["data"]["steps"]["approval"]["decision"], "rejected");
     assert_eq!(view["steps"][0]["state"], "waiting", "back on the task: {view}");
 
+    // Decisions made here say so in the audit log, with when the person signed in.
+    let (_, log) = app
+        .rest(&admin, axum::http::Method::GET, "/audit?kind=run.decided", None)
+        .await;
+    let entries = log["items"].as_array().expect("entries");
+    assert_eq!(entries.len(), 2, "{log}");
+    assert!(
+        entries
+            .iter()
+            .all(|entry| entry["detail"]["sessionSignedInAt"].is_string()),
+        "{log}"
+    );
+
+    // Eleven minutes after signing in (the harness lets a person decide within ten),
+    // deciding first sends the person to sign in again at their provider; viewing
+    // does not.
+    let open = item_link(&browser.get(&app, "/inbox").await.text);
+    app.clock.advance(660);
+    let page = browser.get(&app, &open).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let late = browser
+        .post_pairs(
+            &app,
+            &open,
+            &[
+                ("csrf".to_owned(), hidden(&page.text, "csrf")),
+                ("snapshot".to_owned(), hidden(&page.text, "snapshot")),
+                ("requestId".to_owned(), hidden(&page.text, "requestId")),
+                ("decision".to_owned(), "completed".to_owned()),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (late.status, late.location.as_str()),
+        (StatusCode::SEE_OTHER, "/login?org=acme&fresh=1")
+    );
+
     // Without the session's CSRF token nothing is decided; an agent's bearer token is
     // no session at all.
     let open = item_link(&browser.get(&app, "/inbox").await.text);
