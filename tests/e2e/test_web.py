@@ -81,3 +81,5 @@ def test_a_person_approves_in_the_browser(site):
     log = admin.api("GET", "/audit?kind=run.decided").json()["items"]
     assert len(log) == 1 and log[0]["actor"] == ann and "sessionSignedInAt" in log[0]["detail"], log
     assert "Nothing is waiting for you." in admin.get("/inbox").text
+    record = admin.get(f"/runs/{run}")
+    assert record.status_code == 200 and "Decision: <strong>approved</strong>" in record.text, record.text

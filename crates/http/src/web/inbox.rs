@@ -7,15 +7,14 @@ use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
 use agentprocess_views::WorkEntry;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
-use tower_sessions::Session;
 
+use super::Visitor;
 use super::layout::page;
-use super::{Visitor, visitor};
-use crate::identity::{ApiError, ClientAddress, Web};
+use crate::identity::{ApiError, Web};
 
 /// How many items the inbox shows.
 const SHOWN: u32 = 100;
@@ -27,19 +26,13 @@ pub(super) struct Filter {
 
 pub(super) async fn inbox<S, B>(
     State(web): State<Arc<Web<S, B>>>,
-    session: Session,
-    uri: Uri,
-    ClientAddress(address): ClientAddress,
+    Visitor { who, caller }: Visitor,
     Query(filter): Query<Filter>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let Visitor { who, caller } = match visitor(&web, &session, &uri, address).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
     let process = filter.process.filter(|process| !process.is_empty());
     let page_of_work = match web.service.get_work(&caller, SHOWN, None, process.clone()).await {
         Ok(page_of_work) => page_of_work,
@@ -75,7 +68,7 @@ where
                 tbody {
                     @for item in &items {
                         tr {
-                            td { (item.process) " v" (item.version)
+                            td { a href=(format!("/runs/{}", item.run_id)) { (item.process) " v" (item.version) }
                                  @if item.work_item.mode.is_some() { " " span class="badge test" { "test run" } } }
                             td { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) } }
                             td { (item.work_item.kind) }

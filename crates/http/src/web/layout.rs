@@ -60,3 +60,13 @@ pub(crate) fn problems(message: &str, issues: &[String]) -> Markup {
         }
     }
 }
+
+/// A page that cannot be shown, with the refusal's status, message and issues.
+pub(crate) fn refused(who: &str, title: &str, error: &agentprocess_engine::ToolError) -> Response {
+    page(
+        crate::identity::errors::status_of(error.code),
+        title,
+        Some(who),
+        problems(&error.message, &error.issues),
+    )
+}

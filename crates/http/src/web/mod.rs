@@ -1,12 +1,14 @@
 //! The people's web app, served under the session layer on the sign-in of the
-//! organizations' SSO. So far: the inbox (`/inbox`) and the work item page
-//! (`/runs/{run}/items/{item}`), where a person decides. A decision from here is a
+//! organizations' SSO. So far: the inbox (`/inbox`), the work item page
+//! (`/runs/{run}/items/{item}`), where a person decides, and the run page
+//! (`/runs/{run}`) with its record, where an operator cancels. A decision from here is a
 //! `decide` call of the person's own session, CSRF-checked: the one place where a
 //! decision is provably a person's.
 
 mod forms;
 mod inbox;
 mod layout;
+mod run_page;
 mod work_item;
 
 use std::sync::Arc;
@@ -17,12 +19,14 @@ use agentprocess_blobs::Blobs;
 use agentprocess_service::Caller;
 use agentprocess_store::Store;
 use axum::Router;
+use axum::extract::FromRequestParts;
 use axum::http::Uri;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use tower_sessions::Session;
 
-use crate::identity::{ApiError, RETURN_TO, Web, signed_in};
+use crate::identity::{ApiError, ClientAddress, RETURN_TO, Web, signed_in};
 
 pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
 where
@@ -31,6 +35,8 @@ where
 {
     Router::new()
         .route("/inbox", get(inbox::inbox::<S, B>))
+        .route("/runs/{run}", get(run_page::show::<S, B>))
+        .route("/runs/{run}/cancel", axum::routing::post(run_page::cancel::<S, B>))
         .route(
             "/runs/{run}/items/{item}",
             get(work_item::show::<S, B>).post(work_item::decide::<S, B>),
@@ -85,22 +91,27 @@ struct Visitor {
     caller: Caller,
 }
 
-/// The signed-in visitor calling from `address`, or the answer that sends them to sign in.
-async fn visitor<S, B>(
-    web: &Web<S, B>,
-    session: &Session,
-    uri: &Uri,
-    address: Option<String>,
-) -> Result<Visitor, Response>
+/// A page's visitor: signed in, or sent to sign in (and back to the page after).
+impl<S, B> FromRequestParts<Arc<Web<S, B>>> for Visitor
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let (identity, signed_in_at) = person(web, session, uri).await?;
-    Ok(Visitor {
-        who: identity.person.clone().unwrap_or_else(|| identity.id.clone()),
-        caller: Caller::session(identity, address, signed_in_at),
-    })
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web<S, B>>) -> Result<Self, Response> {
+        let ClientAddress(address) = ClientAddress::from_request_parts(parts, web)
+            .await
+            .unwrap_or(ClientAddress(None));
+        let session = Session::from_request_parts(parts, web)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let (identity, signed_in_at) = person(web, &session, &parts.uri).await?;
+        Ok(Visitor {
+            who: identity.person.clone().unwrap_or_else(|| identity.id.clone()),
+            caller: Caller::session(identity, address, signed_in_at),
+        })
+    }
 }
 
 /// Unless the person signed in recently enough to decide: the answer that has their

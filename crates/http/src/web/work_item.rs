@@ -19,8 +19,8 @@ use tower_sessions::Session;
 
 use super::forms::{controls, output_of};
 use super::layout::{page, problems};
-use super::{Visitor, recent_enough, visitor};
-use crate::identity::{ApiError, ClientAddress, Web, check_csrf, csrf_token};
+use super::{Visitor, recent_enough};
+use crate::identity::{ApiError, Web, check_csrf, csrf_token};
 
 /// Why the page is drawn again after a decision was sent.
 enum Outcome {
@@ -31,18 +31,13 @@ enum Outcome {
 pub(super) async fn show<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     session: Session,
-    uri: Uri,
-    ClientAddress(address): ClientAddress,
+    Visitor { who, caller }: Visitor,
     Path((run_id, item_id)): Path<(String, String)>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let Visitor { who, caller } = match visitor(&web, &session, &uri, address).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
     let run = match web.service.get_run(&caller, &run_id).await {
         Ok(run) => run,
         Err(error) => return refused_page(&who, &error.into_tool_error()),
@@ -88,7 +83,7 @@ async fn draw(session: &Session, who: &str, run: &RunView, item_id: &str, outcom
                 (problems(&error.message, &error.issues))
             }
         }
-        p { "Run " code { (run.run.id) } " of " strong { (run.run.process) } " v" (run.run.version)
+        p { "Run " a href=(format!("/runs/{}", run.run.id)) { code { (run.run.id) } } " of " strong { (run.run.process) } " v" (run.run.version)
             @if item.mode.is_some() { " " span class="badge test" { "test run" } } }
         section aria-labelledby="asked" {
             h2 id="asked" { "What you are asked" }
@@ -205,7 +200,7 @@ pub(super) async fn decide<S, B>(
     session: Session,
     uri: Uri,
     headers: HeaderMap,
-    ClientAddress(address): ClientAddress,
+    visitor: Visitor,
     Path((run_id, item_id)): Path<(String, String)>,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response
@@ -216,10 +211,6 @@ where
     if let Err(error) = check_csrf(&headers, &web.origin, &session, field(&form, "csrf")).await {
         return error.into_response();
     }
-    let visitor = match visitor(&web, &session, &uri, address).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
     if let Err(response) = recent_enough(&web, &session, &uri, &visitor).await {
         return response;
     }

@@ -51,9 +51,13 @@ fn hidden(page: &str, name: &str) -> String {
 
 /// The first work item link of the inbox.
 fn item_link(inbox: &str) -> String {
-    let start = inbox.find("href=\"/runs/").expect("an item in the inbox") + 6;
-    let end = start + inbox[start..].find('"').expect("end");
-    inbox[start..end].to_owned()
+    inbox
+        .split("href=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').expect("end")])
+        .find(|link| link.starts_with("/runs/") && link.contains("/items/"))
+        .expect("an item in the inbox")
+        .to_owned()
 }
 
 async fn run_view(app: &TestApp, token: &str, run: &str) -> Value {
@@ -256,8 +260,8 @@ async fn decides(app: TestApp) -> TestApp {
     let (status, _) = app.send(request).await;
     assert_eq!(
         status,
-        StatusCode::FORBIDDEN,
-        "no session, no CSRF token: nothing decided"
+        StatusCode::SEE_OTHER,
+        "no session: sent to sign in, and nothing decided"
     );
     app
 }
