@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from xml.etree import ElementTree
 
 import pytest
 
@@ -83,3 +84,8 @@ def test_a_person_approves_in_the_browser(site):
     assert "Nothing is waiting for you." in admin.get("/inbox").text
     record = admin.get(f"/runs/{run}")
     assert record.status_code == 200 and "Decision: <strong>approved</strong>" in record.text, record.text
+    # The map is well-formed SVG with a node per step, each in its state.
+    drawn = ElementTree.fromstring(record.text[record.text.index("<svg"):record.text.index("</svg>") + 6])
+    states = {group.get("data-step"): group.get("data-state") for group in drawn.iter("{http://www.w3.org/2000/svg}g")
+              if group.get("data-step")}
+    assert states == {"sign": "done", "done": "done"}, states

@@ -20,6 +20,17 @@ pub(crate) struct Cache {
 }
 
 impl<S: Store, B: Blobs> Service<S, B> {
+    /// Version `number` of `process` of the caller's organization (the latest when
+    /// `None`), for pages that draw it.
+    pub async fn version_for(
+        &self,
+        caller: &crate::Caller,
+        process: &str,
+        number: Option<u32>,
+    ) -> Result<Arc<ProcessVersion>, Error> {
+        self.process_version(caller.org(), process, number).await
+    }
+
     /// Version `number` of `process`, or the latest; `not_found` when there is none.
     pub(crate) async fn process_version(
         &self,

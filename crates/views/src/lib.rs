@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod data;
+pub mod map;
 mod results;
 mod run;
 mod work;

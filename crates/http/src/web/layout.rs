@@ -16,6 +16,13 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem;bo
 .field{margin:.8rem 0}label{display:block;font-weight:600}input,select,textarea{width:100%;max-width:36rem;padding:.4rem;\
 font:inherit;box-sizing:border-box}button{margin:.6rem .4rem 0 0;padding:.5rem 1rem;font:inherit}\
 pre{background:#f5f5f5;padding:.6rem;overflow:auto}fieldset{border:1px solid #ccc;margin:1rem 0}\
+.map{max-width:100%;height:auto}.map rect{fill:#fff;stroke:#555;stroke-width:1.5}\
+.map .step-id{font-weight:600;font-size:13px}.map .step-kind{font-size:11px;fill:#333}\
+.map .state-done rect{fill:#dff3e4;stroke:#1e7a3a}.map .state-ready rect,.map .state-claimed rect{fill:#e6efff;stroke:#0b57d0}\
+.map .state-waiting rect{fill:#fff4ce;stroke:#8a6d00}.map .state-failed rect{fill:#fde2e1;stroke:#8a1c14}\
+.map .state-cancelled rect{fill:#eee;stroke:#777}.map .edge path{fill:none;stroke:#444;stroke-width:1.5}\
+.map .edge-reject path{stroke:#b3261e;stroke-dasharray:6 4}.map .edge-timeout path{stroke:#8a6d00;stroke-dasharray:2 3}\
+.map .edge-branch path,.map .edge-join path{stroke:#5b3fa0}.map .edge-label{font-size:11px;fill:#333}\
 @media (max-width:40rem){td,th{display:block}}";
 
 /// A whole page.

@@ -8,6 +8,7 @@
 mod forms;
 mod inbox;
 mod layout;
+mod map;
 mod run_page;
 mod work_item;
 

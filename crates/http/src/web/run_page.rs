@@ -3,10 +3,12 @@
 //! included, with who, when, what they decided or handed in, and each evidence item's
 //! SHA-256. Operators cancel the run here.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
+use agentprocess_views::map::ProcessMap;
 use agentprocess_views::{RecordView, RunView};
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -82,8 +84,21 @@ fn record(entry: &Entry<'_>) -> Markup {
     }
 }
 
-fn body(run: &RunView, csrf: &str, refused: Option<&agentprocess_engine::ToolError>) -> Markup {
+fn body(
+    run: &RunView,
+    map: Option<&ProcessMap>,
+    csrf: &str,
+    refused: Option<&agentprocess_engine::ToolError>,
+) -> Markup {
     let summary = &run.run;
+    let states: HashMap<String, String> = run
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let state = json!(step.state?);
+            Some((step.id.clone(), state.as_str()?.to_owned()))
+        })
+        .collect();
     html! {
         @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
         p {
@@ -102,6 +117,10 @@ fn body(run: &RunView, csrf: &str, refused: Option<&agentprocess_engine::ToolErr
                     li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (item.step_id) } " (" (item.kind) ")" }
                 }
             }
+        }
+        @if let Some(map) = map {
+            h2 { "Map" }
+            figure { (super::map::svg(map, &states)) }
         }
         h2 { "Steps" }
         table {
@@ -135,21 +154,35 @@ fn body(run: &RunView, csrf: &str, refused: Option<&agentprocess_engine::ToolErr
     }
 }
 
-async fn draw(
+async fn draw<S, B>(
+    web: &Web<S, B>,
     session: &Session,
-    who: &str,
+    visitor: (&str, &agentprocess_service::Caller),
     run: &RunView,
     refused: Option<&agentprocess_engine::ToolError>,
-) -> Response {
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let (who, caller) = visitor;
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
+    // The map is drawn from the version the run is pinned to; a run page without it
+    // still shows everything else.
+    let map = web
+        .service
+        .version_for(caller, &run.run.process, Some(run.run.version))
+        .await
+        .ok()
+        .map(|version| agentprocess_views::map::layout(&version.process.document().steps));
     page(
         StatusCode::OK,
         &format!("Run {}", run.run.id),
         Some(who),
-        body(run, &csrf, refused),
+        body(run, map.as_ref(), &csrf, refused),
     )
 }
 
@@ -164,7 +197,7 @@ where
     B: Blobs,
 {
     match web.service.get_run(&caller, &run_id).await {
-        Ok(run) => draw(&session, &who, &run, None).await,
+        Ok(run) => draw(&web, &session, (&who, &caller), &run, None).await,
         Err(error) => refused_page(&who, CANNOT, &error.into_tool_error()),
     }
 }
@@ -206,7 +239,7 @@ where
         return Redirect::to(&format!("/runs/{run_id}")).into_response();
     }
     match web.service.get_run(&caller, &run_id).await {
-        Ok(run) => draw(&session, &who, &run, refused.as_ref()).await,
+        Ok(run) => draw(&web, &session, (&who, &caller), &run, refused.as_ref()).await,
         Err(error) => refused_page(&who, CANNOT, &error.into_tool_error()),
     }
 }

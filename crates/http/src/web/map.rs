@@ -1,0 +1,70 @@
+//! The process map as SVG: the laid-out graph of `agentprocess_views::map`, each step
+//! coloured by its state in this run, routes labelled with their `when`, rejections and
+//! timeouts drawn apart, ways back curved beside the steps they skip. Every element is
+//! closed explicitly: inside HTML, SVG elements are foreign and do not close themselves.
+
+use std::collections::HashMap;
+
+use agentprocess_views::map::{EdgeKind, NODE_HEIGHT, NODE_WIDTH, ProcessMap};
+use maud::{Markup, html};
+
+/// The longest route label drawn; longer ones are cut, with the whole in a tooltip.
+const LABEL: usize = 34;
+
+fn cut(text: &str) -> String {
+    if text.chars().count() <= LABEL {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(LABEL - 1).collect::<String>())
+    }
+}
+
+/// The map of a run, each step in the state `states` gives (`none` when unreached).
+pub(crate) fn svg(map: &ProcessMap, states: &HashMap<String, String>) -> Markup {
+    let place: HashMap<&str, (u32, u32)> = map
+        .nodes
+        .iter()
+        .map(|node| (node.id.as_str(), (node.x, node.y)))
+        .collect();
+    let half_height = NODE_HEIGHT / 2;
+    html! {
+        svg class="map" role="img" aria-labelledby="map-title" viewBox=(format!("0 0 {} {}", map.width, map.height))
+            width=(map.width) height=(map.height) xmlns="http://www.w3.org/2000/svg" {
+            title id="map-title" { "The process's steps and the ways between them" }
+            defs {
+                marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse" {
+                    path d="M 0 0 L 10 5 L 0 10 z" {}
+                }
+            }
+            @for edge in &map.edges {
+                @if let (Some(&(x1, y1)), Some(&(x2, y2))) = (place.get(edge.from.as_str()), place.get(edge.to.as_str())) {
+                    @let forward = y2 > y1;
+                    @let d = if forward {
+                        format!("M {x1} {} L {x2} {}", y1 + half_height, y2 - half_height)
+                    } else {
+                        // A way back: out of the right side, round, into the right side.
+                        let side = NODE_WIDTH / 2;
+                        format!("M {} {y1} C {} {y1}, {} {y2}, {} {y2}", x1 + side, x1 + side + 60, x2 + side + 60, x2 + side)
+                    };
+                    g class=(format!("edge edge-{}", edge.kind.name())) data-from=(edge.from) data-to=(edge.to) data-kind=(edge.kind.name()) {
+                        path d=(d) marker-end="url(#arrow)" {}
+                        @if let Some(label) = &edge.label {
+                            text x=((x1 + x2) / 2 + 6) y=((y1 + y2) / 2) class="edge-label" { title { (label) } (cut(label)) }
+                        }
+                        @if edge.kind == EdgeKind::Reject || edge.kind == EdgeKind::Timeout {
+                            text x=(x1 + NODE_WIDTH / 2 + 8) y=(y1 - 4) class="edge-label" { (edge.kind.name()) }
+                        }
+                    }
+                }
+            }
+            @for node in &map.nodes {
+                @let state = states.get(&node.id).map_or("none", String::as_str);
+                g class=(format!("step state-{state}")) data-step=(node.id) data-state=(state) {
+                    rect x=(node.x - NODE_WIDTH / 2) y=(node.y - half_height) width=(NODE_WIDTH) height=(NODE_HEIGHT) rx="8" {}
+                    text x=(node.x) y=(node.y - 3) text-anchor="middle" class="step-id" { (cut(&node.id)) }
+                    text x=(node.x) y=(node.y + 14) text-anchor="middle" class="step-kind" { (node.kind) " · " (state) }
+                }
+            }
+        }
+    }
+}
