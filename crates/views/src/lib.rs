@@ -8,7 +8,7 @@ mod work;
 
 pub use data::{EvidenceView, RecordView, RunData, StepData};
 pub use results::{ClaimResult, ClaimedStep, EventResult, RenewResult, UploadResult};
-pub use run::{Ended, Page, RunListItem, RunSummary, RunView, StepView};
+pub use run::{Ended, Page, Point, RunListItem, RunSummary, RunView, StepView};
 pub use work::{
     AgentWork, ClaimArguments, ClaimCall, DecideArguments, DecideCall, HandoffView, Note, PersonWork, Route, WorkEntry,
     WorkItemView,

@@ -1,6 +1,8 @@
 //! The run view (what `start_run`, `get_run` and every write return) and the items of
 //! `list_runs`.
 
+use std::collections::BTreeMap;
+
 use agentprocess_engine::{Mode, ProcessVersion, Run, RunState, StepState, run_state, snapshot, step_state};
 use agentprocess_format::exact;
 use jiff::Timestamp;
@@ -24,6 +26,20 @@ pub struct RunView {
     pub work_items: Vec<WorkItemView>,
     /// The process body.
     pub body: String,
+    /// Where a drawing of the process places each step (the centre of its box), by
+    /// step id: the layout of the run page's map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub layout: Option<BTreeMap<String, Point>>,
+}
+
+/// A step's place in the drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Point {
+    /// From the left.
+    pub x: u32,
+    /// From the top.
+    pub y: u32,
 }
 
 impl RunView {
@@ -57,6 +73,13 @@ impl RunView {
             steps,
             work_items,
             body: version.process.body().to_owned(),
+            layout: Some(
+                crate::map::layout(&document.steps)
+                    .nodes
+                    .into_iter()
+                    .map(|node| (node.id, Point { x: node.x, y: node.y }))
+                    .collect(),
+            ),
         }
     }
 }

@@ -203,6 +203,13 @@ async fn decides(app: TestApp) -> TestApp {
     assert_eq!(rejected.location, "/inbox?decided=1", "{}", rejected.text);
     let view = run_view(&app, &starter, &run).await;
     assert_eq!(view["data"]["steps"]["approval"]["decision"], "rejected");
+    // The run view carries the map's layout: the approval is drawn below the task.
+    let y = |step: &str| view["layout"][step]["y"].as_u64().expect("a placed step");
+    assert!(
+        y("fill") < y("approval") && y("approval") < y("done"),
+        "{}",
+        view["layout"]
+    );
     assert_eq!(view["steps"][0]["state"], "waiting", "back on the task: {view}");
 
     // Decisions made here say so in the audit log, with when the person signed in.
