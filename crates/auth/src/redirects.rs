@@ -14,10 +14,7 @@ pub fn application_type(said: Option<&str>, redirect_uris: &[String]) -> Result<
         Some("native") => Ok("native"),
         Some(other) => Err(format!("application_type: {other:?} is neither web nor native")),
         None => {
-            let native = !redirect_uris.is_empty()
-                && redirect_uris
-                    .iter()
-                    .all(|uri| Url::parse(uri).is_ok_and(|url| is_loopback(&url) || is_private_use(&url)));
+            let native = !redirect_uris.is_empty() && all_loopback(redirect_uris);
             Ok(if native { "native" } else { "web" })
         }
     }

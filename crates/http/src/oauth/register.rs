@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentprocess_auth::clients::GrantErrorOr;
+use agentprocess_auth::clients::GrantError;
 use agentprocess_auth::people_clients::Registration;
 use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
@@ -17,7 +17,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{grant_failure, no_store};
+use super::{grant_failure, no_store, refused};
 use crate::identity::{ClientAddress, Web};
 
 /// How many times the per-address limit one process accepts per window, from everyone.
@@ -57,16 +57,6 @@ impl RegistrationLimit {
     }
 }
 
-fn metadata_error(description: String) -> Response {
-    no_store(
-        (
-            StatusCode::BAD_REQUEST,
-            Json(json!({ "error": "invalid_client_metadata", "error_description": description })),
-        )
-            .into_response(),
-    )
-}
-
 pub(super) async fn register<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     ClientAddress(address): ClientAddress,
@@ -97,9 +87,9 @@ where
     let Json(asked) = match body {
         Ok(body) => body,
         Err(rejection) => {
-            return metadata_error(format!(
-                "send the client metadata as a JSON object: {}",
-                rejection.body_text()
+            return refused(&GrantError::new(
+                "invalid_client_metadata",
+                format!("send the client metadata as a JSON object: {}", rejection.body_text()),
             ));
         }
     };
@@ -108,13 +98,8 @@ where
             tracing::info!(client = %registered.client_id, "client registered");
             no_store((StatusCode::CREATED, Json(registered)).into_response())
         }
-        Err(GrantErrorOr::Refused(error)) => no_store(
-            (
-                StatusCode::BAD_REQUEST,
-                Json(json!({ "error": error.error, "error_description": error.description })),
-            )
-                .into_response(),
-        ),
+        // Registration refuses with invalid_redirect_uri or invalid_client_metadata,
+        // both 400 in RFC 7591's error body, as `refused` writes them.
         Err(failure) => grant_failure(failure),
     }
 }
