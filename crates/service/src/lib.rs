@@ -33,7 +33,7 @@ pub use clock::{Clock, SystemClock, TestClock};
 pub use error::{Cause, Error, RETRY_MESSAGE};
 pub use files::{FileDownload, SweepSettings};
 pub use ids::{random_id, sha256_hex, token_run};
-pub use runs::{ListRuns, StartRunArgs};
+pub use runs::{ListRuns, PendingTimer, RunDetails, StartRunArgs};
 pub use scheduler::SchedulerSettings;
 pub use webhooks::{WebhookSettings, sign_webhook};
 pub use write::Write;

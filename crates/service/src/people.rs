@@ -2,7 +2,7 @@
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::Decide;
-use agentprocess_store::Store;
+use agentprocess_store::{AuditFilter, Store};
 use agentprocess_views::RunView;
 
 use crate::ids::RunIds;
@@ -41,5 +41,38 @@ impl<S: Store, B: Blobs> Service<S, B> {
         };
         let view = RunView::of(&transition.run, &version, now);
         self.finish(tx, caller, write, Tool::Decide, Some(change), view).await
+    }
+
+    /// Who decided work item `item` of run `run_id` (their person value, or their
+    /// identity id when they are gone), and when (milliseconds), from the audit log;
+    /// `None` when it holds no decision of the item.
+    pub async fn decision_of(&self, caller: &Caller, run_id: &str, item: &str) -> Result<Option<(String, i64)>, Error> {
+        let mut filter = AuditFilter {
+            kind: Some("run.decided".to_owned()),
+            target: Some(run_id.to_owned()),
+            limit: 200,
+            ..AuditFilter::default()
+        };
+        loop {
+            let (rows, more) = self.store.audit(caller.org(), &filter).await.map_err(crate::retry)?;
+            let found = rows.iter().find(|row| {
+                serde_json::from_str::<serde_json::Value>(&row.detail).is_ok_and(|detail| detail["workItem"] == item)
+            });
+            if let Some(row) = found {
+                let identity = self
+                    .store
+                    .identity(caller.org(), &row.actor)
+                    .await
+                    .map_err(crate::retry)?;
+                let who = identity
+                    .and_then(|identity| identity.person)
+                    .unwrap_or_else(|| row.actor.clone());
+                return Ok(Some((who, row.at)));
+            }
+            if !more {
+                return Ok(None);
+            }
+            filter.after = rows.last().map(|row| row.id.clone());
+        }
     }
 }

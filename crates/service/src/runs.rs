@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Mode, ProcessVersion, Run, StartRun};
+use agentprocess_engine::{HeldEvent, Mode, ProcessVersion, Run, StartRun, TimerId};
 use agentprocess_store::{RunFilter, Store, StoredRun};
 use agentprocess_views::{EventResult, Page, RunListItem, RunView};
 use serde_json::{Map, Value, json};
@@ -41,7 +41,51 @@ pub struct ListRuns {
     pub cursor: Option<String>,
 }
 
+/// A run as its page shows it: the run view, and what the view leaves out.
+#[derive(Debug, Clone)]
+pub struct RunDetails {
+    /// The run view, as `get_run` answers it.
+    pub view: RunView,
+    /// Events delivered and not yet consumed by a `wait_for`, oldest first.
+    pub held: Vec<HeldEvent>,
+    /// The timers the run waits on, earliest first.
+    pub timers: Vec<PendingTimer>,
+}
+
+/// A timer a run waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingTimer {
+    /// Which step's timer, and for what.
+    pub id: TimerId,
+    /// When it fires.
+    pub at: jiff::Timestamp,
+}
+
 impl<S: Store, B: Blobs> Service<S, B> {
+    /// The run view of `get_run`, with the run's held events and pending timers, for the
+    /// run page.
+    pub async fn run_details(&self, caller: &Caller, run_id: &str) -> Result<RunDetails, Error> {
+        let stored = self.store.run(caller.org(), run_id).await.map_err(retry)?;
+        let (run, version) = self
+            .with_version(caller.org(), &stored.ok_or_else(|| no_run(run_id))?)
+            .await?;
+        let rows = self.store.run_timers(caller.org(), run_id).await.map_err(retry)?;
+        let timers = rows
+            .into_iter()
+            .filter_map(|row| {
+                // A row whose id this server cannot read is not one of its timers.
+                let id: TimerId = row.timer_id.parse().ok()?;
+                Some(PendingTimer {
+                    id,
+                    at: jiff::Timestamp::from_millisecond(row.fire_at).ok()?,
+                })
+            })
+            .collect();
+        let held = run.events.clone();
+        let view = self.present(caller.org(), RunView::of(&run, &version, self.now()));
+        Ok(RunDetails { view, held, timers })
+    }
+
     /// `start_run`.
     pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<RunView, Error> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;

@@ -165,6 +165,8 @@ pub struct AuditFilter {
     pub actor: Option<String>,
     /// Only this kind.
     pub kind: Option<String>,
+    /// Only entries about this target (a run id, a member id, …).
+    pub target: Option<String>,
     /// At most this many.
     pub limit: u32,
 }
@@ -717,7 +719,8 @@ pub(crate) async fn audit(
     let rows = sqlx::query(
         "SELECT id, at, actor, kind, target, detail, address FROM audit_log WHERE org_id = $1 \
          AND ($2 IS NULL OR id > $2) AND ($3 IS NULL OR at >= $3) AND ($4 IS NULL OR at < $4) \
-         AND ($5 IS NULL OR actor = $5) AND ($6 IS NULL OR kind = $6) ORDER BY id LIMIT $7",
+         AND ($5 IS NULL OR actor = $5) AND ($6 IS NULL OR kind = $6) AND ($7 IS NULL OR target = $7) \
+         ORDER BY id LIMIT $8",
     )
     .bind(org)
     .bind(filter.after.as_deref())
@@ -725,6 +728,7 @@ pub(crate) async fn audit(
     .bind(filter.until)
     .bind(filter.actor.as_deref())
     .bind(filter.kind.as_deref())
+    .bind(filter.target.as_deref())
     .bind(i64::from(limit) + 1)
     .fetch_all(connection)
     .await?;

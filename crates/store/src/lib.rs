@@ -133,6 +133,9 @@ pub trait Store: Directory + Grants {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<TimerRow>>> + Send;
 
+    /// The timers one run waits on, earliest first.
+    fn run_timers(&self, org: &str, run_id: &str) -> impl Future<Output = Result<Vec<TimerRow>>> + Send;
+
     /// When the earliest timer is due, if any.
     fn next_timer_at(&self) -> impl Future<Output = Result<Option<i64>>> + Send;
 

@@ -262,6 +262,11 @@ impl Store for SqlStore {
         timers::timers_before(&mut connection, before, after, limit).await
     }
 
+    async fn run_timers(&self, org: &str, run_id: &str) -> Result<Vec<TimerRow>> {
+        let mut connection = self.pool.acquire().await?;
+        timers::run_timers(&mut connection, org, run_id).await
+    }
+
     async fn next_timer_at(&self) -> Result<Option<i64>> {
         let mut connection = self.pool.acquire().await?;
         timers::next_timer_at(&mut connection).await

@@ -148,6 +148,18 @@ pub(crate) async fn timers_before(
     rows.iter().map(timer_row).collect()
 }
 
+pub(crate) async fn run_timers(connection: &mut AnyConnection, org: &str, run_id: &str) -> Result<Vec<TimerRow>> {
+    let rows = sqlx::query(
+        "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE org_id = $1 AND run_id = $2 \
+         ORDER BY fire_at, timer_id",
+    )
+    .bind(org)
+    .bind(run_id)
+    .fetch_all(connection)
+    .await?;
+    rows.iter().map(timer_row).collect()
+}
+
 fn timer_row(row: &AnyRow) -> Result<TimerRow> {
     Ok(TimerRow {
         org: row.try_get("org_id")?,

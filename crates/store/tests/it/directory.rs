@@ -209,7 +209,7 @@ async fn audit(db: &TestDb) {
                 at,
                 actor: actor.to_owned(),
                 kind: kind.to_owned(),
-                target: None,
+                target: (actor == "ann").then(|| format!("r_{index}")),
                 detail: "{}".to_owned(),
                 address: Some("127.0.0.1".to_owned()),
             },
@@ -257,6 +257,16 @@ async fn audit(db: &TestDb) {
     })
     .await;
     assert_eq!(failed.len(), 1);
+    let (about, _) = read(AuditFilter {
+        limit: 10,
+        target: Some("r_2".to_owned()),
+        ..AuditFilter::default()
+    })
+    .await;
+    assert_eq!(
+        about.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["token.created"]
+    );
     assert!(
         store
             .audit(

@@ -345,6 +345,29 @@ async fn timers(db: &TestDb) {
         ids(store.timers_before(250, None, 10).await.expect("due")),
         ["early", "moved"]
     );
+    // One run's timers, and no other run's or organization's.
+    let mut tx = store.begin().await.expect("begin");
+    tx.schedule_timer(&TimerRow {
+        run_id: "r_2".to_owned(),
+        ..timer("other-run", 50)
+    })
+    .await
+    .expect("schedule");
+    tx.schedule_timer(&TimerRow {
+        org: "p".to_owned(),
+        ..timer("other-org", 60)
+    })
+    .await
+    .expect("schedule");
+    tx.commit().await.expect("commit");
+    assert_eq!(
+        ids(store.run_timers("o", "r_1").await.expect("run's")),
+        ["early", "moved", "late"]
+    );
+    let mut tx = store.begin().await.expect("begin");
+    assert!(tx.remove_timer("o", "r_2", "other-run").await.expect("remove"));
+    assert!(tx.remove_timer("p", "r_1", "other-org").await.expect("remove"));
+    tx.commit().await.expect("commit");
     // Paging: the page after `early` starts at `moved`.
     let first = store.timers_before(1_000, None, 1).await.expect("page");
     assert_eq!(ids(first.clone()), ["early"]);

@@ -903,6 +903,7 @@ pub(super) struct AuditQuery {
     until: Option<String>,
     actor: Option<String>,
     kind: Option<String>,
+    target: Option<String>,
     cursor: Option<String>,
     limit: Option<u32>,
 }
@@ -966,6 +967,7 @@ fn audit_filter(query: AuditQuery) -> Result<AuditFilter, ApiError> {
         until,
         actor: query.actor,
         kind: query.kind,
+        target: query.target,
         limit,
     })
 }
