@@ -17,6 +17,8 @@ pub const ROW: u32 = 100;
 pub const NODE_WIDTH: u32 = 160;
 /// A node's box.
 pub const NODE_HEIGHT: u32 = 46;
+/// Room right of the widest layer for labels and the curves of ways back.
+pub const MARGIN: u32 = 100;
 
 /// What an edge is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +81,21 @@ pub struct Edge {
     pub label: Option<String>,
 }
 
+/// A parallel step's region: the box around the steps of its branches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The parallel step.
+    pub parallel: String,
+    /// The box's left edge.
+    pub x: u32,
+    /// The box's top edge.
+    pub y: u32,
+    /// The box's size.
+    pub width: u32,
+    /// The box's size.
+    pub height: u32,
+}
+
 /// The laid-out graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessMap {
@@ -86,20 +103,17 @@ pub struct ProcessMap {
     pub nodes: Vec<Node>,
     /// Every edge.
     pub edges: Vec<Edge>,
+    /// Every parallel region, outer ones first.
+    pub groups: Vec<Group>,
     /// The drawing's size.
     pub width: u32,
     /// The drawing's size.
     pub height: u32,
 }
 
-/// The edges of `steps`, by index.
-fn edges_of(steps: &[Step]) -> Vec<(usize, usize, EdgeKind, Option<String>)> {
-    let index: HashMap<&str, usize> = steps
-        .iter()
-        .enumerate()
-        .map(|(at, step)| (step.id.as_str(), at))
-        .collect();
-    // The parallel step each branch step belongs to, for its join.
+/// Each branch step's innermost parallel step, by index.
+fn owners(steps: &[Step]) -> HashMap<usize, usize> {
+    let index = index_of(steps);
     let mut owner: HashMap<usize, usize> = HashMap::new();
     for (at, step) in steps.iter().enumerate() {
         if let StepKind::Parallel(entries) = &step.kind {
@@ -121,6 +135,22 @@ fn edges_of(steps: &[Step]) -> Vec<(usize, usize, EdgeKind, Option<String>)> {
             }
         }
     }
+    owner
+}
+
+fn index_of(steps: &[Step]) -> HashMap<&str, usize> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(at, step)| (step.id.as_str(), at))
+        .collect()
+}
+
+/// The edges of `steps`, by index.
+fn edges_of(steps: &[Step]) -> Vec<(usize, usize, EdgeKind, Option<String>)> {
+    let index = index_of(steps);
+    // The parallel step each branch step belongs to, for its join.
+    let owner = owners(steps);
     let after_parallel = |parallel: usize| match &steps[parallel].next {
         Some(Next::Step(to)) => index.get(to.as_str()).copied(),
         _ => None,
@@ -274,7 +304,7 @@ pub fn layout(steps: &[Step]) -> ProcessMap {
         }
     }
     let widest = rows.iter().map(Vec::len).max().unwrap_or(0) as u32;
-    let width = widest.max(1) * COLUMN;
+    let columns = widest.max(1) * COLUMN;
     let mut nodes: Vec<Node> = Vec::with_capacity(count);
     let mut order = vec![0u32; count];
     for row in &rows {
@@ -285,7 +315,7 @@ pub fn layout(steps: &[Step]) -> ProcessMap {
     for (at, step) in steps.iter().enumerate() {
         let in_row = rows[layer[at] as usize].len() as u32;
         // Each row is centred in the drawing.
-        let offset = (width - in_row * COLUMN) / 2;
+        let offset = (columns - in_row * COLUMN) / 2;
         nodes.push(Node {
             id: step.id.clone(),
             kind: step.kind.key(),
@@ -295,7 +325,9 @@ pub fn layout(steps: &[Step]) -> ProcessMap {
             y: layer[at] * ROW + ROW / 2,
         });
     }
+    let groups = groups_of(steps, &nodes);
     ProcessMap {
+        groups,
         edges: edges
             .into_iter()
             .map(|(from, to, kind, label)| Edge {
@@ -306,9 +338,71 @@ pub fn layout(steps: &[Step]) -> ProcessMap {
             })
             .collect(),
         nodes,
-        width,
+        width: columns + MARGIN,
         height: (layers.max(1) as u32) * ROW,
     }
+}
+
+/// The box of each parallel step's region: around every step its branches hold,
+/// nested regions included, with more room for each region nested inside.
+fn groups_of(steps: &[Step], nodes: &[Node]) -> Vec<Group> {
+    let owner = owners(steps);
+    // Whether `inner` lies within the region of `parallel`.
+    let within = |mut inner: usize, parallel: usize| {
+        while let Some(&up) = owner.get(&inner) {
+            if up == parallel {
+                return true;
+            }
+            inner = up;
+        }
+        false
+    };
+    let mut groups = Vec::new();
+    for (parallel, step) in steps.iter().enumerate() {
+        if !matches!(step.kind, StepKind::Parallel(_)) {
+            continue;
+        }
+        let members: Vec<usize> = (0..steps.len()).filter(|at| within(*at, parallel)).collect();
+        if members.is_empty() {
+            continue;
+        }
+        let nested = members
+            .iter()
+            .filter(|at| matches!(steps[**at].kind, StepKind::Parallel(_)))
+            .count() as u32;
+        let pad = 10 + 8 * nested;
+        let left = members
+            .iter()
+            .map(|at| nodes[*at].x - NODE_WIDTH / 2)
+            .min()
+            .unwrap_or(0);
+        let right = members
+            .iter()
+            .map(|at| nodes[*at].x + NODE_WIDTH / 2)
+            .max()
+            .unwrap_or(0);
+        let top = members
+            .iter()
+            .map(|at| nodes[*at].y - NODE_HEIGHT / 2)
+            .min()
+            .unwrap_or(0);
+        let bottom = members
+            .iter()
+            .map(|at| nodes[*at].y + NODE_HEIGHT / 2)
+            .max()
+            .unwrap_or(0);
+        // Room above for the region's name.
+        let x = left.saturating_sub(pad);
+        let y = top.saturating_sub(pad + 12);
+        groups.push(Group {
+            parallel: step.id.clone(),
+            x,
+            y,
+            width: right + pad - x,
+            height: bottom + pad - y,
+        });
+    }
+    groups
 }
 
 #[cfg(test)]
@@ -403,5 +497,26 @@ mod tests {
         );
         let layer = |id: &str| map.nodes.iter().find(|node| node.id == id).map(|node| node.layer);
         assert!(layer("check_budget") < layer("approval") && layer("approval") < layer("place_order"));
+    }
+
+    #[test]
+    fn a_parallel_region_is_a_box_around_its_branches_and_nothing_else() {
+        let process = example("content-release");
+        let steps = &process.document().steps;
+        let map = layout(steps);
+        assert_eq!(map.groups.len(), 1, "{:?}", map.groups);
+        let group = &map.groups[0];
+        assert_eq!(group.parallel, "reviews");
+        let inside = |node: &Node| {
+            node.x - NODE_WIDTH / 2 >= group.x
+                && node.x + NODE_WIDTH / 2 <= group.x + group.width
+                && node.y - NODE_HEIGHT / 2 >= group.y
+                && node.y + NODE_HEIGHT / 2 <= group.y + group.height
+        };
+        let node = |id: &str| map.nodes.iter().find(|node| node.id == id).expect(id);
+        for branch in ["legal_review", "style_edit", "brand_check", "translate"] {
+            assert!(inside(node(branch)), "{branch}: {group:?}");
+        }
+        assert!(!inside(node("reviews")) && !inside(node("signoff")), "{group:?}");
     }
 }

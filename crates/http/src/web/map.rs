@@ -1,7 +1,8 @@
 //! The process map as SVG: the laid-out graph of `agentprocess_views::map`, each step
 //! coloured by its state in this run, routes labelled with their `when`, rejections and
-//! timeouts drawn apart, ways back curved beside the steps they skip. Every element is
-//! closed explicitly: inside HTML, SVG elements are foreign and do not close themselves.
+//! timeouts drawn apart, ways back curved beside the steps they skip, parallel regions
+//! boxed. Every element is closed explicitly: inside HTML, SVG elements are foreign and
+//! do not close themselves.
 
 use std::collections::HashMap;
 
@@ -36,13 +37,22 @@ pub(crate) fn svg(map: &ProcessMap, states: &HashMap<String, String>) -> Markup 
                     path d="M 0 0 L 10 5 L 0 10 z" {}
                 }
             }
-            @for edge in &map.edges {
+            @for group in &map.groups {
+                g class="group" data-parallel=(group.parallel) {
+                    rect x=(group.x) y=(group.y) width=(group.width) height=(group.height) rx="10" {}
+                    text x=(group.x + 8) y=(group.y + 13) { "parallel: " (group.parallel) }
+                }
+            }
+            @for (at, edge) in map.edges.iter().enumerate() {
                 @if let (Some(&(x1, y1)), Some(&(x2, y2))) = (place.get(edge.from.as_str()), place.get(edge.to.as_str())) {
-                    @let forward = y2 > y1;
+                    // A second edge between the same two steps (a timeout beside `next`)
+                    // curves round the side, like a way back, so both are seen.
+                    @let twin = map.edges[..at].iter().any(|other| other.from == edge.from && other.to == edge.to);
+                    @let forward = y2 > y1 && !twin;
                     @let d = if forward {
                         format!("M {x1} {} L {x2} {}", y1 + half_height, y2 - half_height)
                     } else {
-                        // A way back: out of the right side, round, into the right side.
+                        // A way back, or a twin: out of the right side, round, into the right side.
                         let side = NODE_WIDTH / 2;
                         format!("M {} {y1} C {} {y1}, {} {y2}, {} {y2}", x1 + side, x1 + side + 60, x2 + side + 60, x2 + side)
                     };
