@@ -56,7 +56,9 @@ async fn answer<S: Store, B: Blobs>(
         return Err(ToolError::new(
             Code::Forbidden,
             format!(
-                "only a person decides, and this token came through a client that an agent may be holding;                  decide signed in to {} in the browser, or with a client your organization's admin marks as                  operated by people",
+                "only a person decides, and this token came through a client that an agent may be holding; \
+                 decide signed in to {} in the browser, or with a client your organization's admin marks as \
+                 operated by people",
                 service.settings().public_url.trim_end_matches('/')
             ),
             vec!["scope: process:decide is granted only to clients operated by people".to_owned()],
