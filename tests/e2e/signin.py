@@ -145,7 +145,7 @@ def signed_up(site: Site, idp: Idp | None = None, account: str = "ann") -> tuple
     browser = Browser(site.first)
     slug = new_slug()
     answer = browser.signup(idp or site.acme, account, name=f"Org {slug}", slug=slug, **site.client_of(idp or site.acme))
-    assert answer.status_code == 303 and answer.headers["location"] == "/account", answer.text
+    assert answer.status_code == 303 and answer.headers["location"] == "/inbox", answer.text
     return browser.at(site.last), slug
 
 

@@ -81,7 +81,7 @@ def signed_up(site: servers.Server, idp: ForgedIdp) -> tuple[Browser, str]:
     admin's browser talks to the server's last process."""
     slug = f"forged-{secrets.token_hex(3)}"
     browser, answer = sign_up(site, idp, slug)
-    assert answer.status_code == 303 and answer.headers["location"] == "/account", answer.text
+    assert answer.status_code == 303 and answer.headers["location"] == "/inbox", answer.text
     return browser.at(site.bases[-1]), slug
 
 

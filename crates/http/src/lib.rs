@@ -210,7 +210,13 @@ fn unauthorized(public_url: &str, token_presented: bool, message: &'static str) 
 struct Signed {
     expires: i64,
     signature: String,
+    /// Asks for the file to be shown in the page (a preview) rather than saved; honoured
+    /// for raster images and PDFs only, which cannot run script in the server's origin.
+    inline: Option<String>,
 }
+
+/// The media types a download may be shown inline as.
+pub(crate) const INLINE_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"];
 
 async fn download<S: Store, B: Blobs>(
     State(service): State<Arc<Service<S, B>>>,
@@ -233,14 +239,22 @@ async fn download<S: Store, B: Blobs>(
             content_type,
             bytes,
         })) => {
+            let inline = signed.inline.is_some() && INLINE_TYPES.contains(&content_type.as_str());
             let content_type =
                 HeaderValue::from_str(&content_type).unwrap_or(HeaderValue::from_static("application/octet-stream"));
             let mut response = bytes.into_response();
             let headers = response.headers_mut();
             headers.insert(header::CONTENT_TYPE, content_type);
-            if let Ok(value) = HeaderValue::from_str(&agentprocess_blobs::attachment(&file_name)) {
+            let disposition = agentprocess_blobs::attachment(&file_name);
+            let disposition = if inline {
+                disposition.replacen("attachment", "inline", 1)
+            } else {
+                disposition
+            };
+            if let Ok(value) = HeaderValue::from_str(&disposition) {
                 headers.insert(header::CONTENT_DISPOSITION, value);
             }
+            headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
             response
         }

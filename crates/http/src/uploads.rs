@@ -111,27 +111,17 @@ async fn read<S: Store, B: Blobs>(
         let file_name = field.file_name().unwrap_or_default().to_owned();
         let content_type = field.content_type().unwrap_or("application/octet-stream").to_owned();
         let mut field = field;
-        let mut bytes = Vec::new();
-        let mut too_big = false;
-        loop {
-            match field.chunk().await {
-                Ok(Some(chunk)) => {
-                    if bytes.len() + chunk.len() > limit {
-                        too_big = true;
-                        break;
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(error) => {
-                    issues.push(format!("file: could not be read ({error})"));
-                    break;
-                }
+        let bytes = match part_bytes(&mut field, limit).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                issues.push(format!("file: more than maxUploadBytes ({limit}) bytes"));
+                Vec::new()
             }
-        }
-        if too_big {
-            issues.push(format!("file: more than maxUploadBytes ({limit}) bytes"));
-        }
+            Err(error) => {
+                issues.push(format!("file: could not be read ({error})"));
+                Vec::new()
+            }
+        };
         file = Some((file_name, content_type, bytes));
     }
     // The upload tool's own bounds on what the form carries (the requestId is the
@@ -169,6 +159,21 @@ async fn read<S: Store, B: Blobs>(
             ))
         }
     }
+}
+
+/// A part's bytes, read up to `limit`: `None` when it holds more.
+pub(crate) async fn part_bytes(
+    field: &mut axum::extract::multipart::Field<'_>,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, axum::extract::multipart::MultipartError> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = field.chunk().await? {
+        if bytes.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
 }
 
 /// The HTTP status of a refusal.

@@ -247,7 +247,7 @@ pub(crate) async fn sign_in_session(
     let back = session.remove::<String>(RETURN_TO).await.map_err(ApiError::session)?;
     Ok(back
         .filter(|path| crate::web::returns_to(path))
-        .unwrap_or_else(|| "/account".to_owned()))
+        .unwrap_or_else(|| "/inbox".to_owned()))
 }
 
 /// The REST caller: an API token in `Authorization: Bearer`, or else the session

@@ -1,12 +1,16 @@
-//! A step's `output` declaration as form controls, and a submitted form back into the
-//! output object `decide` takes. Values the person typed that do not fit their type
-//! are passed on as typed, so the engine names the issue in the spec's words.
+//! A declaration of fields (a step's `output`, a process's `inputs`) as form controls,
+//! and a submitted form back into the object `decide` or `start_run` takes. Values the
+//! person typed that do not fit their type are passed on as typed, so the engine names
+//! the issue in the spec's words.
 
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 
-/// The prefix of an output field's form name.
+/// The prefix of an output field's form name, which is also how issues name it.
 pub(crate) const OUTPUT: &str = "output.";
+
+/// The prefix of an input field's form name, likewise.
+pub(crate) const INPUTS: &str = "inputs.";
 
 /// One declared field, as the form needs it.
 struct Declared<'a> {
@@ -48,14 +52,20 @@ fn shown(value: &Value) -> String {
     }
 }
 
-/// The controls of an `output` declaration, each labelled, with `issues` beside the
-/// fields they name.
-pub(crate) fn controls(output: &Map<String, Value>, issues: &[String]) -> Markup {
+/// The controls of a declaration whose fields are named `<prefix><name>`, each
+/// labelled, holding what `values` gives it, with `issues` beside the fields they name.
+pub(crate) fn controls(
+    prefix: &str,
+    declaration: &Map<String, Value>,
+    values: &[(String, String)],
+    issues: &[String],
+) -> Markup {
     html! {
-        @for (name, declaration) in output {
+        @for (name, declaration) in declaration {
             @let field = declared(declaration);
-            @let id = format!("{OUTPUT}{name}");
-            @let own: Vec<&String> = issues.iter().filter(|issue| issue.starts_with(&format!("output.{name}"))).collect();
+            @let id = format!("{prefix}{name}");
+            @let value = values.iter().find(|(key, _)| *key == id).map_or("", |(_, value)| value.as_str());
+            @let own: Vec<&String> = issues.iter().filter(|issue| names(issue, &id)).collect();
             div class="field" {
                 label for=(id) {
                     (name)
@@ -65,25 +75,27 @@ pub(crate) fn controls(output: &Map<String, Value>, issues: &[String]) -> Markup
                 @if let Some(choices) = field.one_of {
                     select id=(id) name=(id) {
                         @if field.optional { option value="" { "(none)" } }
-                        @for choice in choices { option value=(shown(choice)) { (shown(choice)) } }
+                        @for choice in choices { option value=(shown(choice)) selected[shown(choice) == value] { (shown(choice)) } }
                     }
                 } @else {
                     @match field.ty {
                         "boolean" => {
                             select id=(id) name=(id) {
                                 option value="" { "(choose)" }
-                                option value="true" { "yes" }
-                                option value="false" { "no" }
+                                option value="true" selected[value == "true"] { "yes" }
+                                option value="false" selected[value == "false"] { "no" }
                             }
                         }
-                        "number" => { input id=(id) name=(id) type="text" inputmode="decimal"; }
-                        "date" => { input id=(id) name=(id) type="date"; }
-                        "list" | "object" => { textarea id=(id) name=(id) rows="3" {} }
-                        _ => { input id=(id) name=(id) type="text"; }
+                        "number" => { input id=(id) name=(id) type="text" inputmode="decimal" value=(value); }
+                        "date" => { input id=(id) name=(id) type="date" value=(value); }
+                        "person" => { input id=(id) name=(id) type="email" autocomplete="off" value=(value); }
+                        "list" | "object" => { textarea id=(id) name=(id) rows="3" { (value) } }
+                        _ => { input id=(id) name=(id) type="text" value=(value); }
                     }
                     @if field.ty == "list" { small { "One item per line" @if let Some(items) = &field.items { " (" (items) ")" } "." } }
                     @if field.ty == "object" { small { "A JSON object." } }
                     @if field.ty == "datetime" { small { "Date and time with its offset, such as 2027-01-31T17:00:00+01:00." } }
+                    @if field.ty == "person" { small { "The person's email address." } }
                 }
                 @for issue in own { p class="issue" role="alert" { (issue) } }
             }
@@ -91,13 +103,32 @@ pub(crate) fn controls(output: &Map<String, Value>, issues: &[String]) -> Markup
     }
 }
 
-/// The output object a form gives: each declared field the person filled in, read by
-/// its type; an empty one is left out.
-pub(crate) fn output_of(output: &Map<String, Value>, form: &[(String, String)]) -> Map<String, Value> {
+/// The value of the field `name` of a sent form, unless it is missing or blank.
+pub(crate) fn sent<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    form.iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// Whether `issue` is about the field `id` (`output.amount`), or something inside it.
+fn names(issue: &str, id: &str) -> bool {
+    issue
+        .strip_prefix(id)
+        .is_some_and(|rest| rest.starts_with([':', '.', '[', ' ']))
+}
+
+/// The object a form gives for a declaration whose fields are named `<prefix><name>`:
+/// each field the person filled in, read by its type; an empty one is left out.
+pub(crate) fn values_of(
+    prefix: &str,
+    declaration: &Map<String, Value>,
+    form: &[(String, String)],
+) -> Map<String, Value> {
     let mut values = Map::new();
-    for (name, declaration) in output {
+    for (name, declaration) in declaration {
         let field = declared(declaration);
-        let key = format!("{OUTPUT}{name}");
+        let key = format!("{prefix}{name}");
         let Some((_, text)) = form.iter().find(|(sent, _)| *sent == key) else {
             continue;
         };
@@ -163,7 +194,7 @@ mod tests {
         .iter()
         .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
         .collect();
-        let output = output_of(&declaration(), &form);
+        let output = values_of(OUTPUT, &declaration(), &form);
         // Numbers stay as the person wrote them.
         let expected: Value = serde_json::from_str(
             r#"{"amount": 12.50, "approved": true, "tier": "gold", "count": 2, "tags": ["a", "b"], "sizes": [1, "x"]}"#,
@@ -174,7 +205,12 @@ mod tests {
 
     #[test]
     fn every_field_has_a_label_and_its_issues_beside_it() {
-        let html = controls(&declaration(), &["output.amount: expected a number".to_owned()]).into_string();
+        let sent = [("output.tier".to_owned(), "silver".to_owned())];
+        let issues = [
+            "output.amount: expected a number".to_owned(),
+            "output.amountless: not declared".to_owned(),
+        ];
+        let html = controls(OUTPUT, &declaration(), &sent, &issues).into_string();
         for name in ["amount", "approved", "tier", "tags", "note"] {
             assert!(
                 html.contains(&format!("<label for=\"output.{name}\">")),
@@ -182,6 +218,9 @@ mod tests {
             );
         }
         assert!(html.contains("expected a number"));
-        assert!(html.contains("<option value=\"silver\">"));
+        // An issue is shown beside its own field only, not one whose name it starts.
+        assert_eq!(html.matches("not declared").count(), 0, "{html}");
+        // What the person sent is kept.
+        assert!(html.contains("<option value=\"silver\" selected>"), "{html}");
     }
 }

@@ -1,32 +1,44 @@
 //! The inbox: the signed-in person's open work items (their groups' items, and
-//! escalations for operators), newest due first.
+//! escalations for operators), soonest due first, filtered by process and group. The
+//! list refreshes itself while the page is open.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
+use agentprocess_engine::{Actor, Assignee};
 use agentprocess_store::Store;
-use agentprocess_views::WorkEntry;
+use agentprocess_views::{PersonWork, WorkEntry};
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use maud::html;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::Visitor;
-use super::layout::page;
+use super::layout::{fragment, page, refreshing};
+use super::time::when;
 use crate::identity::{ApiError, Web};
 
 /// How many items the inbox shows.
 const SHOWN: u32 = 100;
 
+/// The id of the part of the page that refreshes itself.
+const ITEMS: &str = "items";
+
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Filter {
     process: Option<String>,
+    group: Option<String>,
+    decided: Option<String>,
 }
 
 pub(super) async fn inbox<S, B>(
     State(web): State<Arc<Web<S, B>>>,
-    Visitor { who, caller }: Visitor,
+    Visitor { who, caller, zone }: Visitor,
+    headers: HeaderMap,
     Query(filter): Query<Filter>,
 ) -> Response
 where
@@ -34,48 +46,106 @@ where
     B: Blobs,
 {
     let process = filter.process.filter(|process| !process.is_empty());
+    let group = filter.group.filter(|group| !group.is_empty());
     let page_of_work = match web.service.get_work(&caller, SHOWN, None, process.clone()).await {
         Ok(page_of_work) => page_of_work,
         Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
     };
-    let mut items: Vec<_> = page_of_work
+    let mut items: Vec<PersonWork> = page_of_work
         .items
         .into_iter()
         .filter_map(|entry| match entry {
             WorkEntry::Person(item) => Some(item),
             WorkEntry::Agent(_) => None,
         })
+        .filter(|item| {
+            group
+                .as_ref()
+                .is_none_or(|group| item.work_item.assigned_to == Assignee::Group(group.clone()))
+        })
         .collect();
-    // Newest due first; items with no due date after those with one.
+    // Soonest due first; items with no due date after those with one.
     items.sort_by(|a, b| match (a.work_item.due, b.work_item.due) {
         (Some(a), Some(b)) => a.cmp(&b),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let now = web.service.now();
+    let list = listing(&items, web.service.now(), &zone);
+    if refreshing(&headers, ITEMS) {
+        return fragment(list);
+    }
+    let groups: Vec<String> = match caller.actor() {
+        Actor::Person {
+            mut groups, operator, ..
+        } => {
+            if operator {
+                groups.push(web.service.settings().engine.escalation_group.clone());
+            }
+            groups
+        }
+        Actor::Agent { .. } => Vec::new(),
+    };
+    let processes: BTreeSet<&str> = items
+        .iter()
+        .map(|item| item.process.as_str())
+        .chain(process.as_deref())
+        .collect();
     let body = html! {
+        @if filter.decided.is_some() {
+            div class="notice" role="status" { p { "Your decision was recorded." } }
+        }
         form method="get" action="/inbox" {
-            label for="process" { "Process" }
-            input id="process" name="process" type="text" value=(process.as_deref().unwrap_or(""));
+            div class="field" {
+                label for="process" { "Process" }
+                select id="process" name="process" {
+                    option value="" { "All processes" }
+                    @for name in &processes {
+                        option value=(name) selected[process.as_deref() == Some(*name)] { (name) }
+                    }
+                }
+            }
+            div class="field" {
+                label for="group" { "Group" }
+                select id="group" name="group" {
+                    option value="" { "All my groups" }
+                    @for name in &groups {
+                        option value=(name) selected[group.as_deref() == Some(name.as_str())] { (name) }
+                    }
+                }
+            }
             button type="submit" { "Filter" }
         }
-        @if items.is_empty() {
-            p { "Nothing is waiting for you." }
-        } @else {
+        div id=(ITEMS) data-refresh="15" { (list) }
+    };
+    page(StatusCode::OK, "Inbox", Some(&who), body)
+}
+
+/// The items as a table, with a count screen readers hear when it changes.
+fn listing(items: &[PersonWork], now: Timestamp, zone: &TimeZone) -> Markup {
+    html! {
+        p role="status" {
+            @match items.len() {
+                0 => "Nothing is waiting for you.",
+                1 => "One item is waiting for you.",
+                count => { (count) " items are waiting for you." }
+            }
+        }
+        @if !items.is_empty() {
             table {
-                thead { tr { th scope="col" { "Process" } th scope="col" { "Step" } th scope="col" { "Asked" } th scope="col" { "Due" } } }
+                thead { tr { th scope="col" { "Step" } th scope="col" { "What you are asked" } th scope="col" { "Process" } th scope="col" { "Due" } } }
                 tbody {
-                    @for item in &items {
+                    @for item in items {
                         tr {
-                            td { a href=(format!("/runs/{}", item.run_id)) { (item.process) " v" (item.version) }
+                            td data-label="Step" { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) }
+                                 " " small { (item.work_item.kind) } }
+                            td data-label="Asked" { (item.work_item.text) }
+                            td data-label="Process" { a href=(format!("/runs/{}", item.run_id)) { (item.process) " v" (item.version) }
                                  @if item.work_item.mode.is_some() { " " span class="badge test" { "test run" } } }
-                            td { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) } }
-                            td { (item.work_item.kind) }
-                            td {
+                            td data-label="Due" {
                                 @if let Some(due) = item.work_item.due {
-                                    @if due <= now { span class="badge overdue" { "overdue " (due) } }
-                                    @else { span class="badge due" { (due) } }
+                                    @if due <= now { span class="badge overdue" { "overdue since " (when(zone, due)) } }
+                                    @else { span class="badge due" { "due " (when(zone, due)) } }
                                 }
                             }
                         }
@@ -83,6 +153,5 @@ where
                 }
             }
         }
-    };
-    page(StatusCode::OK, "Inbox", Some(&who), body)
+    }
 }

@@ -1,29 +1,34 @@
-//! The page every screen of the web app sits in: one stylesheet, AA contrast, visible
-//! focus, a layout that works on a phone, and no scripts.
+//! The page every screen of the web app sits in: one stylesheet and one script of its
+//! own (the pages work without it), a policy that lets nothing else load, and a way for
+//! the script to fetch one part of a page again.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:0 1rem;\
-line-height:1.5;color:#1a1a1a;background:#fff}nav{display:flex;gap:1rem;padding:.6rem 0;border-bottom:1px solid #ccc}\
-a{color:#0b57d0}:focus-visible{outline:3px solid #0b57d0;outline-offset:2px}\
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem;border-bottom:1px solid #ddd;vertical-align:top}\
-.badge{display:inline-block;padding:0 .4rem;border-radius:.3rem;font-size:.85em}\
-.overdue{background:#fde2e1;color:#8a1c14}.due{background:#fff4ce;color:#5c4400}.test{background:#e3e3ff;color:#2b2b8a}\
-.problems{border-left:4px solid #b00;padding:.2rem 1rem;background:#fee}.issue{color:#8a1c14;margin:.2rem 0}\
-.notice{border-left:4px solid #0b57d0;padding:.2rem 1rem;background:#eef4ff}\
-.field{margin:.8rem 0}label{display:block;font-weight:600}input,select,textarea{width:100%;max-width:36rem;padding:.4rem;\
-font:inherit;box-sizing:border-box}button{margin:.6rem .4rem 0 0;padding:.5rem 1rem;font:inherit}\
-pre{background:#f5f5f5;padding:.6rem;overflow:auto}fieldset{border:1px solid #ccc;margin:1rem 0}\
-.map{max-width:100%;height:auto}.map rect{fill:#fff;stroke:#555;stroke-width:1.5}\
-.map .step-id{font-weight:600;font-size:13px}.map .step-kind{font-size:11px;fill:#333}\
-.map .state-done rect{fill:#dff3e4;stroke:#1e7a3a}.map .state-ready rect,.map .state-claimed rect{fill:#e6efff;stroke:#0b57d0}\
-.map .state-waiting rect{fill:#fff4ce;stroke:#8a6d00}.map .state-failed rect{fill:#fde2e1;stroke:#8a1c14}\
-.map .state-cancelled rect{fill:#eee;stroke:#777}.map .edge path{fill:none;stroke:#444;stroke-width:1.5}\
-.map .edge-reject path{stroke:#b3261e;stroke-dasharray:6 4}.map .edge-timeout path{stroke:#8a6d00;stroke-dasharray:2 3}\
-.map .edge-branch path,.map .edge-join path{stroke:#5b3fa0}.map .edge-label{font-size:11px;fill:#333}\
-@media (max-width:40rem){td,th{display:block}}";
+/// What pages may load: their own stylesheet, script, images and frames (evidence
+/// previews), nothing inline and nothing from elsewhere.
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+frame-src 'self'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// The header the page script sends when it asks for one part of a page again.
+const REFRESH: &str = "x-refresh";
+
+/// Whether the request asks for the part `id` of its page alone.
+pub(crate) fn refreshing(headers: &HeaderMap, id: &str) -> bool {
+    headers
+        .get(REFRESH)
+        .is_some_and(|value| value.as_bytes() == id.as_bytes())
+}
+
+/// A part of a page on its own, for the page script's refresh.
+pub(crate) fn fragment(markup: Markup) -> Response {
+    let mut response = Html(markup.into_string()).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
 
 /// A whole page.
 pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Markup) -> Response {
@@ -34,15 +39,19 @@ pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Mar
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · agentprocess" }
-                style { (maud::PreEscaped(STYLE)) }
+                link rel="icon" href=(super::assets::icon_url()) type="image/svg+xml";
+                link rel="stylesheet" href=(super::assets::stylesheet_url());
+                script src=(super::assets::script_url()) defer {}
             }
             body {
+                a class="skip" href="#main" { "Skip to the content" }
                 nav aria-label="Main" {
                     a href="/inbox" { "Inbox" }
+                    a href="/processes" { "Processes" }
                     a href="/account" { "Account" }
-                    @if let Some(who) = who { span { "Signed in as " (who) } }
+                    @if let Some(who) = who { span class="signed-in" { "Signed in as " (who) } }
                 }
-                main {
+                main id="main" {
                     h1 { (title) }
                     (body)
                 }
@@ -50,9 +59,11 @@ pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Mar
         }
     };
     let mut response = (status, Html(markup.into_string())).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(POLICY));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     response
 }
 

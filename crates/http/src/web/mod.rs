@@ -5,11 +5,16 @@
 //! `decide` call of the person's own session, CSRF-checked: the one place where a
 //! decision is provably a person's.
 
+mod assets;
+mod evidence;
 mod forms;
 mod inbox;
 mod layout;
 mod map;
+mod markdown;
+mod processes;
 mod run_page;
+mod time;
 mod work_item;
 
 use std::sync::Arc;
@@ -24,7 +29,7 @@ use axum::extract::FromRequestParts;
 use axum::http::Uri;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use tower_sessions::Session;
 
 use crate::identity::{ApiError, ClientAddress, RETURN_TO, Web, signed_in};
@@ -35,12 +40,26 @@ where
     B: Blobs,
 {
     Router::new()
+        .route("/assets/app.css", get(assets::stylesheet))
+        .route("/assets/app.js", get(assets::script))
+        .route("/assets/icon.svg", get(assets::icon))
+        .route("/favicon.ico", get(assets::icon))
         .route("/inbox", get(inbox::inbox::<S, B>))
+        .route("/processes", get(processes::catalog::<S, B>))
+        .route("/processes/{name}", get(processes::latest_version::<S, B>))
+        .route("/processes/{name}/versions/{number}", get(processes::version::<S, B>))
+        .route(
+            "/processes/{name}/start",
+            get(processes::start_form::<S, B>).post(processes::start::<S, B>),
+        )
         .route("/runs/{run}", get(run_page::show::<S, B>))
-        .route("/runs/{run}/cancel", axum::routing::post(run_page::cancel::<S, B>))
+        .route("/runs/{run}/{action}", post(run_page::act_on::<S, B>))
         .route(
             "/runs/{run}/items/{item}",
-            get(work_item::show::<S, B>).post(work_item::decide::<S, B>),
+            get(work_item::show::<S, B>).post(work_item::decide::<S, B>).layer(
+                // A decision may carry evidence files: up to one upload's bound in all.
+                axum::extract::DefaultBodyLimit::max(web.service.settings().max_upload_bytes.saturating_add(64 << 10)),
+            ),
         )
         .with_state(web)
 }
@@ -51,6 +70,8 @@ pub(crate) fn returns_to(path: &str) -> bool {
         || path == "/inbox"
         || path.starts_with("/inbox?")
         || path.starts_with("/runs/")
+        || path == "/processes"
+        || path.starts_with("/processes/")
 }
 
 /// The signed-in person and when they signed in, or the answer that sends them to
@@ -90,6 +111,8 @@ struct Visitor {
     /// The caller their session acts as: the person, with their whole rights (no OAuth
     /// scopes narrow a session), and when they signed in, which the audit log records.
     caller: Caller,
+    /// The time zone pages write times in.
+    zone: jiff::tz::TimeZone,
 }
 
 /// A page's visitor: signed in, or sent to sign in (and back to the page after).
@@ -111,6 +134,7 @@ where
         Ok(Visitor {
             who: identity.person.clone().unwrap_or_else(|| identity.id.clone()),
             caller: Caller::session(identity, address, signed_in_at),
+            zone: time::zone_of(&parts.headers),
         })
     }
 }

@@ -1,28 +1,40 @@
 //! A run's page: where it stands, its steps, the open work items with links to their
-//! pages, and the record as a timeline: every completion of every step, reworked ones
-//! included, with who, when, what they decided or handed in, and each evidence item's
-//! SHA-256. Operators cancel the run here.
+//! pages, the events held for it and the timers it waits on, the process map, and the
+//! record as a timeline: every completion of every step, reworked ones included, with
+//! who, when, what they decided or handed in, and each evidence item's SHA-256. All of
+//! that refreshes itself while the run is open. Operators cancel the run and send it
+//! events here.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
+use agentprocess_engine::{ProcessVersion, ToolError};
+use agentprocess_format::StepKind;
+use agentprocess_service::RunDetails;
 use agentprocess_store::Store;
 use agentprocess_views::map::ProcessMap;
 use agentprocess_views::{RecordView, RunView};
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use jiff::tz::TimeZone;
 use maud::{Markup, html};
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 use tower_sessions::Session;
 
-use super::layout::{page, problems, refused as refused_page};
+use super::Visitor;
+use super::evidence::{Files, evidence, files};
+use super::forms::sent;
+use super::layout::{fragment, page, problems, refreshing, refused as refused_page};
+use super::time::when;
+use crate::identity::{ApiError, Web, check_csrf, csrf_token};
 
 /// The title of a run page that cannot be shown.
 const CANNOT: &str = "This run cannot be shown";
-use super::Visitor;
-use crate::identity::{ApiError, Web, check_csrf, csrf_token};
+
+/// The id of the part of the page that refreshes itself.
+const STANDING: &str = "standing";
 
 /// One line of the timeline.
 struct Entry<'a> {
@@ -54,11 +66,11 @@ fn timeline(run: &RunView) -> Vec<Entry<'_>> {
     entries
 }
 
-fn record(entry: &Entry<'_>) -> Markup {
+fn record(entry: &Entry<'_>, zone: &TimeZone, files: &Files) -> Markup {
     let record = entry.record;
     html! {
         li {
-            strong { (entry.step) } " · " (record.at) " · " (record.by)
+            strong { (entry.step) } " · " (when(zone, record.at)) " · " (record.by)
             @if entry.reworked { " " span class="badge due" { "reworked since" } }
             @if let Some(decision) = &record.decision { p { "Decision: " strong { (decision) } } }
             @if let Some(summary) = &record.summary { p { (summary) } }
@@ -69,52 +81,63 @@ fn record(entry: &Entry<'_>) -> Markup {
             @if let Some(output) = &record.output {
                 @if !output.is_empty() { pre { (serde_json::to_string_pretty(output).unwrap_or_default()) } }
             }
-            @if let Some(evidence) = &record.evidence {
-                ul {
-                    @for item in evidence {
-                        li {
-                            (item.kind) ": "
-                            @if let Some(url) = &item.url { a href=(url) { (item.reference) } } @else { (item.reference) }
-                            @if let Some(sha256) = &item.sha256 { " " small { "SHA-256 " code { (sha256) } } }
-                        }
-                    }
-                }
-            }
+            @for item in record.evidence.iter().flatten() { (evidence(item, files.of(&item.reference))) }
         }
     }
 }
 
-fn body(
-    run: &RunView,
-    map: Option<&ProcessMap>,
-    csrf: &str,
-    refused: Option<&agentprocess_engine::ToolError>,
-) -> Markup {
+/// Where the run stands: everything on the page but its forms, which the page script
+/// redraws while the run is open.
+fn standing(details: &RunDetails, map: Option<&ProcessMap>, zone: &TimeZone, files: &Files) -> Markup {
+    let run = &details.view;
     let summary = &run.run;
     let states: HashMap<String, String> = run
         .steps
         .iter()
-        .filter_map(|step| {
-            let state = json!(step.state?);
-            Some((step.id.clone(), state.as_str()?.to_owned()))
-        })
+        .filter_map(|step| Some((step.id.clone(), step.state?.as_str().to_owned())))
         .collect();
     html! {
-        @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
         p {
             strong { (summary.process) } " v" (summary.version) " · " (json!(summary.state).as_str().unwrap_or(""))
             @if let Some(outcome) = &summary.outcome { " · " (outcome) }
             @if summary.mode == agentprocess_engine::Mode::Test { " " span class="badge test" { "test run" } }
         }
-        p { "Started by " (summary.started_by) " at " (summary.started_at) }
+        p { "Started by " (summary.started_by) " at " (when(zone, summary.started_at)) }
         @if let Some(ended) = &summary.ended {
-            p { "Ended by " (ended.by) " at " (ended.at) @if let Some(note) = &ended.note { ": " (note) } }
+            p { "Ended by " (ended.by) " at " (when(zone, ended.at)) @if let Some(note) = &ended.note { ": " (note) } }
         }
         @if !run.work_items.is_empty() {
             h2 { "Waiting for people" }
             ul {
                 @for item in &run.work_items {
                     li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (item.step_id) } " (" (item.kind) ")" }
+                }
+            }
+        }
+        @if !details.timers.is_empty() {
+            h2 { "Timers" }
+            table {
+                thead { tr { th scope="col" { "Step" } th scope="col" { "For" } th scope="col" { "Fires" } } }
+                tbody {
+                    @for timer in &details.timers {
+                        tr {
+                            td data-label="Step" { (timer.id.step) }
+                            td data-label="For" { (timer_meaning(timer.id.kind)) }
+                            td data-label="Fires" { (when(zone, timer.at)) }
+                        }
+                    }
+                }
+            }
+        }
+        @if !details.held.is_empty() {
+            h2 { "Held events" }
+            p { "Delivered before any step waited for them; the first step that waits for one takes it." }
+            ul {
+                @for event in &details.held {
+                    li {
+                        strong { (event.name) } " from " (event.sender) " at " (when(zone, event.at))
+                        @if !event.data.is_empty() { pre { (serde_json::to_string_pretty(&event.data).unwrap_or_default()) } }
+                    }
                 }
             }
         }
@@ -128,22 +151,88 @@ fn body(
             tbody {
                 @for step in &run.steps {
                     tr {
-                        td { (step.id) }
-                        td { (step.kind) }
-                        td { (step.state.map(|state| json!(state)).and_then(|state| state.as_str().map(str::to_owned)).unwrap_or_else(|| "not reached".to_owned())) }
-                        td { @if let Some(due) = step.due { (due) @if step.overdue == Some(true) { " " span class="badge overdue" { "overdue" } } } }
+                        td data-label="Step" { (step.id) }
+                        td data-label="Kind" { (step.kind) }
+                        td data-label="State" { (step.state.map_or("not reached", |state| state.as_str())) }
+                        td data-label="Due" { @if let Some(due) = step.due { (when(zone, due)) @if step.overdue == Some(true) { " " span class="badge overdue" { "overdue" } } } }
                     }
                 }
             }
         }
         h2 { "Record" }
         @let entries = timeline(run);
-        @if entries.is_empty() { p { "Nothing completed yet." } } @else { ol { @for entry in &entries { (record(entry)) } } }
-        @if matches!(json!(summary.state).as_str(), Some("active" | "waiting")) {
+        @if entries.is_empty() { p { "Nothing completed yet." } } @else { ol { @for entry in &entries { (record(entry, zone, files)) } } }
+    }
+}
+
+/// What a timer's firing does, in words.
+fn timer_meaning(kind: agentprocess_engine::TimerKind) -> &'static str {
+    match kind {
+        agentprocess_engine::TimerKind::Due => "the step becomes overdue",
+        agentprocess_engine::TimerKind::Wait => "the wait ends",
+        agentprocess_engine::TimerKind::WaitUntil => "the time waited for arrives",
+        agentprocess_engine::TimerKind::Timeout => "the wait for the event times out",
+    }
+}
+
+/// The names of the events the process's steps wait for.
+fn awaited(version: Option<&ProcessVersion>) -> Vec<&str> {
+    let mut names: Vec<&str> = version
+        .into_iter()
+        .flat_map(|version| &version.process.document().steps)
+        .filter_map(|step| match &step.kind {
+            StepKind::WaitFor(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// What the page is drawn from, beside the run.
+struct Around<'a> {
+    version: Option<&'a ProcessVersion>,
+    zone: &'a TimeZone,
+    files: &'a Files,
+}
+
+fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&ToolError>) -> Markup {
+    let Around { version, zone, files } = *around;
+    let summary = &details.view.run;
+    let map = version.map(|version| agentprocess_views::map::layout(&version.process.document().steps));
+    let open = matches!(json!(summary.state).as_str(), Some("active" | "waiting"));
+    let hidden = html! {
+        input type="hidden" name="csrf" value=(csrf);
+        input type="hidden" name="requestId" value=(agentprocess_auth::secrets::new_id("web_"));
+    };
+    let events = awaited(version);
+    html! {
+        @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
+        @if open {
+            div id=(STANDING) data-refresh="10" { (standing(details, map.as_ref(), zone, files)) }
+        } @else {
+            (standing(details, map.as_ref(), zone, files))
+        }
+        @if open {
+            h2 { "Send an event" }
+            form method="post" action=(format!("/runs/{}/events", summary.id)) {
+                (hidden)
+                div class="field" {
+                    label for="event-name" { "Event name (required; operators only)" }
+                    input id="event-name" name="name" type="text" list="event-names" autocomplete="off";
+                    datalist id="event-names" { @for name in &events { option value=(name) {} } }
+                    @if !events.is_empty() { small { "The process waits for: " (events.join(", ")) "." } }
+                }
+                div class="field" {
+                    label for="event-data" { "Data (a JSON object; optional)" }
+                    textarea id="event-data" name="data" rows="3" {}
+                }
+                button type="submit" { "Send the event" }
+            }
             h2 { "Cancel the run" }
             form method="post" action=(format!("/runs/{}/cancel", summary.id)) {
-                input type="hidden" name="csrf" value=(csrf);
-                input type="hidden" name="requestId" value=(agentprocess_auth::secrets::new_id("web_"));
+                (hidden)
                 div class="field" {
                     label for="reason" { "Why (required; operators only)" }
                     textarea id="reason" name="reason" rows="2" {}
@@ -157,89 +246,128 @@ fn body(
 async fn draw<S, B>(
     web: &Web<S, B>,
     session: &Session,
-    visitor: (&str, &agentprocess_service::Caller),
-    run: &RunView,
-    refused: Option<&agentprocess_engine::ToolError>,
+    headers: &HeaderMap,
+    visitor: &Visitor,
+    run_id: &str,
+    refused: Option<&ToolError>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let (who, caller) = visitor;
+    let Visitor { who, caller, zone } = visitor;
+    let details = match web.service.run_details(caller, run_id).await {
+        Ok(details) => details,
+        Err(error) => return refused_page(who, CANNOT, &error.into_tool_error()),
+    };
+    // The map is drawn from the version the run is pinned to; a run page without it
+    // still shows everything else.
+    let version = web
+        .service
+        .version_for(caller, &details.view.run.process, Some(details.view.run.version))
+        .await
+        .ok();
+    let files = files(web, caller.org(), &details.view).await;
+    if refreshing(headers, STANDING) {
+        let map = version
+            .as_ref()
+            .map(|version| agentprocess_views::map::layout(&version.process.document().steps));
+        return fragment(standing(&details, map.as_ref(), zone, &files));
+    }
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
-    // The map is drawn from the version the run is pinned to; a run page without it
-    // still shows everything else.
-    let map = web
-        .service
-        .version_for(caller, &run.run.process, Some(run.run.version))
-        .await
-        .ok()
-        .map(|version| agentprocess_views::map::layout(&version.process.document().steps));
     page(
         StatusCode::OK,
-        &format!("Run {}", run.run.id),
+        &format!("Run {run_id}"),
         Some(who),
-        body(run, map.as_ref(), &csrf, refused),
+        body(
+            &details,
+            &Around {
+                version: version.as_deref(),
+                zone,
+                files: &files,
+            },
+            &csrf,
+            refused,
+        ),
     )
 }
 
 pub(super) async fn show<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     session: Session,
-    Visitor { who, caller }: Visitor,
+    headers: HeaderMap,
+    visitor: Visitor,
     Path(run_id): Path<String>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    match web.service.get_run(&caller, &run_id).await {
-        Ok(run) => draw(&web, &session, (&who, &caller), &run, None).await,
-        Err(error) => refused_page(&who, CANNOT, &error.into_tool_error()),
+    draw(&web, &session, &headers, &visitor, &run_id, None).await
+}
+
+/// A form of the run page as a call of `tool`: the CSRF check, the fields `names` as
+/// string arguments (and `data` as a JSON object), then the run page again, with what
+/// was refused.
+async fn act<S, B>(
+    web: &Web<S, B>,
+    session: &Session,
+    headers: &HeaderMap,
+    visitor: &Visitor,
+    run_id: &str,
+    form: &[(String, String)],
+    (tool, names): (&str, &[&str]),
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let field = |name: &str| sent(form, name);
+    if let Err(error) = check_csrf(headers, &web.origin, session, field("csrf")).await {
+        return error.into_response();
+    }
+    let mut arguments = Map::new();
+    arguments.insert("runId".to_owned(), json!(run_id));
+    for name in names {
+        if let Some(value) = field(name) {
+            arguments.insert((*name).to_owned(), json!(value));
+        }
+    }
+    if let Some(data) = field("data") {
+        // Text that is not a JSON object is passed on as sent, so the refusal names it
+        // in the spec's words.
+        let data = serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!(data));
+        arguments.insert("data".to_owned(), data);
+    }
+    let Some(spec) = agentprocess_mcp::arguments::spec(tool) else {
+        return ApiError::retry().into_response();
+    };
+    match agentprocess_mcp::tools::call(&web.service, &visitor.caller, spec, arguments).await {
+        Ok(_) => Redirect::to(&format!("/runs/{run_id}")).into_response(),
+        Err(refused) => draw(web, session, &HeaderMap::new(), visitor, run_id, Some(&refused)).await,
     }
 }
 
-pub(super) async fn cancel<S, B>(
+/// The run page's forms: `cancel` and `events` (send an event).
+pub(super) async fn act_on<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     session: Session,
     headers: HeaderMap,
-    Visitor { who, caller }: Visitor,
-    Path(run_id): Path<String>,
+    visitor: Visitor,
+    Path((run_id, action)): Path<(String, String)>,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let field = |name: &str| {
-        form.iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+    let call: (&str, &[&str]) = match action.as_str() {
+        "cancel" => ("cancel", &["requestId", "reason"]),
+        "events" => ("send_event", &["requestId", "name"]),
+        _ => return axum::http::StatusCode::NOT_FOUND.into_response(),
     };
-    if let Err(error) = check_csrf(&headers, &web.origin, &session, field("csrf")).await {
-        return error.into_response();
-    }
-    let mut arguments = Map::new();
-    arguments.insert("runId".to_owned(), json!(run_id));
-    for name in ["requestId", "reason"] {
-        if let Some(value) = field(name).filter(|value| !value.trim().is_empty()) {
-            arguments.insert(name.to_owned(), json!(value));
-        }
-    }
-    let Some(spec) = agentprocess_mcp::arguments::spec("cancel") else {
-        return ApiError::retry().into_response();
-    };
-    let refused = agentprocess_mcp::tools::call(&web.service, &caller, spec, arguments)
-        .await
-        .err();
-    if refused.is_none() {
-        return Redirect::to(&format!("/runs/{run_id}")).into_response();
-    }
-    match web.service.get_run(&caller, &run_id).await {
-        Ok(run) => draw(&web, &session, (&who, &caller), &run, refused.as_ref()).await,
-        Err(error) => refused_page(&who, CANNOT, &error.into_tool_error()),
-    }
+    act(&web, &session, &headers, &visitor, &run_id, &form, call).await
 }

@@ -1,80 +1,115 @@
-//! A work item's page: what the person is asked (the step's text, the escalation, what
-//! an earlier attempt left), the run data the decision is about, and exactly the
-//! decisions the item accepts, as forms. The form carries the item's snapshot and a
-//! request id made when the page was drawn, so sending it twice decides once; a
-//! stale snapshot shows the fresh data and asks again.
+//! A work item's page: what the person is asked (the step's text, the process body's
+//! section for the step, the escalation, what an earlier attempt left), the run data
+//! the decision is about with its evidence (images and PDFs previewed), and exactly
+//! the decisions the item accepts, as forms. The form carries the item's snapshot and a
+//! request id made when the page was drawn, so sending it twice decides once; a stale
+//! snapshot shows the fresh data and asks again, keeping what the person entered.
 
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::ToolError;
-use agentprocess_store::Store;
+use agentprocess_engine::{Code, ToolError};
+use agentprocess_service::Write;
+use agentprocess_store::{Store, Upload};
 use agentprocess_views::{RunView, WorkItemView};
-use axum::extract::{Form, Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use tower_sessions::Session;
 
-use super::forms::{controls, output_of};
-use super::layout::{page, problems};
+use super::evidence::{Files, evidence, files, size};
+use super::forms::{OUTPUT, controls, sent, values_of};
+use super::layout::{page, problems, refused};
+use super::markdown::{render, section};
+use super::time::when;
 use super::{Visitor, recent_enough};
 use crate::identity::{ApiError, Web, check_csrf, csrf_token};
 
-/// Why the page is drawn again after a decision was sent.
-enum Outcome {
-    /// Refused: the message and every issue.
-    Refused(ToolError),
+/// The title of a work item page that cannot be shown.
+const CANNOT: &str = "This work item cannot be shown";
+
+/// The form field of files to attach as evidence.
+const FILES: &str = "evidence.files";
+/// The form field of links to attach as evidence, one per line.
+const LINKS: &str = "evidence.links";
+/// The form field of a file already uploaded by an earlier try of the same form.
+const UPLOADED: &str = "evidence.uploaded";
+
+/// Everything the page needs that is not in the run view.
+struct Context<'a> {
+    who: &'a str,
+    zone: &'a TimeZone,
+    files: Files,
+    /// Who decided the item and when, once it is closed.
+    decided: Option<(String, i64)>,
+}
+
+/// The form as sent: its fields, and the files it uploaded.
+#[derive(Default)]
+struct Sent {
+    fields: Vec<(String, String)>,
+    uploaded: Vec<Upload>,
 }
 
 pub(super) async fn show<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     session: Session,
-    Visitor { who, caller }: Visitor,
+    visitor: Visitor,
     Path((run_id, item_id)): Path<(String, String)>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let run = match web.service.get_run(&caller, &run_id).await {
+    let run = match web.service.get_run(&visitor.caller, &run_id).await {
         Ok(run) => run,
-        Err(error) => return refused_page(&who, &error.into_tool_error()),
+        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
     };
-    draw(&session, &who, &run, &item_id, None).await
-}
-
-fn refused_page(who: &str, error: &ToolError) -> Response {
-    let status = crate::identity::errors::status_of(error.code);
-    page(
-        status,
-        "This work item cannot be shown",
-        Some(who),
-        problems(&error.message, &error.issues),
-    )
+    draw(&web, &session, &visitor, &run, &item_id, None, Sent::default()).await
 }
 
 /// The page of item `item_id` of `run`, with what the last decision sent met.
-async fn draw(session: &Session, who: &str, run: &RunView, item_id: &str, outcome: Option<Outcome>) -> Response {
+async fn draw<S, B>(
+    web: &Web<S, B>,
+    session: &Session,
+    visitor: &Visitor,
+    run: &RunView,
+    item_id: &str,
+    refusal: Option<ToolError>,
+    sent: Sent,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
-    let Some(item) = run.work_items.iter().find(|item| item.id == item_id) else {
-        let body = html! {
-            @if let Some(Outcome::Refused(error)) = &outcome { (problems(&error.message, &error.issues)) }
-            div class="notice" { p { "This work item is no longer open: it was decided, or its run moved on." } }
-            (run_data(run))
-        };
-        return page(StatusCode::OK, "Work item closed", Some(who), body);
+    let open = run.work_items.iter().find(|item| item.id == item_id);
+    let decided = match open {
+        Some(_) => None,
+        None => web
+            .service
+            .decision_of(&visitor.caller, &run.run.id, item_id)
+            .await
+            .ok()
+            .flatten(),
     };
-    let issues: Vec<String> = match &outcome {
-        Some(Outcome::Refused(error)) => error.issues.clone(),
-        None => Vec::new(),
+    let context = Context {
+        who: &visitor.who,
+        zone: &visitor.zone,
+        files: files(web, visitor.caller.org(), run).await,
+        decided,
+    };
+    let Some(item) = open else {
+        return closed(run, &context, refusal.as_ref());
     };
     let body = html! {
-        @if let Some(Outcome::Refused(error)) = &outcome {
+        @if let Some(error) = &refusal {
             @if error.code.as_str() == "stale" {
                 div class="notice" role="alert" {
                     p { "The run changed since you opened this page. Its data below is fresh: look again, then decide." }
@@ -84,7 +119,8 @@ async fn draw(session: &Session, who: &str, run: &RunView, item_id: &str, outcom
             }
         }
         p { "Run " a href=(format!("/runs/{}", run.run.id)) { code { (run.run.id) } } " of " strong { (run.run.process) } " v" (run.run.version)
-            @if item.mode.is_some() { " " span class="badge test" { "test run" } } }
+            @if item.mode.is_some() { " " span class="badge test" { "test run" } }
+            @if let Some(due) = item.due { " · due " (when(context.zone, due)) } }
         section aria-labelledby="asked" {
             h2 id="asked" { "What you are asked" }
             p { (item.text) }
@@ -94,58 +130,141 @@ async fn draw(session: &Session, who: &str, run: &RunView, item_id: &str, outcom
             @if let Some(handoff) = &item.handoff {
                 details { summary { "What the previous attempt left" } pre { (pretty(&json!(handoff))) } }
             }
+            (instructions(&run.body, &item.step_id))
         }
-        (decisions(item, &csrf, &issues))
-        (run_data(run))
+        (decisions(item, &csrf, refusal.as_ref().map_or(&[][..], |error| &error.issues), &sent))
+        (run_data(run, &context))
     };
-    page(StatusCode::OK, &format!("Work item: {}", item.step_id), Some(who), body)
+    page(
+        StatusCode::OK,
+        &format!("Work item: {}", item.step_id),
+        Some(context.who),
+        body,
+    )
+}
+
+/// The page of an item that is no longer open.
+fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> Response {
+    let body = html! {
+        // A second click on a form whose first decided is no error to the person.
+        @if let Some(error) = refusal.filter(|error| error.code.as_str() != "conflict") {
+            (problems(&error.message, &error.issues))
+        }
+        div class="notice" role="status" {
+            @if let Some((who, at)) = &context.decided {
+                p { "This work item was decided by " strong { (who) } " at "
+                    (when(context.zone, jiff::Timestamp::from_millisecond(*at).unwrap_or_default())) "." }
+            } @else {
+                p { "This work item is no longer open: its run moved on without it." }
+            }
+            p { a href=(format!("/runs/{}", run.run.id)) { "See the run" } " · " a href="/inbox" { "Back to the inbox" } }
+        }
+        (run_data(run, context))
+    };
+    page(StatusCode::OK, "Work item closed", Some(context.who), body)
+}
+
+/// The process body's section for the step, or the whole body folded away.
+fn instructions(body: &str, step: &str) -> Markup {
+    html! {
+        @if let Some(part) = section(body, step) {
+            div class="body section" { (render(part)) }
+            details { summary { "The whole process description" } div class="body" { (render(body)) } }
+        } @else if !body.trim().is_empty() {
+            details { summary { "The process description" } div class="body" { (render(body)) } }
+        }
+    }
 }
 
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn run_data(run: &RunView) -> Markup {
+/// Every step's current record: its output, and its evidence with name, size, SHA-256,
+/// a download link and, for images and PDFs, a preview.
+fn run_data(run: &RunView, context: &Context<'_>) -> Markup {
     html! {
         section aria-labelledby="data" {
             h2 id="data" { "The run data" }
-            pre { (pretty(&json!(run.data))) }
+            h3 { "Inputs" }
+            pre { (pretty(&Value::Object(run.data.inputs.clone()))) }
+            @for (step, data) in &run.data.steps {
+                @if let Some(record) = &data.current {
+                    h3 { (step) }
+                    p { "By " (record.by) " at " (when(context.zone, record.at))
+                        @if let Some(decision) = &record.decision { " · " strong { (decision) } } }
+                    @if let Some(summary) = &record.summary { p { (summary) } }
+                    @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
+                        pre { (pretty(&Value::Object(output.clone()))) }
+                    }
+                    @for item in record.evidence.iter().flatten() {
+                        (evidence(item, context.files.of(&item.reference)))
+                    }
+                }
+            }
         }
     }
 }
 
-/// The forms of exactly the decisions `item` accepts.
-fn decisions(item: &WorkItemView, csrf: &str, issues: &[String]) -> Markup {
+/// The forms of exactly the decisions `item` accepts, holding what was `sent`.
+fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent) -> Markup {
     let request_id = agentprocess_auth::secrets::new_id("web_");
     let hidden = html! {
         input type="hidden" name="csrf" value=(csrf);
         input type="hidden" name="snapshot" value=(item.snapshot);
         input type="hidden" name="requestId" value=(request_id);
     };
-    let note_issues: Vec<&String> = issues.iter().filter(|issue| issue.starts_with("note")).collect();
+    let kept = |name: &str| {
+        sent.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map_or("", |(_, value)| value.as_str())
+    };
+    let beside = |prefix: &str| -> Vec<&String> { issues.iter().filter(|issue| issue.starts_with(prefix)).collect() };
     let note = |label: &str| {
         html! {
             div class="field" {
                 label for="note" { (label) }
-                textarea id="note" name="note" rows="3" {}
-                @for issue in &note_issues { p class="issue" role="alert" { (issue) } }
+                textarea id="note" name="note" rows="3" { (kept("note")) }
+                @for issue in beside("note") { p class="issue" role="alert" { (issue) } }
             }
         }
     };
     let empty = Map::new();
     let output = item.output.as_ref().unwrap_or(&empty);
+    let wanted = item.evidence.as_deref().unwrap_or_default();
     let complete = html! {
-        (controls(output, issues))
+        (controls(OUTPUT, output, &sent.fields, issues))
+        fieldset {
+            legend { "Evidence" @if !wanted.is_empty() { " (required: " (wanted.join(", ")) ")" } }
+            @for upload in &sent.uploaded {
+                div {
+                    input type="checkbox" id=(format!("kept-{}", upload.id)) name=(UPLOADED) value=(upload.id) checked;
+                    label class="inline" for=(format!("kept-{}", upload.id)) { "Attached: " (upload.file_name) " (" (size(upload.bytes)) ")" }
+                }
+            }
+            div class="field" {
+                label for=(FILES) { "Files" }
+                input id=(FILES) name=(FILES) type="file" multiple;
+            }
+            div class="field" {
+                label for=(LINKS) { "Links (one per line)" }
+                textarea id=(LINKS) name=(LINKS) rows="2" { (kept(LINKS)) }
+            }
+            @for issue in beside("evidence") { p class="issue" role="alert" { (issue) } }
+        }
         @if let Some(routes) = &item.next {
             div class="field" {
                 label for="next" { "Where the run goes next" }
                 select id="next" name="next" {
-                    @for route in routes { option value=(route.to) { (route.to) @if let Some(when) = &route.when { " (" (when) ")" } } }
+                    @for route in routes { option value=(route.to) selected[kept("next") == route.to] { (route.to) @if let Some(when) = &route.when { " (" (when) ")" } } }
                 }
+                @for issue in beside("next") { p class="issue" role="alert" { (issue) } }
             }
             div class="field" {
                 label for="reason" { "Why" }
-                textarea id="reason" name="reason" rows="2" {}
+                textarea id="reason" name="reason" rows="2" { (kept("reason")) }
+                @for issue in beside("reason") { p class="issue" role="alert" { (issue) } }
             }
         }
     };
@@ -162,14 +281,14 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String]) -> Markup {
                     }
                 }
                 "task" => {
-                    form method="post" {
+                    form method="post" enctype="multipart/form-data" {
                         (hidden)
                         (complete)
                         button type="submit" name="decision" value="completed" { "Complete" }
                     }
                 }
                 _ => {
-                    form method="post" {
+                    form method="post" enctype="multipart/form-data" {
                         (hidden)
                         fieldset {
                             legend { "Complete the step yourself" }
@@ -189,10 +308,56 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String]) -> Markup {
     }
 }
 
-fn field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    form.iter()
-        .find(|(key, _)| key == name)
-        .map(|(_, value)| value.as_str())
+/// A file part of the form.
+struct File {
+    name: String,
+    content_type: String,
+    bytes: Vec<u8>,
+}
+
+/// The fields and files of a decision form, sent url-encoded or as multipart.
+async fn read_form(request: Request, limit: usize) -> Result<(Vec<(String, String)>, Vec<File>), Response> {
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("multipart/form-data"));
+    if !multipart {
+        let axum::extract::Form(fields) = axum::extract::Form::<Vec<(String, String)>>::from_request(request, &())
+            .await
+            .map_err(IntoResponse::into_response)?;
+        return Ok((fields, Vec::new()));
+    }
+    let mut parts = Multipart::from_request(request, &())
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let unreadable = |error: axum::extract::multipart::MultipartError| {
+        ApiError::invalid("the form could not be read", vec![error.body_text()]).into_response()
+    };
+    let (mut fields, mut files) = (Vec::new(), Vec::new());
+    while let Some(mut part) = parts.next_field().await.map_err(unreadable)? {
+        let name = part.name().unwrap_or_default().to_owned();
+        if name == FILES {
+            let file_name = part.file_name().unwrap_or_default().to_owned();
+            let content_type = part.content_type().unwrap_or("application/octet-stream").to_owned();
+            let Some(bytes) = crate::uploads::part_bytes(&mut part, limit).await.map_err(unreadable)? else {
+                let issue = format!("{FILES}: {file_name} is more than maxUploadBytes ({limit}) bytes");
+                return Err(ApiError::invalid("the form was refused; nothing was stored", vec![issue]).into_response());
+            };
+            // A file input left empty sends one part with no name and no bytes.
+            if !(file_name.is_empty() && bytes.is_empty()) {
+                files.push(File {
+                    name: file_name,
+                    content_type,
+                    bytes,
+                });
+            }
+        } else {
+            let text = part.text().await.map_err(unreadable)?;
+            fields.push((name, text));
+        }
+    }
+    Ok((fields, files))
 }
 
 pub(super) async fn decide<S, B>(
@@ -202,22 +367,27 @@ pub(super) async fn decide<S, B>(
     headers: HeaderMap,
     visitor: Visitor,
     Path((run_id, item_id)): Path<(String, String)>,
-    Form(form): Form<Vec<(String, String)>>,
+    request: Request,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    if let Err(error) = check_csrf(&headers, &web.origin, &session, field(&form, "csrf")).await {
+    let limit = web.service.settings().max_upload_bytes;
+    let (form, files) = match read_form(request, limit).await {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, sent(&form, "csrf")).await {
         return error.into_response();
     }
     if let Err(response) = recent_enough(&web, &session, &uri, &visitor).await {
         return response;
     }
-    let Visitor { who, caller } = visitor;
-    let run = match web.service.get_run(&caller, &run_id).await {
+    let caller = &visitor.caller;
+    let run = match web.service.get_run(caller, &run_id).await {
         Ok(run) => run,
-        Err(error) => return refused_page(&who, &error.into_tool_error()),
+        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
     };
     // A form sent again after its item closed (a second click) decides nothing.
     let Some(output) = run
@@ -226,31 +396,106 @@ where
         .find(|item| item.id == item_id)
         .map(|item| item.output.clone().unwrap_or_default())
     else {
-        return draw(&session, &who, &run, &item_id, None).await;
+        return draw(&web, &session, &visitor, &run, &item_id, None, Sent::default()).await;
+    };
+    let request_id = sent(&form, "requestId").unwrap_or_default().to_owned();
+    let uploaded = match upload(&web, caller, &request_id, &form, files).await {
+        Ok(uploaded) => uploaded,
+        Err(error) => {
+            let sent = Sent {
+                fields: form,
+                uploaded: Vec::new(),
+            };
+            return draw(&web, &session, &visitor, &run, &item_id, Some(error), sent).await;
+        }
     };
     let mut arguments = Map::new();
     arguments.insert("runId".to_owned(), json!(run_id));
     arguments.insert("workItemId".to_owned(), json!(item_id));
     for name in ["requestId", "snapshot", "decision", "note", "next", "reason"] {
-        if let Some(value) = field(&form, name).filter(|value| !value.trim().is_empty()) {
+        if let Some(value) = sent(&form, name) {
             arguments.insert(name.to_owned(), json!(value));
         }
     }
-    if field(&form, "decision") == Some("completed") {
-        arguments.insert("output".to_owned(), Value::Object(output_of(&output, &form)));
+    if sent(&form, "decision") == Some("completed") {
+        arguments.insert("output".to_owned(), Value::Object(values_of(OUTPUT, &output, &form)));
+        let links = sent(&form, LINKS).unwrap_or_default().lines().map(str::trim);
+        let evidence: Vec<Value> = uploaded
+            .iter()
+            .map(|upload| json!({ "kind": "file", "ref": upload.id }))
+            .chain(
+                links
+                    .filter(|link| !link.is_empty())
+                    .map(|link| json!({ "kind": "link", "ref": link })),
+            )
+            .collect();
+        if !evidence.is_empty() {
+            arguments.insert("evidence".to_owned(), Value::Array(evidence));
+        }
     }
     let Some(spec) = agentprocess_mcp::arguments::spec("decide") else {
         return ApiError::retry().into_response();
     };
-    match agentprocess_mcp::tools::call(&web.service, &caller, spec, arguments).await {
+    match agentprocess_mcp::tools::call(&web.service, caller, spec, arguments).await {
         Ok(_) => Redirect::to("/inbox?decided=1").into_response(),
         Err(error) => {
-            // Drawn again on the run as it is now, with what was refused.
-            let fresh = match web.service.get_run(&caller, &run_id).await {
+            // Drawn again on the run as it is now, with what was refused, holding what
+            // the person entered and the files they attached.
+            let fresh = match web.service.get_run(caller, &run_id).await {
                 Ok(fresh) => fresh,
-                Err(error) => return refused_page(&who, &error.into_tool_error()),
+                Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
             };
-            draw(&session, &who, &fresh, &item_id, Some(Outcome::Refused(error))).await
+            let sent = Sent { fields: form, uploaded };
+            draw(&web, &session, &visitor, &fresh, &item_id, Some(error), sent).await
         }
     }
+}
+
+/// The files of the form stored as uploads (each with a request id made from the
+/// form's, so sending the form again stores nothing twice), after those an earlier try
+/// of the form uploaded and the person kept.
+async fn upload<S, B>(
+    web: &Web<S, B>,
+    caller: &agentprocess_service::Caller,
+    request_id: &str,
+    form: &[(String, String)],
+    files: Vec<File>,
+) -> Result<Vec<Upload>, ToolError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let mut uploaded = Vec::new();
+    for (_, id) in form.iter().filter(|(key, _)| key == UPLOADED) {
+        // Only an upload of this organization is found; a made-up id is dropped.
+        if let Ok(Some(upload)) = web.service.store().upload(caller.org(), id).await {
+            uploaded.push(upload);
+        }
+    }
+    for (index, file) in files.into_iter().enumerate() {
+        let mut arguments = Map::new();
+        arguments.insert("fileName".to_owned(), json!(file.name));
+        arguments.insert("contentType".to_owned(), json!(file.content_type));
+        arguments.insert(
+            "contentSha256".to_owned(),
+            json!(agentprocess_service::sha256_hex(&file.bytes)),
+        );
+        let write = Write::from_arguments(format!("{request_id}.file-{index}"), &arguments);
+        let result = web
+            .service
+            .upload(caller, &file.name, &file.content_type, file.bytes, &write)
+            .await
+            .map_err(agentprocess_service::Error::into_tool_error)?;
+        match web.service.store().upload(caller.org(), &result.id).await {
+            Ok(Some(upload)) => uploaded.push(upload),
+            _ => {
+                return Err(ToolError::new(
+                    Code::Retry,
+                    agentprocess_service::RETRY_MESSAGE,
+                    Vec::new(),
+                ));
+            }
+        }
+    }
+    Ok(uploaded)
 }

@@ -18,24 +18,36 @@ const VERIFIER: &str = "the-verifier-of-this-test-which-is-long-enough-for-pkce"
 /// A browser: one session cookie, the server's forms.
 pub(crate) struct Browser {
     cookie: Option<String>,
+    /// Cookies the page script would set (`tz=…`).
+    extra: Vec<String>,
 }
 
-/// An answer: status, `Location`, body.
+/// An answer: status, `Location`, headers, body.
 pub(crate) struct Page {
     pub(crate) status: StatusCode,
     pub(crate) location: String,
+    pub(crate) headers: axum::http::HeaderMap,
     pub(crate) text: String,
 }
 
 impl Browser {
     pub(crate) fn new() -> Self {
-        Self { cookie: None }
+        Self {
+            cookie: None,
+            extra: Vec::new(),
+        }
     }
 
-    async fn send(&mut self, app: &TestApp, request: axum::http::request::Builder, body: Body) -> Page {
+    /// Sends `name=value` with every later request, as the page script's cookies are.
+    pub(crate) fn set_cookie(&mut self, pair: &str) {
+        self.extra.push(pair.to_owned());
+    }
+
+    pub(crate) async fn send(&mut self, app: &TestApp, request: axum::http::request::Builder, body: Body) -> Page {
         let mut request = request.header(header::HOST, "localhost");
-        if let Some(cookie) = &self.cookie {
-            request = request.header(header::COOKIE, cookie);
+        let cookies: Vec<&str> = self.cookie.iter().chain(&self.extra).map(String::as_str).collect();
+        if !cookies.is_empty() {
+            request = request.header(header::COOKIE, cookies.join("; "));
         }
         let response = tower::ServiceExt::oneshot(app.router.clone(), request.body(body).expect("request"))
             .await
@@ -54,10 +66,12 @@ impl Browser {
             .and_then(|value| value.to_str().ok())
             .unwrap_or_default()
             .to_owned();
+        let headers = response.headers().clone();
         let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("body");
         Page {
             status,
             location,
+            headers,
             text: String::from_utf8_lossy(&bytes).into_owned(),
         }
     }
@@ -81,6 +95,42 @@ impl Browser {
         let request = Request::post(path)
             .header(header::ORIGIN, "http://localhost")
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        self.send(app, request, Body::from(body)).await
+    }
+
+    /// A `multipart/form-data` form: `fields`, then `files` as (field, file name,
+    /// media type, bytes).
+    pub(crate) async fn post_multipart(
+        &mut self,
+        app: &TestApp,
+        path: &str,
+        fields: &[(String, String)],
+        files: &[(&str, &str, &str, &[u8])],
+    ) -> Page {
+        const BOUNDARY: &str = "----form-boundary-7MA4YWxkTrZu0gW";
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend_from_slice(
+                format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        for (name, file_name, media_type, bytes) in files {
+            body.extend_from_slice(
+                format!(
+                    "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
+                     Content-Type: {media_type}\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            body.extend_from_slice(bytes);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+        let request = Request::post(path).header(header::ORIGIN, "http://localhost").header(
+            header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        );
         self.send(app, request, Body::from(body)).await
     }
 }

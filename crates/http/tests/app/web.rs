@@ -2,7 +2,9 @@
 //! completes a task through the form generated from its `output`, rejects with a note
 //! and sees the run go back, approves, and meets every refusal beside its field; a
 //! stale page shows the fresh data; nothing on the web surface decides without a
-//! session and its CSRF token.
+//! session and its CSRF token. The catalog, a version's page with its diff, the start
+//! form, the run page with its timers, held events and events sent from it, evidence
+//! attached to a decision and previewed, and times in the person's time zone.
 
 use agentprocess_auth::Role;
 use axum::body::Body;
@@ -156,7 +158,7 @@ async fn decides(app: TestApp) -> TestApp {
     );
     // The same form again decides nothing twice: the item is closed now.
     let again = browser.post_pairs(&app, &link, &fields).await;
-    assert!(again.text.contains("no longer open"), "{}", again.text);
+    assert!(again.text.contains("This work item was decided by"), "{}", again.text);
     assert_eq!(
         run_view(&app, &starter, &run).await["data"]["steps"]["fill"]["history"],
         json!([])
@@ -269,6 +271,297 @@ async fn decides(app: TestApp) -> TestApp {
         status,
         StatusCode::SEE_OTHER,
         "no session: sent to sign in, and nothing decided"
+    );
+    app
+}
+
+const ORDER: &str = "---
+name: web-order
+description: Orders a part and waits for the supplier. Start it when a part is needed.
+inputs:
+  part:
+    type: string
+    description: Which part
+  quantity: number
+requires:
+  systems: [supplier-portal]
+steps:
+  - id: receipt
+    person: buyer
+    task: Attach the supplier's receipt.
+    evidence: [file]
+  - id: check
+    person: buyer
+    approve: Check the receipt.
+  - id: confirmed
+    wait_for: supplier_confirmed
+    timeout: 3d
+    on_timeout: done
+  - id: shipped
+    wait_for: shipped
+  - id: done
+    finish: ordered
+---
+# Ordering a part
+
+## Receipt
+
+Scan the paper receipt and attach it as a PNG.
+
+## Check
+
+Compare the receipt with the order.
+";
+
+/// The run id a redirect to a run page names.
+fn run_of(location: &str) -> String {
+    location.strip_prefix("/runs/").expect("a run page").to_owned()
+}
+
+/// The bytes of a 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0, 0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d,
+    0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+on_both!(
+    people_start_runs_attach_evidence_and_follow_runs_in_the_browser,
+    follows
+);
+async fn follows(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &["buyers"])
+        .await
+        .with_dev_sign_in();
+    let admin = app.api_token("ann", "admin").await;
+    let first = ORDER.replace("Compare the receipt with the order.", "Compare the receipt.");
+    app.publish(&admin, "web-order", first.as_bytes(), "buyers").await;
+    app.publish(&admin, "web-order", ORDER.as_bytes(), "buyers").await;
+    let mut browser = Browser::new();
+    let form = browser.get(&app, "/dev/sign-in").await;
+    browser
+        .post_form(
+            &app,
+            "/dev/sign-in",
+            &[("csrf", &csrf_of(&form.text)), ("identity", "ann")],
+        )
+        .await;
+
+    // The catalog: the latest version, the systems it needs, its inputs.
+    let catalog = browser.get(&app, "/processes").await;
+    assert_eq!(catalog.status, StatusCode::OK, "{}", catalog.text);
+    for shown in [
+        "href=\"/processes/web-order\"",
+        "v2",
+        "<span class=\"system\">supplier-portal</span>",
+        "<code>quantity</code> · number · required",
+        "href=\"/processes/web-order/start\"",
+    ] {
+        assert!(catalog.text.contains(shown), "{shown}: {}", catalog.text);
+    }
+    // Every page may load only its own stylesheet and script.
+    let policy = catalog.headers["content-security-policy"].to_str().expect("policy");
+    assert!(
+        policy.contains("script-src 'self'") && policy.contains("default-src 'none'"),
+        "{policy}"
+    );
+    let stylesheet = browser.get(&app, "/assets/app.css").await;
+    assert_eq!(stylesheet.headers["content-type"], "text/css; charset=utf-8");
+    assert!(stylesheet.text.contains(":focus-visible"));
+
+    // A version's page: the body rendered, the hash, the map, the diff to version 1.
+    let version = browser.get(&app, "/processes/web-order").await;
+    for shown in [
+        "<h2>Receipt</h2>",
+        "Content hash",
+        "<svg class=\"map\"",
+        "Changes since version 1",
+        "<ins class=\"add\">+ Compare the receipt with the order.",
+        "<del class=\"del\">- Compare the receipt.",
+    ] {
+        assert!(version.text.contains(shown), "{shown}: {}", version.text);
+    }
+    let first_version = browser.get(&app, "/processes/web-order/versions/1").await;
+    assert!(!first_version.text.contains("Changes since"), "{}", first_version.text);
+    let missing = browser.get(&app, "/processes/web-order/versions/9").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    // The start form: one labelled control per input; what is wrong is named beside
+    // its field, what was typed is kept, and no run starts.
+    let start = browser.get(&app, "/processes/web-order/start").await;
+    for shown in [
+        "<label for=\"inputs.part\">",
+        "<input id=\"inputs.quantity\"",
+        "id=\"mode-test\"",
+    ] {
+        assert!(start.text.contains(shown), "{shown}: {}", start.text);
+    }
+    let mut fields = vec![
+        ("csrf".to_owned(), hidden(&start.text, "csrf")),
+        ("version".to_owned(), "2".to_owned()),
+        ("requestId".to_owned(), hidden(&start.text, "requestId")),
+        ("inputs.part".to_owned(), "gear".to_owned()),
+        ("inputs.quantity".to_owned(), "many".to_owned()),
+        ("mode".to_owned(), "test".to_owned()),
+    ];
+    let refused = browser.post_pairs(&app, "/processes/web-order/start", &fields).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text);
+    assert!(
+        refused
+            .text
+            .contains("<p class=\"issue\" role=\"alert\">inputs.quantity"),
+        "{}",
+        refused.text
+    );
+    assert!(refused.text.contains("value=\"gear\""), "kept: {}", refused.text);
+    let token = app.mcp_token("ann").await;
+    let runs = app.call(&token, "list_runs", json!({})).await;
+    assert_eq!(runs["data"]["items"], json!([]), "nothing started: {runs}");
+    fields[4].1 = "3".to_owned();
+    let started = browser.post_pairs(&app, "/processes/web-order/start", &fields).await;
+    assert_eq!(started.status, StatusCode::SEE_OTHER, "{}", started.text);
+    let run = run_of(&started.location);
+    let view = run_view(&app, &token, &run).await;
+    assert_eq!(
+        (
+            view["run"]["mode"].as_str(),
+            view["data"]["inputs"]["quantity"].as_u64()
+        ),
+        (Some("test"), Some(3))
+    );
+
+    // The task's page: the body's section for its step, and a file input.
+    let inbox = browser.get(&app, "/inbox").await;
+    let receipt = item_link(&inbox.text);
+    let page = browser.get(&app, &receipt).await;
+    assert!(page.text.contains("Scan the paper receipt"), "{}", page.text);
+    assert!(page.text.contains("enctype=\"multipart/form-data\""), "{}", page.text);
+    let base = |page: &str| {
+        vec![
+            ("csrf".to_owned(), hidden(page, "csrf")),
+            ("snapshot".to_owned(), hidden(page, "snapshot")),
+            ("requestId".to_owned(), hidden(page, "requestId")),
+        ]
+    };
+    let completed = |page: &str| [base(page), vec![("decision".to_owned(), "completed".to_owned())]].concat();
+    // Without the file the step requires, it is refused beside the evidence.
+    let no_file = browser
+        .post_multipart(&app, &receipt, &completed(&page.text), &[])
+        .await;
+    assert!(no_file.text.contains("evidence"), "{}", no_file.text);
+    assert!(no_file.text.contains("class=\"issue\""), "{}", no_file.text);
+    let done = browser
+        .post_multipart(
+            &app,
+            &receipt,
+            &completed(&page.text),
+            &[("evidence.files", "receipt.png", "image/png", PNG)],
+        )
+        .await;
+    assert_eq!(done.location, "/inbox?decided=1", "{}", done.text);
+    let view = run_view(&app, &token, &run).await;
+    let evidence = &view["data"]["steps"]["receipt"]["evidence"][0];
+    assert_eq!(evidence["kind"], "file", "{view}");
+    assert_eq!(
+        evidence["sha256"].as_str(),
+        Some(agentprocess_service::sha256_hex(PNG).as_str())
+    );
+    // The approval's page previews the image, with its name, size and hash.
+    let check = item_link(&browser.get(&app, "/inbox").await.text);
+    let page = browser.get(&app, &check).await;
+    for shown in [
+        "receipt.png",
+        "70 bytes",
+        "image/png",
+        "<img src=\"",
+        "alt=\"Preview of receipt.png\"",
+    ] {
+        assert!(page.text.contains(shown), "{shown}: {}", page.text);
+    }
+    let approve = [base(&page.text), vec![("decision".to_owned(), "approved".to_owned())]].concat();
+    assert_eq!(
+        browser.post_pairs(&app, &check, &approve).await.location,
+        "/inbox?decided=1"
+    );
+    // The closed item says who decided it.
+    let closed = browser.get(&app, &check).await;
+    assert!(closed.text.contains("This work item was decided by"), "{}", closed.text);
+
+    // The run page: the wait's timeout timer; an event no step waits for yet is held.
+    let page = browser.get(&app, &format!("/runs/{run}")).await;
+    for shown in [
+        "Timers",
+        "the wait for the event times out",
+        "list=\"event-names\"",
+        "<option value=\"shipped\">",
+    ] {
+        assert!(page.text.contains(shown), "{shown}: {}", page.text);
+    }
+    let send = |page: &str, name: &str, data: &str| {
+        vec![
+            ("csrf".to_owned(), hidden(page, "csrf")),
+            ("requestId".to_owned(), hidden(page, "requestId")),
+            ("name".to_owned(), name.to_owned()),
+            ("data".to_owned(), data.to_owned()),
+        ]
+    };
+    let bad = browser
+        .post_pairs(
+            &app,
+            &format!("/runs/{run}/events"),
+            &send(&page.text, "shipped", "[1]"),
+        )
+        .await;
+    assert!(bad.text.contains("class=\"problems\""), "{}", bad.text);
+    assert!(bad.text.contains("data"), "{}", bad.text);
+    let sent = browser
+        .post_pairs(
+            &app,
+            &format!("/runs/{run}/events"),
+            &send(&page.text, "shipped", r#"{"carrier": "DHL"}"#),
+        )
+        .await;
+    assert_eq!(sent.location, format!("/runs/{run}"), "{}", sent.text);
+    // In the person's time zone, and the part that refreshes alone on request.
+    browser.set_cookie("tz=Asia%2FTokyo");
+    let page = browser.get(&app, &format!("/runs/{run}")).await;
+    for shown in ["Held events", "<strong>shipped</strong>", "DHL", " JST</time>"] {
+        assert!(page.text.contains(shown), "{shown}: {}", page.text);
+    }
+    let request = Request::get(format!("/runs/{run}")).header("x-refresh", "standing");
+    let part = browser.send(&app, request, Body::empty()).await;
+    assert!(
+        part.text.contains("Held events") && !part.text.contains("<html"),
+        "{}",
+        part.text
+    );
+    assert!(
+        !part.text.contains("Send an event"),
+        "the forms stay put: {}",
+        part.text
+    );
+    // The supplier's confirmation, from the run page, takes the wait on; the held
+    // event is taken by the next wait, and the run ends.
+    let confirmed = browser
+        .post_pairs(
+            &app,
+            &format!("/runs/{run}/events"),
+            &send(&page.text, "supplier_confirmed", ""),
+        )
+        .await;
+    assert_eq!(confirmed.location, format!("/runs/{run}"), "{}", confirmed.text);
+    let view = run_view(&app, &token, &run).await;
+    assert_eq!(view["run"]["outcome"], "ordered", "{view}");
+    assert_eq!(view["data"]["steps"]["shipped"]["output"], json!({ "carrier": "DHL" }));
+    let ended = browser.get(&app, &format!("/runs/{run}")).await;
+    assert!(
+        !ended.text.contains("data-refresh") && !ended.text.contains("Send an event"),
+        "{}",
+        ended.text
     );
     app
 }
