@@ -1,0 +1,268 @@
+"""The web app in a real browser: Debian's Chromium, driven by Playwright, against
+`agentprocess dev`. A person signs in, starts a run from the catalog's form, completes
+the task it opens (with a file as evidence), approves with the keyboard alone, and
+follows the run; the inbox refreshes itself when new work arrives; times are in the
+browser's time zone; every page passes axe-core with no serious or critical
+violation, loads nothing its policy refuses, and fits a phone's width.
+
+With UPDATE_SCREENSHOTS=1 it also writes the README's screenshots to docs/screenshots."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+import servers
+from rawmcp import call
+
+ROOT = Path(__file__).resolve().parents[2]
+AXE = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+PROCESS = """---
+name: equipment-request
+description: A person asks for equipment; the requester fills in the details, a colleague approves. Start it when someone needs equipment.
+inputs:
+  item:
+    type: string
+    description: What is needed
+  quantity: number
+  urgent:
+    type: boolean
+    optional: true
+requires:
+  systems: [asset-register]
+steps:
+  - id: details
+    person: requester
+    task: Fill in the details of the request and attach the quote.
+    output:
+      supplier:
+        type: string
+        one_of: [Acme, Globex]
+      price: number
+      needed_by: date
+      notes:
+        type: list
+        items: string
+        optional: true
+    evidence: [file]
+  - id: approval
+    person: approver
+    approve: Approve the request.
+    due: 2d
+  - id: delivered
+    wait_for: equipment_delivered
+    timeout: 10d
+    on_timeout: done
+  - id: done
+    finish: delivered
+---
+# Equipment request
+
+Someone needs equipment for their work.
+
+## Details
+
+Pick the supplier whose quote is lower and attach the quote as a file.
+
+## Approval
+
+Check that the price matches the quote.
+"""
+
+# A 1×1 PNG: the quote.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000101ff89993d1d0000000049454e44ae426082"
+)
+
+
+@pytest.fixture(scope="module")
+def site():
+    folder = Path(tempfile.mkdtemp(prefix="agentprocess-browser-"))
+    (folder / "equipment-request").mkdir()
+    (folder / "equipment-request" / "PROCESS.md").write_text(PROCESS)
+    started = servers.start_sqlite(processes=folder)
+    yield started
+    servers.drop(started)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+class Watched:
+    """A page, and every script error, policy refusal and failed subresource it met (a
+    refused form's page answers 422 on purpose: documents are left out)."""
+
+    def __init__(self, page):
+        self.page = page
+        self.errors: list[str] = []
+        page.on("console", self.console)
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        page.on("response", self.response)
+
+    def console(self, message) -> None:
+        # A failed load is reported by `response` below, with what it was.
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            self.errors.append(f"{message.text} ({message.location.get('url', '')})")
+
+    def response(self, response) -> None:
+        if response.status >= 400 and response.request.resource_type != "document":
+            self.errors.append(f"{response.status} {response.request.resource_type} {response.url}")
+
+
+def context(chromium, site, zone="Europe/Paris", viewport=(1280, 900)):
+    return chromium.new_context(
+        base_url=site.base, timezone_id=zone, viewport={"width": viewport[0], "height": viewport[1]},
+        reduced_motion="reduce")
+
+
+def sign_in(watched: Watched, site, person: str) -> None:
+    page = watched.page
+    page.goto("/dev/sign-in")
+    page.get_by_role("button", name=re.compile(rf"Sign in as {re.escape(site.persons[person])} ")).click()
+    page.wait_for_url(re.compile(r"/inbox"))
+
+
+def accessible(watched: Watched, what: str) -> None:
+    """axe-core finds no serious or critical violation, and the page met no error."""
+    page = watched.page
+    page.evaluate(AXE.read_text())
+    results = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    bad = [
+        f"{violation['id']} ({violation['impact']}): {violation['help']}: "
+        + "; ".join(node["html"][:120] for node in violation["nodes"][:3])
+        for violation in results["violations"]
+        if violation["impact"] in ("serious", "critical")
+    ]
+    assert not bad, f"{what}: {bad}"
+    assert not watched.errors, f"{what}: {watched.errors}"
+
+
+def fits(page, what: str) -> None:
+    """Nothing on the page is wider than the viewport: no sideways scrolling."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    viewport = page.evaluate("window.innerWidth")
+    wide = page.evaluate("""() => Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth || e.scrollWidth > window.innerWidth)
+        .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right) + '/'
+             + e.scrollWidth + ': ' + e.textContent.slice(0, 40))""")
+    assert width <= viewport, f"{what}: {width} px wide in a {viewport} px viewport: {wide[:5]}"
+
+
+def screenshot(page, name: str) -> None:
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def test_a_person_works_a_run_through_in_the_browser(site, chromium):
+    browser = context(chromium, site)
+    watched = Watched(browser.new_page())
+    page = watched.page
+    sign_in(watched, site, "alice")
+    accessible(watched, "the empty inbox")
+
+    # The catalog, and the start form generated from the inputs.
+    page.goto("/processes")
+    assert page.get_by_text("asset-register").is_visible()
+    accessible(watched, "the catalog")
+    screenshot(page, "catalog")
+    page.get_by_role("link", name="Start a run of equipment-request").click()
+    page.get_by_label("item").fill("A standing desk")
+    page.get_by_label("quantity").fill("two")
+    page.get_by_role("button", name="Start the run").click()
+    # Refused beside its field, with what was typed kept.
+    assert page.locator("p.issue", has_text="inputs.quantity").is_visible()
+    assert page.get_by_label("item").input_value() == "A standing desk"
+    accessible(watched, "a refused start form")
+    page.get_by_label("quantity").fill("2")
+    page.get_by_role("button", name="Start the run").click()
+    page.wait_for_url(re.compile(r"/runs/r_[^/]+$"))
+    run = page.url.rsplit("/", 1)[1]
+    assert page.locator("svg.map").is_visible()
+    accessible(watched, "a run page")
+
+    # The task: the body's section for the step, the generated form, a file.
+    page.goto("/inbox")
+    page.get_by_role("link", name="details").click()
+    assert page.locator(".section").get_by_text("Pick the supplier whose quote is lower").is_visible()
+    page.get_by_label("supplier").select_option("Globex")
+    page.get_by_label("price").fill("420.50")
+    page.get_by_label("needed_by").fill("2027-03-01")
+    page.get_by_label("notes").fill("height adjustable\nwhite")
+    page.get_by_label("Files").set_input_files(files=[{"name": "quote.png", "mimeType": "image/png", "buffer": PNG}])
+    accessible(watched, "a task's page")
+    screenshot(page, "work-item")
+    page.get_by_role("button", name="Complete").click()
+    page.wait_for_url(re.compile(r"/inbox\?decided=1"))
+    assert page.get_by_text("Your decision was recorded.").is_visible()
+
+    # The approval, with the keyboard alone: the quote is previewed, and Tab reaches
+    # the Approve button with a visible focus ring.
+    page.get_by_role("link", name="approval").click()
+    assert page.get_by_role("img", name="Preview of quote.png").is_visible()
+    assert page.locator(".section").get_by_text("Check that the price matches the quote.").is_visible()
+    accessible(watched, "an approval's page")
+    page.evaluate("document.activeElement.blur()")
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent.trim()") == "Approve":
+            break
+    else:
+        pytest.fail("Tab never reached the Approve button")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none"), outline
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/inbox\?decided=1"))
+
+    # The run page: the timer in the browser's time zone, the record with the file.
+    page.goto(f"/runs/{run}")
+    assert page.get_by_role("heading", name="Timers").is_visible()
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d (CET|CEST)", page.locator("time").first.inner_text())
+    assert page.get_by_text(re.compile(r"SHA-256")).first.is_visible()
+    accessible(watched, "a run page with its record")
+    screenshot(page, "run")
+    browser.close()
+
+
+def test_the_inbox_refreshes_itself_and_fits_a_phone(site, chromium):
+    phone = context(chromium, site, zone="Asia/Tokyo", viewport=(390, 844))
+    watched = Watched(phone.new_page())
+    page = watched.page
+    sign_in(watched, site, "bob")
+    page.goto("/inbox")
+    count = page.locator("#items tbody tr").count()
+    started = call(site.base, site.tokens["alice"], "start_run", {
+        "requestId": "browser-refresh", "process": "equipment-request",
+        "inputs": {"item": "A monitor", "quantity": 1}})
+    run = started["data"]["run"]["id"]
+    # No reload: the list redraws itself within its 15 seconds.
+    page.locator("#items tbody tr").nth(count).wait_for(timeout=25_000)
+    assert page.url.endswith("/inbox")
+    fits(page, "the inbox on a phone")
+    accessible(watched, "the inbox on a phone")
+    screenshot(page, "inbox-phone")
+    page.locator("#items a", has_text="details").last.click()
+    fits(page, "a work item on a phone")
+    page.goto(f"/runs/{run}")
+    fits(page, "a run page on a phone")
+    # Times in the phone's zone.
+    assert " JST" in page.locator("time").first.inner_text()
+    page.goto("/processes/equipment-request")
+    fits(page, "a version page on a phone")
+    accessible(watched, "a version page")
+    phone.close()
