@@ -223,7 +223,11 @@ async fn download<S: Store, B: Blobs>(
     Path((org, id)): Path<(String, String)>,
     Query(signed): Query<Signed>,
 ) -> Response {
-    match service.download(&org, &id, signed.expires, &signed.signature).await {
+    let preview = signed.inline.is_some();
+    match service
+        .download(&org, &id, signed.expires, &signed.signature, preview)
+        .await
+    {
         Ok(Some(FileDownload::Redirect(url))) => {
             let mut response = StatusCode::FOUND.into_response();
             if let Ok(location) = HeaderValue::from_str(&url) {
@@ -239,7 +243,7 @@ async fn download<S: Store, B: Blobs>(
             content_type,
             bytes,
         })) => {
-            let inline = signed.inline.is_some() && INLINE_TYPES.contains(&content_type.as_str());
+            let inline = preview && INLINE_TYPES.contains(&content_type.as_str());
             let content_type =
                 HeaderValue::from_str(&content_type).unwrap_or(HeaderValue::from_static("application/octet-stream"));
             let mut response = bytes.into_response();

@@ -152,6 +152,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         id: &str,
         expires: i64,
         signature: &str,
+        preview: bool,
     ) -> Result<Option<FileDownload>, Error> {
         let expected = self.signature(org, id, expires);
         let same = expected.len() == signature.len()
@@ -177,7 +178,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
             )
             .await
             .map_err(retry)?;
-        if let Some(url) = direct {
+        // A preview is served from here, not the object store's URL: the page that shows
+        // it lets nothing load from another origin.
+        if let Some(url) = direct.filter(|_| !preview) {
             return Ok(Some(FileDownload::Redirect(url)));
         }
         let bytes = self.blobs.get(&upload.storage_key).await.map_err(retry)?;

@@ -74,7 +74,7 @@ pub(crate) fn evidence(item: &EvidenceView, upload: Option<&Upload>) -> Markup {
                 }
                 // Only the types downloads show inline are previewed; the rest are links.
                 @if let Some(url) = item.url.as_ref().filter(|_| crate::INLINE_TYPES.contains(&kind)) {
-                    @if kind.starts_with("image/") { img src=(url) alt=(format!("Preview of {name}")); }
+                    @if kind.starts_with("image/") { img src=(format!("{url}&inline=1")) alt=(format!("Preview of {name}")); }
                     @if kind == "application/pdf" {
                         iframe src=(format!("{url}&inline=1")) title=(format!("Preview of {name}")) {}
                     }
