@@ -266,3 +266,21 @@ def test_the_inbox_refreshes_itself_and_fits_a_phone(site, chromium):
     fits(page, "a version page on a phone")
     accessible(watched, "a version page")
     phone.close()
+
+
+def test_the_admin_pages_pass_axe_and_fit_a_phone(site, chromium):
+    for viewport in ((1280, 900), (390, 844)):
+        browser = context(chromium, site, viewport=viewport)
+        watched = Watched(browser.new_page())
+        page = watched.page
+        sign_in(watched, site, "admin")
+        for path in ("/admin", "/admin/people", "/admin/agents", "/admin/processes",
+                     "/admin/processes/equipment-request", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
+            response = page.goto(path)
+            assert response.status == 200, f"{path}: {response.status}"
+            accessible(watched, f"{path} at {viewport[0]} px")
+            fits(page, f"{path} at {viewport[0]} px")
+        if viewport[0] > 1000:
+            page.goto("/admin/people")
+            screenshot(page, "admin-people")
+        browser.close()

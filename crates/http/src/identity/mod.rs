@@ -91,6 +91,16 @@ where
         .layer(layer)
 }
 
+/// The REST surface on its own, for the admin pages to call in process (they bring
+/// the person's session with each request).
+pub(crate) fn rest_routes<S, B>(web: Arc<Web<S, B>>) -> Router
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    rest::routes(web)
+}
+
 /// The caller's network address, as the listener saw it.
 fn address(parts: &Parts) -> Option<String> {
     parts

@@ -48,6 +48,7 @@ pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Mar
                 nav aria-label="Main" {
                     a href="/inbox" { "Inbox" }
                     a href="/processes" { "Processes" }
+                    a href="/admin" { "Admin" }
                     a href="/account" { "Account" }
                     @if let Some(who) = who { span class="signed-in" { "Signed in as " (who) } }
                 }

@@ -5,11 +5,12 @@
 //! `decide` call of the person's own session, CSRF-checked: the one place where a
 //! decision is provably a person's.
 
+mod admin;
 mod assets;
 mod evidence;
-mod forms;
+pub(crate) mod forms;
 mod inbox;
-mod layout;
+pub(crate) mod layout;
 mod map;
 mod markdown;
 mod processes;
@@ -39,6 +40,7 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
+    let admin = admin::routes(Arc::clone(&web), crate::identity::rest_routes(Arc::clone(&web)));
     Router::new()
         .route("/assets/app.css", get(assets::stylesheet))
         .route("/assets/app.js", get(assets::script))
@@ -62,6 +64,7 @@ where
             ),
         )
         .with_state(web)
+        .merge(admin)
 }
 
 /// Whether a path is one the sign-in may send the person back to.
@@ -72,6 +75,8 @@ pub(crate) fn returns_to(path: &str) -> bool {
         || path.starts_with("/runs/")
         || path == "/processes"
         || path.starts_with("/processes/")
+        || path == "/admin"
+        || path.starts_with("/admin/")
 }
 
 /// The signed-in person and when they signed in, or the answer that sends them to
@@ -105,7 +110,7 @@ async fn sign_in_first(session: &Session, uri: &Uri, login: String) -> Response 
 }
 
 /// The person at the browser.
-struct Visitor {
+pub(crate) struct Visitor {
     /// How pages name them.
     who: String,
     /// The caller their session acts as: the person, with their whole rights (no OAuth

@@ -1,6 +1,7 @@
 //! The router in process, on SQLite and on PostgreSQL: the write path (replay,
 //! conflict, refused then retried, the run lock) and the REST surface.
 
+mod admin_pages;
 mod harness;
 mod idempotency;
 mod oauth;

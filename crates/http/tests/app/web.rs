@@ -482,6 +482,33 @@ async fn follows(app: TestApp) -> TestApp {
     ] {
         assert!(page.text.contains(shown), "{shown}: {}", page.text);
     }
+    // The preview is shown inline; the download link saves the file; neither is sniffed.
+    let preview = page
+        .text
+        .split("<img src=\"")
+        .nth(1)
+        .expect("a preview")
+        .split('"')
+        .next()
+        .expect("end");
+    let preview = preview.replace("&amp;", "&");
+    let preview = preview.strip_prefix("http://localhost").unwrap_or(&preview).to_owned();
+    let shown = browser.get(&app, &preview).await;
+    assert_eq!(shown.status, StatusCode::OK, "{preview}");
+    assert!(
+        shown.headers["content-disposition"]
+            .to_str()
+            .expect("disposition")
+            .starts_with("inline")
+    );
+    assert_eq!(shown.headers["x-content-type-options"], "nosniff");
+    let saved = browser.get(&app, preview.trim_end_matches("&inline=1")).await;
+    assert!(
+        saved.headers["content-disposition"]
+            .to_str()
+            .expect("disposition")
+            .starts_with("attachment")
+    );
     let approve = [base(&page.text), vec![("decision".to_owned(), "approved".to_owned())]].concat();
     assert_eq!(
         browser.post_pairs(&app, &check, &approve).await.location,
