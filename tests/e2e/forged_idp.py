@@ -25,7 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 MODES = ("good", "wrong_audience", "expired", "bad_signature", "unknown_kid", "other_issuer", "wrong_nonce",
-         "no_nonce", "unverified", "no_email", "alg_none", "hs256_with_public_key")
+         "no_nonce", "unverified", "no_email", "alg_none", "hs256_with_public_key", "stale_auth_time",
+         "no_auth_time")
 
 
 def b64url(data: bytes) -> str:
@@ -56,6 +57,7 @@ class Grant:
     redirect_uri: str
     nonce: str | None
     code_challenge: str
+    max_age: str | None = None
 
 
 class ForgedIdp:
@@ -135,7 +137,7 @@ class ForgedIdp:
         code = secrets.token_urlsafe(16)
         with self._lock:
             self._grants[code] = Grant(query["client_id"], query["redirect_uri"], query.get("nonce"),
-                                       query["code_challenge"])
+                                       query["code_challenge"], query.get("max_age"))
         answer = {"code": code, "iss": self.issuer} | ({"state": query["state"]} if "state" in query else {})
         separator = "&" if urlsplit(query["redirect_uri"]).query else "?"
         return 303, {}, {"Location": query["redirect_uri"] + separator + urlencode(answer)}
@@ -159,6 +161,8 @@ class ForgedIdp:
         now = int(time.time())
         claims = {"iss": self.issuer, "sub": self.subject, "aud": grant.client_id, "exp": now + 300, "iat": now,
                   "nonce": grant.nonce, "email": self.email, "email_verified": True}
+        if grant.max_age is not None:  # the person signed in again just now, as asked
+            claims["auth_time"] = now
         claims |= {  # None: the claim is left out
             "wrong_audience": {"aud": "someone-else"},
             "expired": {"exp": now - 600, "iat": now - 900},
@@ -167,6 +171,8 @@ class ForgedIdp:
             "no_nonce": {"nonce": None},
             "unverified": {"email_verified": False},
             "no_email": {"email": None},
+            "stale_auth_time": {"auth_time": now - 3600},
+            "no_auth_time": {"auth_time": None},
         }.get(self.mode, {})
         claims = {name: value for name, value in claims.items() if value is not None}
         header = {"alg": "RS256", "typ": "JWT", "kid": self._kid}

@@ -130,3 +130,22 @@ def test_rotated_keys_are_fetched_once(site, idp):
     assert idp.jwks_fetches == fetched + 1, "one fetch of the new keys on the unknown kid"
     assert sign_in(site, slug).status_code == 303
     assert idp.jwks_fetches == fetched + 1, "the new keys are kept"
+
+
+@pytest.mark.parametrize("mode,reason", [
+    ("stale_auth_time", "the provider did not sign the person in again"),
+    ("no_auth_time", "the provider did not say when the person signed in"),
+])
+def test_a_fresh_sign_in_needs_a_fresh_auth_time(site, idp, mode, reason):
+    """Before a decision that needs a recent sign-in the server asks for max_age=0; an ID
+    token whose auth_time is older than that request, or absent, signs nobody in."""
+    _, slug = signed_up(site, idp)
+    browser = Browser(site.base)
+    fresh = through_idp(browser, browser.get(f"/login?org={slug}&fresh=1"))
+    assert fresh.status_code == 303, fresh.text
+    idp.mode = mode
+    browser = Browser(site.base)
+    refused = through_idp(browser, browser.get(f"/login?org={slug}&fresh=1"))
+    assert refused.status_code == 403 and reason in problems_of(refused.text), refused.text
+    # A sign-in that was not asked to be fresh does not look at auth_time.
+    assert sign_in(site, slug).status_code == 303

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+import time
 from xml.etree import ElementTree
 
 import pytest
@@ -46,7 +47,9 @@ def value_of(page: str, name: str) -> str:
     return html.unescape(found[1])
 
 
-def test_a_person_approves_in_the_browser(site):
+def started_sign_off(site, request_id: str):
+    """A new organization whose admin (ann) approves web-sign-off, and one run of it,
+    started by an agent: the admin's browser and the run id."""
     admin, _ = signed_up(site)
     ann = admin.api("GET", "/session").json()["member"]["id"]
     assert admin.api("POST", "/groups", {"id": "approvers"}).status_code == 201
@@ -63,8 +66,13 @@ def test_a_person_approves_in_the_browser(site):
     assert admin.api("POST", "/agents", {"id": "bot"}).status_code == 201
     token = admin.api("POST", "/agents/bot/tokens", {}).json()["token"]
     started = call(site.first, token, "start_run", {
-        "requestId": "web-1", "process": "web-sign-off", "inputs": {"request": "a new laptop"}})
-    run = started["data"]["run"]["id"]
+        "requestId": request_id, "process": "web-sign-off", "inputs": {"request": "a new laptop"}})
+    return admin, started["data"]["run"]["id"]
+
+
+def test_a_person_approves_in_the_browser(site):
+    admin, run = started_sign_off(site, "web-1")
+    ann = admin.api("GET", "/session").json()["member"]["id"]
 
     inbox = admin.get("/inbox")
     assert inbox.status_code == 200, inbox.text
@@ -89,3 +97,34 @@ def test_a_person_approves_in_the_browser(site):
     states = {group.get("data-step"): group.get("data-state") for group in drawn.iter("{http://www.w3.org/2000/svg}g")
               if group.get("data-step")}
     assert states == {"sign": "done", "done": "done"}, states
+
+
+@pytest.fixture(scope="module")
+def brief_site():
+    """A server where a person decides only within 3 seconds of signing in."""
+    with site_for("postgres", ACCOUNTS, extra=("--decide-sign-in-seconds", "3")) as started:
+        yield started
+
+
+def test_a_late_decision_signs_the_person_in_again_at_their_provider(brief_site):
+    """Past --decide-sign-in-seconds, deciding sends the person to the real provider
+    with max_age=0 and prompt=login; its ID token's auth_time passes, the person comes
+    back to the item, and the decision goes through."""
+    site = brief_site
+    admin, run = started_sign_off(site, "web-late")
+    link = re.search(rf'href="(/runs/{run}/items/[^"]+)"', admin.get("/inbox").text)[1]
+    time.sleep(3.5)
+
+    def decide(page: str):
+        return admin.post_form(link, {
+            "csrf": value_of(page, "csrf"), "snapshot": value_of(page, "snapshot"),
+            "requestId": value_of(page, "requestId"), "decision": "approved"})
+
+    late = decide(admin.get(link).text)
+    assert late.status_code == 303 and late.headers["location"].endswith("&fresh=1"), late.text
+    to_idp = admin.get(late.headers["location"])
+    assert "max_age=0" in to_idp.headers["location"] and "prompt=login" in to_idp.headers["location"]
+    back = admin.finish_at_idp(to_idp, "ann")
+    assert back.status_code == 303 and back.headers["location"] == link, back.text
+    decided = decide(admin.get(link).text)
+    assert decided.status_code == 303 and decided.headers["location"] == "/inbox?decided=1", decided.text

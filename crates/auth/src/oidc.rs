@@ -62,7 +62,15 @@ pub struct Pending {
     pub nonce: String,
     /// The PKCE verifier.
     pub verifier: String,
+    /// For a sign-in that must be fresh: when it began (seconds since the epoch, by
+    /// this machine's clock), which the ID token's `auth_time` may not precede.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_since: Option<i64>,
 }
+
+/// How far a provider's clock may lag this machine's when it says when the person
+/// signed in (seconds).
+const AUTH_TIME_SKEW: i64 = 120;
 
 /// An organization's client at its provider.
 #[derive(Debug, Clone)]
@@ -253,6 +261,7 @@ impl Oidc {
                 state: state.secret().clone(),
                 nonce: nonce.secret().clone(),
                 verifier: verifier.secret().clone(),
+                fresh_since: fresh.then(|| jiff::Timestamp::now().as_second()),
             },
         ))
     }
@@ -347,7 +356,26 @@ impl Oidc {
             Err(error) => Err(error),
         };
         verified.map_err(|error| OidcError::IdToken(verification_reason(&error)))?;
-        claims_of(&id_token.to_string())
+        let claims = claims_of(&id_token.to_string())?;
+        // `max_age=0` asked the provider to sign the person in again; the token must say
+        // it did (OpenID Connect Core §3.1.2.1 makes `auth_time` required then).
+        if let Some(since) = pending.fresh_since {
+            match claims.all.get("auth_time").and_then(serde_json::Value::as_i64) {
+                Some(at) if at >= since - AUTH_TIME_SKEW => {}
+                Some(_) => {
+                    return Err(OidcError::IdToken(
+                        "the provider did not sign the person in again (auth_time is before this sign-in began)"
+                            .to_owned(),
+                    ));
+                }
+                None => {
+                    return Err(OidcError::IdToken(
+                        "the provider did not say when the person signed in (no auth_time) after max_age=0".to_owned(),
+                    ));
+                }
+            }
+        }
+        Ok(claims)
     }
 
     fn client(
