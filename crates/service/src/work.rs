@@ -7,9 +7,13 @@ use std::sync::Arc;
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, ProcessVersion, Run, Work, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
-use agentprocess_views::{AgentWork, Page, WorkEntry};
+use agentprocess_views::{AgentWork, Page, PersonWork, WorkEntry};
+use serde_json::{Map, Value};
 
 use crate::{Caller, Error, Service, cursor, millis};
+
+/// The inputs of the runs a page of work came from, by run id.
+type Inputs = HashMap<String, Map<String, Value>>;
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `get_work`.
@@ -20,6 +24,38 @@ impl<S: Store, B: Blobs> Service<S, B> {
         cursor: Option<&str>,
         process: Option<String>,
     ) -> Result<Page<WorkEntry>, Error> {
+        Ok(self.work_and_inputs(caller, limit, cursor, process).await?.0)
+    }
+
+    /// A person's inbox: their first `limit` work items, each with its run's inputs
+    /// (read with the runs the items are built from).
+    pub async fn inbox(
+        &self,
+        caller: &Caller,
+        limit: u32,
+        process: Option<String>,
+    ) -> Result<Vec<(PersonWork, Map<String, Value>)>, Error> {
+        let (page, inputs) = self.work_and_inputs(caller, limit, None, process).await?;
+        Ok(page
+            .items
+            .into_iter()
+            .filter_map(|entry| match entry {
+                WorkEntry::Person(item) => {
+                    let of_run = inputs.get(&item.run_id).cloned().unwrap_or_default();
+                    Some((item, of_run))
+                }
+                WorkEntry::Agent(_) => None,
+            })
+            .collect())
+    }
+
+    async fn work_and_inputs(
+        &self,
+        caller: &Caller,
+        limit: u32,
+        cursor: Option<&str>,
+        process: Option<String>,
+    ) -> Result<(Page<WorkEntry>, Inputs), Error> {
         let now = self.now();
         let actor = caller.actor();
         let (kind, groups, person) = match &actor {
@@ -84,10 +120,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 .and_then(|work| WorkEntry::of(run, version, work));
             items.extend(found);
         }
-        Ok(Page {
+        let inputs = runs.into_iter().map(|(id, (run, _))| (id, run.inputs)).collect();
+        let page = Page {
             items,
             next_cursor: page.next.as_ref().map(cursor::encode),
-        })
+        };
+        Ok((page, inputs))
     }
 }
 

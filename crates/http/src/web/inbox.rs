@@ -1,6 +1,6 @@
 //! The inbox: the signed-in person's open work items (their groups' items, and
-//! escalations for operators), soonest due first, filtered by process and group. The
-//! list refreshes itself while the page is open.
+//! escalations for operators), soonest due first, each with the first inputs of its
+//! run, filtered by process and group. The list refreshes itself while the page is open.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, Assignee};
 use agentprocess_store::Store;
-use agentprocess_views::{PersonWork, WorkEntry};
+use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +16,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::Visitor;
 use super::layout::{fragment, page, refreshing};
@@ -47,25 +48,17 @@ where
 {
     let process = filter.process.filter(|process| !process.is_empty());
     let group = filter.group.filter(|group| !group.is_empty());
-    let page_of_work = match web.service.get_work(&caller, SHOWN, None, process.clone()).await {
-        Ok(page_of_work) => page_of_work,
+    let mut items = match web.service.inbox(&caller, SHOWN, process.clone()).await {
+        Ok(items) => items,
         Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
     };
-    let mut items: Vec<PersonWork> = page_of_work
-        .items
-        .into_iter()
-        .filter_map(|entry| match entry {
-            WorkEntry::Person(item) => Some(item),
-            WorkEntry::Agent(_) => None,
-        })
-        .filter(|item| {
-            group
-                .as_ref()
-                .is_none_or(|group| item.work_item.assigned_to == Assignee::Group(group.clone()))
-        })
-        .collect();
+    items.retain(|(item, _)| {
+        group
+            .as_ref()
+            .is_none_or(|group| item.work_item.assigned_to == Assignee::Group(group.clone()))
+    });
     // Soonest due first; items with no due date after those with one.
-    items.sort_by(|a, b| match (a.work_item.due, b.work_item.due) {
+    items.sort_by(|(a, _), (b, _)| match (a.work_item.due, b.work_item.due) {
         (Some(a), Some(b)) => a.cmp(&b),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
@@ -88,7 +81,7 @@ where
     };
     let processes: BTreeSet<&str> = items
         .iter()
-        .map(|item| item.process.as_str())
+        .map(|(item, _)| item.process.as_str())
         .chain(process.as_deref())
         .collect();
     let body = html! {
@@ -122,7 +115,30 @@ where
 }
 
 /// The items as a table, with a count screen readers hear when it changes.
-fn listing(items: &[PersonWork], now: Timestamp, zone: &TimeZone) -> Markup {
+/// The first inputs of a run, each cut short: what the inbox shows of what an item is
+/// about.
+fn inputs_of(inputs: &Map<String, Value>) -> Vec<(&str, String)> {
+    const SHOWN: usize = 3;
+    const LONGEST: usize = 60;
+    inputs
+        .iter()
+        .take(SHOWN)
+        .map(|(name, value)| {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let cut = if text.chars().count() > LONGEST {
+                format!("{}…", text.chars().take(LONGEST - 1).collect::<String>())
+            } else {
+                text
+            };
+            (name.as_str(), cut)
+        })
+        .collect()
+}
+
+fn listing(items: &[(PersonWork, Map<String, Value>)], now: Timestamp, zone: &TimeZone) -> Markup {
     html! {
         p role="status" {
             @match items.len() {
@@ -135,11 +151,19 @@ fn listing(items: &[PersonWork], now: Timestamp, zone: &TimeZone) -> Markup {
             table {
                 thead { tr { th scope="col" { "Step" } th scope="col" { "What you are asked" } th scope="col" { "Process" } th scope="col" { "Due" } } }
                 tbody {
-                    @for item in items {
+                    @for (item, inputs) in items {
                         tr {
                             td data-label="Step" { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) }
                                  " " small { (item.work_item.kind) } }
-                            td data-label="Asked" { (item.work_item.text) }
+                            td data-label="Asked" {
+                                (item.work_item.text)
+                                @let shown = inputs_of(inputs);
+                                @if !shown.is_empty() {
+                                    br;
+                                    small { @for (index, (name, value)) in shown.iter().enumerate() {
+                                        @if index > 0 { " · " } (name) ": " (value) } }
+                                }
+                            }
                             td data-label="Process" { a href=(format!("/runs/{}", item.run_id)) { (item.process) " v" (item.version) }
                                  @if item.work_item.mode.is_some() { " " span class="badge test" { "test run" } } }
                             td data-label="Due" {

@@ -209,6 +209,10 @@ fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&
     let events = awaited(version);
     html! {
         @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
+        p {
+            "Runs on " a href=(format!("/processes/{}/versions/{}", summary.process, summary.version)) { (summary.process) " v" (summary.version) }
+            @if let Some(version) = version { ", content hash " code { (version.process.content_hash()) } }
+        }
         @if open {
             div id=(STANDING) data-refresh="10" { (standing(details, map.as_ref(), zone, files)) }
         } @else {

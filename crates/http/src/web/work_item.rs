@@ -37,6 +37,8 @@ const FILES: &str = "evidence.files";
 const LINKS: &str = "evidence.links";
 /// The form field of a file already uploaded by an earlier try of the same form.
 const UPLOADED: &str = "evidence.uploaded";
+/// The form field of when the run last changed before the page was drawn.
+const SEEN: &str = "seen";
 
 /// Everything the page needs that is not in the run view.
 struct Context<'a> {
@@ -113,6 +115,7 @@ where
             @if error.code.as_str() == "stale" {
                 div class="notice" role="alert" {
                     p { "The run changed since you opened this page. Its data below is fresh: look again, then decide." }
+                    (changed(run, &sent.fields, context.zone))
                 }
             } @else {
                 (problems(&error.message, &error.issues))
@@ -132,7 +135,7 @@ where
             }
             (instructions(&run.body, &item.step_id))
         }
-        (decisions(item, &csrf, refusal.as_ref().map_or(&[][..], |error| &error.issues), &sent))
+        (decisions(item, &csrf, refusal.as_ref().map_or(&[][..], |error| &error.issues), &sent, run.run.updated_at))
         (run_data(run, &context))
     };
     page(
@@ -141,6 +144,37 @@ where
         Some(context.who),
         body,
     )
+}
+
+/// What the run recorded after the time the form was drawn (its `seen` field).
+fn changed(run: &RunView, form: &[(String, String)], zone: &TimeZone) -> Markup {
+    let Some(seen) = sent(form, SEEN).and_then(|seen| seen.parse::<jiff::Timestamp>().ok()) else {
+        return html! {};
+    };
+    let mut since: Vec<(&String, &agentprocess_views::RecordView)> = run
+        .data
+        .steps
+        .iter()
+        .flat_map(|(step, data)| {
+            data.history
+                .iter()
+                .chain(data.current.iter())
+                .map(move |record| (step, record))
+        })
+        .filter(|(_, record)| record.at > seen)
+        .collect();
+    since.sort_by_key(|(_, record)| record.at);
+    html! {
+        @if !since.is_empty() {
+            p { "Since then:" }
+            ul {
+                @for (step, record) in since {
+                    li { strong { (step) } " by " (record.by) " at " (when(zone, record.at))
+                         @if let Some(decision) = &record.decision { ": " (decision) } }
+                }
+            }
+        }
+    }
 }
 
 /// The page of an item that is no longer open.
@@ -207,12 +241,13 @@ fn run_data(run: &RunView, context: &Context<'_>) -> Markup {
 }
 
 /// The forms of exactly the decisions `item` accepts, holding what was `sent`.
-fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent) -> Markup {
+fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, seen: jiff::Timestamp) -> Markup {
     let request_id = agentprocess_auth::secrets::new_id("web_");
     let hidden = html! {
         input type="hidden" name="csrf" value=(csrf);
         input type="hidden" name="snapshot" value=(item.snapshot);
         input type="hidden" name="requestId" value=(request_id);
+        input type="hidden" name=(SEEN) value=(seen);
     };
     let kept = |name: &str| {
         sent.fields

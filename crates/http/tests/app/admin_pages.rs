@@ -45,19 +45,6 @@ fn with(mut fields: Vec<(String, String)>, more: &[(&str, &str)]) -> Vec<(String
     fields
 }
 
-async fn signed_in(app: &TestApp, who: &str) -> Browser {
-    let mut browser = Browser::new();
-    let form = browser.get(app, "/dev/sign-in").await;
-    browser
-        .post_form(
-            app,
-            "/dev/sign-in",
-            &[("csrf", &csrf_of(&form.text)), ("identity", who)],
-        )
-        .await;
-    browser
-}
-
 on_both!(an_admin_runs_the_organization_from_the_admin_pages, administers);
 async fn administers(app: TestApp) -> TestApp {
     let app = app
@@ -68,7 +55,7 @@ async fn administers(app: TestApp) -> TestApp {
         .with_member("max", Role::Member, &[])
         .await
         .with_dev_sign_in();
-    let mut ann = signed_in(&app, "ann").await;
+    let mut ann = Browser::signed_in(&app, "ann").await;
     let home = ann.get(&app, "/admin").await;
     assert_eq!(home.status, StatusCode::OK, "{}", home.text);
     assert!(home.text.contains("Published processes"), "{}", home.text);
@@ -169,6 +156,47 @@ async fn administers(app: TestApp) -> TestApp {
         .to_owned();
     let described = app.call(&token, "describe", json!({})).await;
     assert!(described["data"].is_object(), "the token works: {described}");
+
+    // An OAuth client for the agent: its id and secret shown once, and they work.
+    let agents = ann.get(&app, "/admin/agents").await;
+    let made = ann
+        .post_pairs(
+            &app,
+            "/admin/do/create-client",
+            &with(
+                base(&agents, "/admin/agents"),
+                &[("agent", "signer"), ("name", "the signer")],
+            ),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let shown: Vec<String> = made
+        .text
+        .split("<code class=\"secret\">")
+        .skip(1)
+        .map(|rest| rest.split('<').next().expect("end").to_owned())
+        .collect();
+    assert_eq!(shown.len(), 3, "client id, secret, token endpoint: {}", made.text);
+    assert!(ann.get(&app, "/admin/agents").await.text.contains(&shown[0]));
+    // The provider's group values that mean a group.
+    let people = ann.get(&app, "/admin/people").await;
+    let set = ann
+        .post_pairs(
+            &app,
+            "/admin/do/set-claim-values",
+            &with(
+                base(&people, "/admin/people"),
+                &[("group", "managers"), ("values", "Managers, mgmt")],
+            ),
+        )
+        .await;
+    assert_eq!(set.location, "/admin/people", "{}", set.text);
+    assert!(
+        ann.get(&app, "/admin/people")
+            .await
+            .text
+            .contains("value=\"Managers, mgmt\"")
+    );
 
     // Import with mistakes: every issue, each with its line and column.
     let broken = FIXED.replace("approve: Sign it off.", "approve: Sign it off.\n    on_reject: nowhere");
@@ -271,7 +299,7 @@ async fn administers(app: TestApp) -> TestApp {
     assert!(bad.text.contains("since"), "{}", bad.text);
 
     // A member sees the pages refuse, and changes nothing.
-    let mut max = signed_in(&app, "max").await;
+    let mut max = Browser::signed_in(&app, "max").await;
     let page = max.get(&app, "/admin/people").await;
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.text);
     // The refusal has no forms; the session's token is on any page that has one.

@@ -38,6 +38,20 @@ impl Browser {
         }
     }
 
+    /// A browser signed in as `who` through the development sign-in.
+    pub(crate) async fn signed_in(app: &TestApp, who: &str) -> Self {
+        let mut browser = Self::new();
+        let form = browser.get(app, "/dev/sign-in").await;
+        browser
+            .post_form(
+                app,
+                "/dev/sign-in",
+                &[("csrf", &csrf_of(&form.text)), ("identity", who)],
+            )
+            .await;
+        browser
+    }
+
     /// Sends `name=value` with every later request, as the page script's cookies are.
     pub(crate) fn set_cookie(&mut self, pair: &str) {
         self.extra.push(pair.to_owned());

@@ -107,6 +107,11 @@ async fn decides(app: TestApp) -> TestApp {
     assert_eq!(inbox.status, StatusCode::OK, "{}", inbox.text);
     let link = item_link(&inbox.text);
     assert!(link.starts_with(&format!("/runs/{run}/items/")), "{link}");
+    assert!(
+        inbox.text.contains("title: Q3 report"),
+        "the run's inputs: {}",
+        inbox.text
+    );
 
     // The task's form: every declared field labelled, the one_of a select.
     let page = browser.get(&app, &link).await;
@@ -341,15 +346,7 @@ async fn follows(app: TestApp) -> TestApp {
     let first = ORDER.replace("Compare the receipt with the order.", "Compare the receipt.");
     app.publish(&admin, "web-order", first.as_bytes(), "buyers").await;
     app.publish(&admin, "web-order", ORDER.as_bytes(), "buyers").await;
-    let mut browser = Browser::new();
-    let form = browser.get(&app, "/dev/sign-in").await;
-    browser
-        .post_form(
-            &app,
-            "/dev/sign-in",
-            &[("csrf", &csrf_of(&form.text)), ("identity", "ann")],
-        )
-        .await;
+    let mut browser = Browser::signed_in(&app, "ann").await;
 
     // The catalog: the latest version, the systems it needs, its inputs.
     let catalog = browser.get(&app, "/processes").await;
@@ -589,6 +586,88 @@ async fn follows(app: TestApp) -> TestApp {
         !ended.text.contains("data-refresh") && !ended.text.contains("Send an event"),
         "{}",
         ended.text
+    );
+    app
+}
+
+const BOTH: &str = "---
+name: web-both
+description: Two approvals at once. Start it when two people must agree.
+steps:
+  - id: split
+    parallel: [left, right]
+    next: done
+  - id: left
+    person: reviewer
+    approve: Approve the left half.
+    next: join
+  - id: right
+    person: reviewer
+    approve: Approve the right half.
+    next: join
+  - id: done
+    finish: agreed
+---
+Both halves are approved, in any order.
+";
+
+on_both!(a_stale_page_says_what_changed_since_it_was_opened, stale);
+async fn stale(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &["reviewers"])
+        .await
+        .with_dev_sign_in();
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "web-both", BOTH.as_bytes(), "reviewers").await;
+    let token = app.mcp_token("ann").await;
+    let started = app
+        .call(
+            &token,
+            "start_run",
+            json!({ "requestId": "b1", "process": "web-both", "inputs": {} }),
+        )
+        .await;
+    let run = started["data"]["run"]["id"].as_str().expect("run").to_owned();
+    let mut browser = Browser::signed_in(&app, "ann").await;
+    let view = run_view(&app, &token, &run).await;
+    let item = |step: &str| {
+        view["workItems"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|item| item["stepId"] == step)
+            .expect(step)
+            .clone()
+    };
+    let (left, right) = (item("left"), item("right"));
+    let link = format!("/runs/{run}/items/{}", left["id"].as_str().expect("id"));
+    let page = browser.get(&app, &link).await;
+    // Meanwhile the other half is approved.
+    let decided = app
+        .call(
+            &token,
+            "decide",
+            json!({ "requestId": "b2", "runId": run, "workItemId": right["id"], "snapshot": right["snapshot"], "decision": "approved" }),
+        )
+        .await;
+    assert!(decided["data"].is_object(), "{decided}");
+    let fields: Vec<(String, String)> = ["csrf", "snapshot", "requestId", "seen"]
+        .iter()
+        .map(|name| ((*name).to_owned(), hidden(&page.text, name)))
+        .chain([("decision".to_owned(), "approved".to_owned())])
+        .collect();
+    let shown = browser.post_pairs(&app, &link, &fields).await;
+    assert!(
+        shown.text.contains("The run changed since you opened this page"),
+        "{}",
+        shown.text
+    );
+    assert!(
+        shown.text.contains("Since then:") && shown.text.contains("<strong>right</strong>"),
+        "{}",
+        shown.text
     );
     app
 }

@@ -31,7 +31,7 @@ enum Kind {
     Flag,
     /// A number; sent as text when it is not one, so the refusal names it.
     Number,
-    /// Comma-separated, each trimmed, blanks dropped.
+    /// Comma-separated, each trimmed, blanks dropped; an empty field is an empty list.
     List,
 }
 
@@ -43,8 +43,9 @@ struct Action {
     path: &'static str,
     /// The body's fields: JSON name, form name, kind. No body when empty (and not `json`).
     fields: &'static [(&'static str, &'static str, Kind)],
-    /// Whether the answer holds a secret shown this once, at this JSON key.
-    secret: Option<&'static str>,
+    /// What of the answer is shown this once (a secret, and what goes with it): labels
+    /// and JSON pointers. Empty for an answer that holds no secret.
+    secret: &'static [(&'static str, &'static str)],
 }
 
 const ACTIONS: &[Action] = &[
@@ -58,98 +59,130 @@ const ACTIONS: &[Action] = &[
             ("role", "role", Kind::Text),
             ("groups", "groups", Kind::List),
         ],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "change-member",
         method: Method::PATCH,
         path: "/members/{member}",
         fields: &[("role", "role", Kind::Text), ("active", "active", Kind::Flag)],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "create-group",
         method: Method::POST,
         path: "/groups",
         fields: &[("id", "group", Kind::Text), ("name", "name", Kind::Text)],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "join-group",
         method: Method::PUT,
         path: "/groups/{group}/members/{member}",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "leave-group",
         method: Method::DELETE,
         path: "/groups/{group}/members/{member}",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "create-agent",
         method: Method::POST,
         path: "/agents",
         fields: &[("id", "agent", Kind::Text), ("name", "name", Kind::Text)],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "change-agent",
         method: Method::PATCH,
         path: "/agents/{agent}",
         fields: &[("enabled", "enabled", Kind::Flag)],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "issue-token",
         method: Method::POST,
         path: "/agents/{agent}/tokens",
         fields: &[("expiresInDays", "days", Kind::Number)],
-        secret: Some("token"),
+        secret: &[("Token", "/token")],
     },
     Action {
         name: "revoke-token",
         method: Method::DELETE,
         path: "/agents/{agent}/tokens/{token}",
         fields: &[],
-        secret: None,
+        secret: &[],
+    },
+    Action {
+        name: "create-client",
+        method: Method::POST,
+        path: "/agents/{agent}/clients",
+        fields: &[("name", "name", Kind::Text)],
+        secret: &[
+            ("Client id", "/clientId"),
+            ("Client secret", "/secrets/0/secret"),
+            ("Token endpoint", "/tokenEndpoint"),
+        ],
+    },
+    Action {
+        name: "add-client-secret",
+        method: Method::POST,
+        path: "/agents/{agent}/clients/{client}/secrets",
+        fields: &[],
+        secret: &[("New client secret", "/secret")],
+    },
+    Action {
+        name: "revoke-client",
+        method: Method::DELETE,
+        path: "/agents/{agent}/clients/{client}",
+        fields: &[],
+        secret: &[],
+    },
+    Action {
+        name: "set-claim-values",
+        method: Method::PUT,
+        path: "/groups/{group}/claim-values",
+        fields: &[("values", "values", Kind::List)],
+        secret: &[],
     },
     Action {
         name: "bind-role",
         method: Method::PUT,
         path: "/processes/{process}/draft/roles/{role}",
         fields: &[("group", "group", Kind::Text), ("force", "force", Kind::Flag)],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "publish",
         method: Method::POST,
         path: "/processes/{process}/publish",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "add-webhook",
         method: Method::POST,
         path: "/webhooks",
         fields: &[("url", "url", Kind::Text)],
-        secret: Some("secret"),
+        secret: &[("Signing secret", "/secret")],
     },
     Action {
         name: "remove-webhook",
         method: Method::DELETE,
         path: "/webhooks/{webhook}",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "redeliver",
         method: Method::POST,
         path: "/webhooks/{webhook}/deliveries/{notification}/redeliver",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "change-organization",
@@ -160,7 +193,7 @@ const ACTIONS: &[Action] = &[
             ("groupsClaim", "groupsClaim", Kind::Text),
             ("autoProvision", "autoProvision", Kind::Flag),
         ],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "set-sign-in",
@@ -171,28 +204,28 @@ const ACTIONS: &[Action] = &[
             ("clientId", "clientId", Kind::Text),
             ("clientSecret", "clientSecret", Kind::Text),
         ],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "add-domain",
         method: Method::POST,
         path: "/organization/domains",
         fields: &[("domain", "domain", Kind::Text)],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "verify-domain",
         method: Method::POST,
         path: "/organization/domains/{domain}/verify",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
     Action {
         name: "remove-domain",
         method: Method::DELETE,
         path: "/organization/domains/{domain}",
         fields: &[],
-        secret: None,
+        secret: &[],
     },
 ];
 
@@ -234,6 +267,8 @@ fn body_of(action: &Action, form: &[(String, String)]) -> Map<String, Value> {
         let value = match (kind, raw) {
             (Kind::Flag, Some(value)) => json!(value == "true" || value == "on"),
             (_, None) => continue,
+            // An empty list is sent: it clears what was there.
+            (Kind::List, Some("")) => json!([]),
             (_, Some("")) => continue,
             (Kind::Text, Some(value)) => json!(value),
             (Kind::Number, Some(value)) => value
@@ -278,7 +313,7 @@ async fn answered<S, B>(
     admin: &Admin<S, B>,
     caller: &Caller,
     back: &str,
-    secret: Option<&str>,
+    secret: &[(&str, &str)],
     answer: super::Answer,
 ) -> Response
 where
@@ -300,11 +335,17 @@ where
         )
         .await;
     }
-    if let Some(shown) = secret.and_then(|key| answer.body[key].as_str()) {
+    let shown: Vec<(&str, &str)> = secret
+        .iter()
+        .filter_map(|(label, pointer)| Some((*label, answer.body.pointer(pointer)?.as_str()?)))
+        .collect();
+    if !shown.is_empty() {
         let body = html! {
             div class="notice" role="status" {
-                p { "Copy it now: it is shown this once, and the server keeps only its hash." }
-                p { code class="secret" { (shown) } }
+                p { "Copy it now: the secret is shown this once, and the server keeps only its hash." }
+                dl {
+                    @for (label, value) in &shown { dt { (label) } dd { code class="secret" { (value) } } }
+                }
                 p { a href=(back) { "Done" } }
             }
         };
@@ -410,6 +451,6 @@ where
         .await;
     match answer.body["process"].as_str().filter(|_| answer.ok()) {
         Some(name) => Redirect::to(&format!("/admin/processes/{}", segment(name))).into_response(),
-        None => answered(&admin, &caller, "/admin/processes", None, answer).await,
+        None => answered(&admin, &caller, "/admin/processes", &[], answer).await,
     }
 }

@@ -306,6 +306,13 @@ where
                         li { (member) " " (form.button("leave-group", &format!("Remove {member}"), &[("group", id), ("member", member)])) }
                     }
                 }
+                form method="post" action="/admin/do/set-claim-values" {
+                    (form.hidden())
+                    input type="hidden" name="group" value=(id);
+                    (field(&format!("claims-{id}"), "values", &format!("Provider group values that mean {id} (comma-separated)"),
+                        &group["claimValues"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")))
+                    button type="submit" { "Save the values" }
+                }
                 form method="post" action="/admin/do/join-group" {
                     (form.hidden())
                     input type="hidden" name="group" value=(id);
@@ -334,13 +341,15 @@ where
     B: Blobs,
 {
     let agents = admin.read(caller, "/agents").await?;
-    let mut tokens = Vec::new();
+    let mut credentials = Vec::new();
     for agent in items(&agents) {
-        let path = format!("/agents/{}/tokens", segment(text(&agent["id"])));
-        tokens.push(admin.read(caller, &path).await?);
+        let id = segment(text(&agent["id"]));
+        let tokens = admin.read(caller, &format!("/agents/{id}/tokens")).await?;
+        let clients = admin.read(caller, &format!("/agents/{id}/clients")).await?;
+        credentials.push((tokens, clients));
     }
     Ok(html! {
-        @for (agent, tokens) in items(&agents).iter().zip(&tokens) {
+        @for (agent, (tokens, clients)) in items(&agents).iter().zip(&credentials) {
             @let id = text(&agent["id"]);
             @let enabled = agent["enabled"].as_bool() == Some(true);
             section class="section" aria-label=(format!("Agent {id}")) {
@@ -370,6 +379,27 @@ where
                         input id=(format!("days-{id}")) name="days" type="text" inputmode="numeric";
                     }
                     button type="submit" { "Issue a token for " (id) }
+                }
+                h3 { "OAuth clients (client_credentials)" }
+                ul {
+                    @for client in items(clients) {
+                        @let client_id = text(&client["clientId"]);
+                        li {
+                            code { (client_id) } " " (client["name"].as_str().unwrap_or(""))
+                            " · " (client["secrets"].as_array().map_or(0, Vec::len)) " live secrets · " (text(&client["authentication"]))
+                            @if let Some(revoked) = client["revokedAt"].as_str() { " · revoked " (revoked) }
+                            @else {
+                                " " (form.button("add-client-secret", "Add a secret", &[("agent", id), ("client", client_id)]))
+                                (form.button("revoke-client", "Revoke", &[("agent", id), ("client", client_id)]))
+                            }
+                        }
+                    }
+                }
+                form method="post" action="/admin/do/create-client" {
+                    (form.hidden())
+                    input type="hidden" name="agent" value=(id);
+                    (field(&format!("client-{id}"), "name", &format!("Name of a new OAuth client for {id}"), ""))
+                    button type="submit" { "Make the client" }
                 }
             }
         }
