@@ -342,6 +342,24 @@ impl<S: Store> Admin<S> {
         Ok(published)
     }
 
+    /// The latest published version of every process of an organization, by name.
+    pub async fn latest_versions(&self, org: &str) -> Result<Vec<StoredVersion>, Error> {
+        let mut versions = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .latest_versions(org, after.as_deref(), crate::MAX_PAGE)
+                .await?;
+            let full = page.len() == crate::MAX_PAGE as usize;
+            after = page.last().map(|version| version.process.clone());
+            versions.extend(page);
+            if !full {
+                return Ok(versions);
+            }
+        }
+    }
+
     /// Every published version of a process, oldest first.
     pub async fn versions(&self, org: &str, process: &str) -> Result<Vec<StoredVersion>, Error> {
         Ok(self.store.versions(org, process).await?)

@@ -50,6 +50,8 @@ pub struct RunDetails {
     pub held: Vec<HeldEvent>,
     /// The timers the run waits on, earliest first.
     pub timers: Vec<PendingTimer>,
+    /// The version the run is pinned to.
+    pub version: Arc<ProcessVersion>,
 }
 
 /// A timer a run waits on.
@@ -62,13 +64,10 @@ pub struct PendingTimer {
 }
 
 impl<S: Store, B: Blobs> Service<S, B> {
-    /// The run view of `get_run`, with the run's held events and pending timers, for the
-    /// run page.
+    /// The run view of `get_run`, with the run's held events, its pending timers and
+    /// the version it runs on, for the run page.
     pub async fn run_details(&self, caller: &Caller, run_id: &str) -> Result<RunDetails, Error> {
-        let stored = self.store.run(caller.org(), run_id).await.map_err(retry)?;
-        let (run, version) = self
-            .with_version(caller.org(), &stored.ok_or_else(|| no_run(run_id))?)
-            .await?;
+        let (mut run, version) = self.loaded_run(caller, run_id).await?;
         let rows = self.store.run_timers(caller.org(), run_id).await.map_err(retry)?;
         let timers = rows
             .into_iter()
@@ -81,9 +80,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 })
             })
             .collect();
-        let held = run.events.clone();
         let view = self.present(caller.org(), RunView::of(&run, &version, self.now()));
-        Ok(RunDetails { view, held, timers })
+        let held = std::mem::take(&mut run.events);
+        Ok(RunDetails {
+            view,
+            held,
+            timers,
+            version,
+        })
     }
 
     /// `start_run`.
@@ -112,11 +116,16 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `get_run`.
     pub async fn get_run(&self, caller: &Caller, run_id: &str) -> Result<RunView, Error> {
-        let stored = self.store.run(caller.org(), run_id).await.map_err(retry)?;
-        let (run, version) = self
-            .with_version(caller.org(), &stored.ok_or_else(|| no_run(run_id))?)
-            .await?;
+        let (run, version) = self.loaded_run(caller, run_id).await?;
         Ok(self.present(caller.org(), RunView::of(&run, &version, self.now())))
+    }
+
+    /// The caller's run `run_id`, parsed, with the version it runs on; `not_found` when
+    /// there is none.
+    async fn loaded_run(&self, caller: &Caller, run_id: &str) -> Result<(Run, Arc<ProcessVersion>), Error> {
+        let stored = self.store.run(caller.org(), run_id).await.map_err(retry)?;
+        self.with_version(caller.org(), &stored.ok_or_else(|| no_run(run_id))?)
+            .await
     }
 
     /// A stored run, parsed, with the version it runs on.

@@ -46,29 +46,6 @@ fn failed(visitor: &Visitor, error: agentprocess_service::Error) -> Response {
     refused(&visitor.who, CANNOT, &error.into_tool_error())
 }
 
-/// Every published process's latest version, by name.
-async fn latest<S, B>(web: &Web<S, B>, org: &str) -> Result<Vec<StoredVersion>, agentprocess_service::Error>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
-    let mut versions = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = web
-            .service
-            .store()
-            .latest_versions(org, after.as_deref(), agentprocess_service::MAX_PAGE)
-            .await?;
-        let full = page.len() == agentprocess_service::MAX_PAGE as usize;
-        after = page.last().map(|version| version.process.clone());
-        versions.extend(page);
-        if !full {
-            return Ok(versions);
-        }
-    }
-}
-
 /// A version's frontmatter (as written, in JSON) and body.
 fn parts(version: &StoredVersion) -> (Value, String) {
     agentprocess_format::read_parts(version.source.as_bytes()).unwrap_or((Value::Null, String::new()))
@@ -117,7 +94,7 @@ where
     if let Some(response) = unless_member(&visitor) {
         return response;
     }
-    let versions = match latest(&web, visitor.caller.org()).await {
+    let versions = match web.service.admin().latest_versions(visitor.caller.org()).await {
         Ok(versions) => versions,
         Err(error) => return failed(&visitor, error),
     };
@@ -216,18 +193,17 @@ where
         .iter()
         .filter(|version| version.number < shown.number)
         .max_by_key(|version| version.number);
-    let map = web
-        .service
-        .version_for(&visitor.caller, name, Some(shown.number))
-        .await
-        .ok()
-        .map(|version| agentprocess_views::map::layout(&version.process.document().steps));
-    let (frontmatter, text) = parts(shown);
+    let parsed = match web.service.version_for(&visitor.caller, name, Some(shown.number)).await {
+        Ok(parsed) => parsed,
+        Err(error) => return failed(visitor, error),
+    };
+    let map = agentprocess_views::map::layout(&parsed.process.document().steps);
+    let frontmatter = parsed.process.frontmatter();
     let roles: Value = serde_json::from_str(&shown.roles).unwrap_or(Value::Null);
     let published = jiff::Timestamp::from_millisecond(shown.published_at).unwrap_or_default();
     let body = html! {
         p { (frontmatter["description"].as_str().unwrap_or("")) }
-        (systems(&frontmatter))
+        (systems(frontmatter))
         p { a href=(format!("/processes/{name}/start?version={}", shown.number)) { "Start a run of version " (shown.number) } }
         dl {
             dt { "Published" } dd { (when(&visitor.zone, published)) }
@@ -246,15 +222,13 @@ where
         }
         h2 { "Inputs" }
         (fields(&frontmatter["inputs"]))
-        @if let Some(map) = &map {
-            h2 { "Map" }
-            figure { (super::map::svg(map, &HashMap::new())) }
-        }
+        h2 { "Map" }
+        figure { (super::map::svg(&map, &HashMap::new())) }
         h2 { "What the process says" }
-        div class="body" { (render(&text)) }
+        div class="body" { (render(parsed.process.body())) }
         details {
             summary { "Frontmatter" }
-            pre { (serde_json::to_string_pretty(&frontmatter).unwrap_or_default()) }
+            pre { (serde_json::to_string_pretty(frontmatter).unwrap_or_default()) }
         }
         @if let Some(previous) = previous {
             h2 { "Changes since version " (previous.number) }
@@ -288,23 +262,15 @@ where
     B: Blobs,
 {
     let (values, error) = sent;
-    let version = match web.service.store().version(visitor.caller.org(), name, number).await {
-        Ok(Some(version)) => version,
-        Ok(None) => {
-            let error = ToolError::new(
-                Code::NotFound,
-                format!("there is no published process {name:?}"),
-                Vec::new(),
-            );
-            return refused(&visitor.who, CANNOT, &error);
-        }
-        Err(error) => return failed(visitor, error.into()),
+    let version = match web.service.version_for(&visitor.caller, name, number).await {
+        Ok(version) => version,
+        Err(error) => return failed(visitor, error),
     };
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
-    let (frontmatter, _) = parts(&version);
+    let frontmatter = version.process.frontmatter();
     let empty = Map::new();
     let inputs = frontmatter["inputs"].as_object().unwrap_or(&empty);
     let issues = error.map_or(&[][..], |error| error.issues.as_slice());
@@ -312,7 +278,7 @@ where
     let body = html! {
         @if let Some(error) = error { (problems(&error.message, &error.issues)) }
         p { (frontmatter["description"].as_str().unwrap_or("")) }
-        (systems(&frontmatter))
+        (systems(frontmatter))
         form method="post" action=(format!("/processes/{name}/start")) {
             input type="hidden" name="csrf" value=(csrf);
             input type="hidden" name="version" value=(version.number);
@@ -370,15 +336,17 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let field = |name: &str| sent(&form, name);
-    if let Err(error) = check_csrf(&headers, &web.origin, &session, field("csrf")).await {
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, sent(&form, "csrf")).await {
         return error.into_response();
     }
-    let number = field("version").and_then(|number| number.parse::<u32>().ok());
-    let declared = match web.service.store().version(visitor.caller.org(), &name, number).await {
-        Ok(Some(version)) => parts(&version).0["inputs"].as_object().cloned().unwrap_or_default(),
-        Ok(None) => Map::new(),
-        Err(error) => return failed(&visitor, error.into()),
+    let number = sent(&form, "version").and_then(|number| number.parse::<u32>().ok());
+    // A process that cannot be read here is refused by start_run below, in its words.
+    let declared = match web.service.version_for(&visitor.caller, &name, number).await {
+        Ok(version) => version.process.frontmatter()["inputs"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        Err(_) => Map::new(),
     };
     let mut arguments = Map::new();
     arguments.insert("process".to_owned(), json!(name));
@@ -387,7 +355,7 @@ where
     }
     arguments.insert("inputs".to_owned(), Value::Object(values_of(INPUTS, &declared, &form)));
     for key in ["mode", "requestId"] {
-        if let Some(value) = field(key) {
+        if let Some(value) = sent(&form, key) {
             arguments.insert(key.to_owned(), json!(value));
         }
     }

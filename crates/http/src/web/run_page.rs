@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{ProcessVersion, ToolError};
+use agentprocess_engine::{ProcessVersion, RunState, ToolError};
 use agentprocess_format::StepKind;
 use agentprocess_service::RunDetails;
 use agentprocess_store::Store;
@@ -88,7 +88,7 @@ fn record(entry: &Entry<'_>, zone: &TimeZone, files: &Files) -> Markup {
 
 /// Where the run stands: everything on the page but its forms, which the page script
 /// redraws while the run is open.
-fn standing(details: &RunDetails, map: Option<&ProcessMap>, zone: &TimeZone, files: &Files) -> Markup {
+fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Files) -> Markup {
     let run = &details.view;
     let summary = &run.run;
     let states: HashMap<String, String> = run
@@ -98,7 +98,7 @@ fn standing(details: &RunDetails, map: Option<&ProcessMap>, zone: &TimeZone, fil
         .collect();
     html! {
         p {
-            strong { (summary.process) } " v" (summary.version) " · " (json!(summary.state).as_str().unwrap_or(""))
+            strong { (summary.process) } " v" (summary.version) " · " (summary.state.as_str())
             @if let Some(outcome) = &summary.outcome { " · " (outcome) }
             @if summary.mode == agentprocess_engine::Mode::Test { " " span class="badge test" { "test run" } }
         }
@@ -141,10 +141,8 @@ fn standing(details: &RunDetails, map: Option<&ProcessMap>, zone: &TimeZone, fil
                 }
             }
         }
-        @if let Some(map) = map {
-            h2 { "Map" }
-            figure { (super::map::svg(map, &states)) }
-        }
+        h2 { "Map" }
+        figure { (super::map::svg(map, &states)) }
         h2 { "Steps" }
         table {
             thead { tr { th scope="col" { "Step" } th scope="col" { "Kind" } th scope="col" { "State" } th scope="col" { "Due" } } }
@@ -176,10 +174,12 @@ fn timer_meaning(kind: agentprocess_engine::TimerKind) -> &'static str {
 }
 
 /// The names of the events the process's steps wait for.
-fn awaited(version: Option<&ProcessVersion>) -> Vec<&str> {
+fn awaited(version: &ProcessVersion) -> Vec<&str> {
     let mut names: Vec<&str> = version
-        .into_iter()
-        .flat_map(|version| &version.process.document().steps)
+        .process
+        .document()
+        .steps
+        .iter()
         .filter_map(|step| match &step.kind {
             StepKind::WaitFor(name) => Some(name.as_str()),
             _ => None,
@@ -192,16 +192,16 @@ fn awaited(version: Option<&ProcessVersion>) -> Vec<&str> {
 
 /// What the page is drawn from, beside the run.
 struct Around<'a> {
-    version: Option<&'a ProcessVersion>,
+    map: &'a ProcessMap,
     zone: &'a TimeZone,
     files: &'a Files,
 }
 
 fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&ToolError>) -> Markup {
-    let Around { version, zone, files } = *around;
+    let Around { map, zone, files } = *around;
     let summary = &details.view.run;
-    let map = version.map(|version| agentprocess_views::map::layout(&version.process.document().steps));
-    let open = matches!(json!(summary.state).as_str(), Some("active" | "waiting"));
+    let version = &details.version;
+    let open = matches!(summary.state, RunState::Active | RunState::Waiting);
     let hidden = html! {
         input type="hidden" name="csrf" value=(csrf);
         input type="hidden" name="requestId" value=(agentprocess_auth::secrets::new_id("web_"));
@@ -211,12 +211,12 @@ fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&
         @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
         p {
             "Runs on " a href=(format!("/processes/{}/versions/{}", summary.process, summary.version)) { (summary.process) " v" (summary.version) }
-            @if let Some(version) = version { ", content hash " code { (version.process.content_hash()) } }
+            ", content hash " code { (version.process.content_hash()) }
         }
         @if open {
-            div id=(STANDING) data-refresh="10" { (standing(details, map.as_ref(), zone, files)) }
+            div id=(STANDING) data-refresh="10" { (standing(details, map, zone, files)) }
         } @else {
-            (standing(details, map.as_ref(), zone, files))
+            (standing(details, map, zone, files))
         }
         @if open {
             h2 { "Send an event" }
@@ -264,19 +264,11 @@ where
         Ok(details) => details,
         Err(error) => return refused_page(who, CANNOT, &error.into_tool_error()),
     };
-    // The map is drawn from the version the run is pinned to; a run page without it
-    // still shows everything else.
-    let version = web
-        .service
-        .version_for(caller, &details.view.run.process, Some(details.view.run.version))
-        .await
-        .ok();
+    // The map is drawn from the version the run is pinned to.
+    let map = agentprocess_views::map::layout(&details.version.process.document().steps);
     let files = files(web, caller.org(), &details.view).await;
     if refreshing(headers, STANDING) {
-        let map = version
-            .as_ref()
-            .map(|version| agentprocess_views::map::layout(&version.process.document().steps));
-        return fragment(standing(&details, map.as_ref(), zone, &files));
+        return fragment(standing(&details, &map, zone, &files));
     }
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
@@ -289,7 +281,7 @@ where
         body(
             &details,
             &Around {
-                version: version.as_deref(),
+                map: &map,
                 zone,
                 files: &files,
             },
@@ -329,18 +321,17 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let field = |name: &str| sent(form, name);
-    if let Err(error) = check_csrf(headers, &web.origin, session, field("csrf")).await {
+    if let Err(error) = check_csrf(headers, &web.origin, session, sent(form, "csrf")).await {
         return error.into_response();
     }
     let mut arguments = Map::new();
     arguments.insert("runId".to_owned(), json!(run_id));
     for name in names {
-        if let Some(value) = field(name) {
+        if let Some(value) = sent(form, name) {
             arguments.insert((*name).to_owned(), json!(value));
         }
     }
-    if let Some(data) = field("data") {
+    if let Some(data) = sent(form, "data") {
         // Text that is not a JSON object is passed on as sent, so the refusal names it
         // in the spec's words.
         let data = serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!(data));

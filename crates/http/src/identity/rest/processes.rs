@@ -162,22 +162,8 @@ where
     B: Blobs,
 {
     caller.require(Role::Member, false)?;
-    let mut items = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = web
-            .service
-            .store()
-            .latest_versions(caller.org(), after.as_deref(), agentprocess_service::MAX_PAGE)
-            .await
-            .map_err(agentprocess_service::Error::from)?;
-        let full = page.len() == agentprocess_service::MAX_PAGE as usize;
-        after = page.last().map(|version| version.process.clone());
-        items.extend(page.iter().map(VersionView::of));
-        if !full {
-            break;
-        }
-    }
+    let versions = web.service.admin().latest_versions(caller.org()).await?;
+    let items = versions.iter().map(VersionView::of).collect();
     Ok(Json(Items { items }))
 }
 
