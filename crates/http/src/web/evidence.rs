@@ -34,12 +34,10 @@ where
         .filter(|item| item.kind == "file")
         .map(|item| item.reference.clone())
         .collect();
+    cited.sort_unstable();
     cited.dedup();
     let mut found = Vec::new();
     for reference in cited {
-        if found.iter().any(|(id, _)| id == &reference) {
-            continue;
-        }
         // A record that cannot be read now only loses its name and size on the page.
         if let Ok(Some(upload)) = web.service.store().upload(org, &reference).await {
             found.push((reference, upload));

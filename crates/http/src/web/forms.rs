@@ -45,7 +45,7 @@ fn declared(declaration: &Value) -> Declared<'_> {
 }
 
 /// Text of a JSON value as a form shows it.
-fn shown(value: &Value) -> String {
+pub(crate) fn shown(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),

@@ -19,7 +19,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::Visitor;
-use super::layout::{fragment, page, refreshing};
+use super::forms::shown;
+use super::layout::{fragment, page, refreshing, shortened};
 use super::time::when;
 use crate::identity::{ApiError, Web};
 
@@ -123,18 +124,7 @@ fn inputs_of(inputs: &Map<String, Value>) -> Vec<(&str, String)> {
     inputs
         .iter()
         .take(SHOWN)
-        .map(|(name, value)| {
-            let text = match value {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            let cut = if text.chars().count() > LONGEST {
-                format!("{}…", text.chars().take(LONGEST - 1).collect::<String>())
-            } else {
-                text
-            };
-            (name.as_str(), cut)
-        })
+        .map(|(name, value)| (name.as_str(), shortened(&shown(value), LONGEST)))
         .collect()
 }
 

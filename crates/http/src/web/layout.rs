@@ -30,6 +30,15 @@ pub(crate) fn fragment(markup: Markup) -> Response {
     response
 }
 
+/// `text`, cut to `longest` characters with an ellipsis when it is longer.
+pub(crate) fn shortened(text: &str, longest: usize) -> String {
+    if text.chars().count() <= longest {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(longest.saturating_sub(1)).collect::<String>())
+    }
+}
+
 /// A whole page.
 pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Markup) -> Response {
     let markup = html! {

@@ -13,11 +13,7 @@ use maud::{Markup, html};
 const LABEL: usize = 34;
 
 fn cut(text: &str) -> String {
-    if text.chars().count() <= LABEL {
-        text.to_owned()
-    } else {
-        format!("{}…", text.chars().take(LABEL - 1).collect::<String>())
-    }
+    super::layout::shortened(text, LABEL)
 }
 
 /// The map of a run, each step in the state `states` gives (`none` when unreached).

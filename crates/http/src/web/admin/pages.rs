@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{Admin, Answer, Caller, segment};
 use crate::identity::csrf_token;
+use crate::web::forms::sent;
 use crate::web::layout::{page, problems};
 
 /// What the page says above its content.
@@ -100,21 +101,20 @@ where
     render(&admin, &caller, "/admin", Notice::None).await
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
-pub(super) struct AuditQuery {
-    since: Option<String>,
-    until: Option<String>,
-    actor: Option<String>,
-    kind: Option<String>,
-    target: Option<String>,
-    cursor: Option<String>,
-}
+/// The audit log's filters: the names `GET /api/v1/audit` takes, with their labels.
+const FILTERS: [(&str, &str); 5] = [
+    ("since", "Since (RFC 3339)"),
+    ("until", "Until (RFC 3339)"),
+    ("actor", "Actor (identity id)"),
+    ("kind", "Kind, such as run.decided"),
+    ("target", "Target, such as a run id"),
+];
 
 pub(super) async fn show_page<S, B>(
     State(admin): State<Arc<Admin<S, B>>>,
     caller: Caller,
     Path(name): Path<String>,
-    Query(query): Query<AuditQuery>,
+    Query(query): Query<Vec<(String, String)>>,
 ) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
@@ -166,7 +166,7 @@ where
         "processes" => processes(admin, caller, &form).await,
         "webhooks" => webhooks(admin, caller, &form).await,
         "sign-in" => sign_in(admin, caller, &form).await,
-        "audit" => return audit(admin, caller, &AuditQuery::default()).await,
+        "audit" => return audit(admin, caller, &[]).await,
         other => match other.strip_prefix("processes/") {
             Some(process) => draft(admin, caller, &form, process).await,
             None => Err(Answer {
@@ -585,7 +585,7 @@ where
 }
 
 /// The audit log, filtered, a page at a time.
-async fn audit<S, B>(admin: &Admin<S, B>, caller: &Caller, query: &AuditQuery) -> Response
+async fn audit<S, B>(admin: &Admin<S, B>, caller: &Caller, query: &[(String, String)]) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -593,34 +593,21 @@ where
     // Built in a block: the serializer is not `Send`, so it must not live across an await.
     let filter = {
         let mut filter = url::form_urlencoded::Serializer::new(String::new());
-        for (name, value) in [
-            ("since", &query.since),
-            ("until", &query.until),
-            ("actor", &query.actor),
-            ("kind", &query.kind),
-            ("target", &query.target),
-        ] {
-            if let Some(value) = value.as_deref().filter(|value| !value.is_empty()) {
+        for (name, _) in FILTERS {
+            if let Some(value) = sent(query, name) {
                 filter.append_pair(name, value);
             }
         }
         filter.finish()
     };
-    let cursor = query
-        .cursor
-        .as_deref()
+    let cursor = sent(query, "cursor")
         .map(|cursor| format!("&cursor={}", segment(cursor)))
         .unwrap_or_default();
     let answer = admin.read(caller, &format!("/audit?limit=100&{filter}{cursor}")).await;
-    let value = |value: &Option<String>| value.clone().unwrap_or_default();
     let body = html! {
         (menu("audit"))
         form method="get" action="/admin/audit" {
-            (field("since", "since", "Since (RFC 3339)", &value(&query.since)))
-            (field("until", "until", "Until (RFC 3339)", &value(&query.until)))
-            (field("actor", "actor", "Actor (identity id)", &value(&query.actor)))
-            (field("kind", "kind", "Kind, such as run.decided", &value(&query.kind)))
-            (field("target", "target", "Target, such as a run id", &value(&query.target)))
+            @for (name, label) in FILTERS { (field(name, name, label, sent(query, name).unwrap_or(""))) }
             button type="submit" { "Filter" }
         }
         @match &answer {
