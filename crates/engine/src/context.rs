@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use agentprocess_format::ValidatedProcess;
 use jiff::Timestamp;
 
+use crate::check::CheckLimits;
 use crate::fields::PersonFormat;
 
 /// Who calls.
@@ -47,7 +48,7 @@ pub trait Ids: Send {
 }
 
 /// The server's settings the rules depend on (published in `describe`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// How long a claim lasts.
     pub lease_seconds: u32,
@@ -57,6 +58,8 @@ pub struct Settings {
     pub person: PersonFormat,
     /// The group whose members take escalations: the organization's operators.
     pub escalation_group: String,
+    /// The check-1 limits.
+    pub check: CheckLimits,
 }
 
 impl Default for Settings {
@@ -66,6 +69,7 @@ impl Default for Settings {
             run_data_bytes: 1 << 20,
             person: PersonFormat::Email,
             escalation_group: "operators".to_owned(),
+            check: CheckLimits::default(),
         }
     }
 }

@@ -3,16 +3,17 @@
 
 use std::collections::VecDeque;
 
-use agentprocess_format::StepKind;
+use agentprocess_format::{EvidenceKind, StepKind};
 
 use crate::Transition;
-use crate::acceptance::{Submission, Submitter, check_submission};
+use crate::acceptance::{EvidenceItem, Submission, Submitter, check_submission};
+use crate::check::{Checked, Judged, judge_submission, settle};
 use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{assigned, not_ended};
 use crate::machine::Machine;
 use crate::model::{Record, Returned, Run, StepState};
-use crate::submit::{record, run_data_cap};
+use crate::submit::{Submitted, record, run_data_cap};
 use crate::view::snapshot;
 
 /// The five decisions.
@@ -64,13 +65,19 @@ pub struct Decide {
 /// evidence. Errors come in the order tools.md gives: `run_ended`, argument
 /// combinations (`invalid`), `already_decided`, `not_found`, `stale`, `forbidden`,
 /// `not_accepted`.
+///
+/// A person completing an ordinary task with a check is checked as an agent is
+/// (`checked` carries the answers; [`Submitted::Check`] asks for them); a person
+/// completing an escalated step is not checked again. Every other decision is
+/// [`Submitted::Accepted`].
 pub fn decide(
     run: &Run,
     version: &ProcessVersion,
-    decide: Decide,
+    mut decide: Decide,
     file_issues: Vec<String>,
+    checked: Option<&Checked>,
     context: &mut Context<'_>,
-) -> Result<Transition, ToolError> {
+) -> Result<Submitted, ToolError> {
     not_ended(run)?;
     combinations(&decide)?;
     let Some(index) = run
@@ -100,14 +107,14 @@ pub fn decide(
     }
     let by = person_in_assignment(run, index, context)?;
     let definition = &version.process.document().steps[index];
-    let escalated = run.steps[index]
+    let escalation = run.steps[index]
         .work_item
         .as_ref()
-        .is_some_and(|item| item.escalation.is_some());
-    let allowed: &[Decision] = match (&definition.kind, escalated) {
+        .and_then(|item| item.escalation.clone());
+    let allowed: &[Decision] = match (&definition.kind, escalation.is_some()) {
         (StepKind::Approve(_), _) => &[Decision::Approved, Decision::Rejected, Decision::Failed],
-        (StepKind::Task(_), _) => &[Decision::Completed, Decision::Failed],
         (_, true) => &[Decision::Returned, Decision::Completed, Decision::Failed],
+        (StepKind::Task(_), false) => &[Decision::Completed, Decision::Failed],
         _ => &[],
     };
     if !allowed.contains(&decide.decision) {
@@ -123,6 +130,53 @@ pub fn decide(
         ));
     }
 
+    if decide.decision == Decision::Completed {
+        let escalation = escalation.as_ref();
+        if !decide.sent_work
+            && let Some(candidate) = escalation.and_then(|escalation| escalation.candidate.as_ref())
+        {
+            decide.submission = held(
+                candidate,
+                decide.submission.next.take(),
+                decide.submission.reason.take(),
+            );
+        }
+        let mut issues = check_submission(
+            definition,
+            &decide.submission,
+            Submitter::Person,
+            context.settings.person,
+        );
+        issues.extend(file_issues);
+        let judged = match escalation {
+            _ if !issues.is_empty() => Judged::Complete(None),
+            // The person decides after the check: their completion is not checked again.
+            Some(escalation) => Judged::Complete(escalation.check.clone()),
+            None => judge_submission(
+                run,
+                version,
+                index,
+                &decide.submission,
+                checked,
+                context.settings,
+                context.now,
+            )?,
+        };
+        let record = record(decide.submission, by, context.now, definition.next.as_ref());
+        if issues.is_empty() {
+            issues.extend(run_data_cap(run, index, &record, context.settings.run_data_bytes));
+        }
+        if !issues.is_empty() {
+            return Err(ToolError::not_accepted(issues));
+        }
+        let mut run = run.clone();
+        // A refusal leaves the item open; an escalation closes it as it opens its own.
+        if matches!(judged, Judged::Complete(_)) {
+            run.decided.push(decide.work_item);
+        }
+        return Ok(settle(run, version, index, record, judged, context));
+    }
+
     let mut run = run.clone();
     let item = decide.work_item.clone();
     let now = context.now;
@@ -130,29 +184,8 @@ pub fn decide(
     let mut queue = VecDeque::new();
     let mut machine = Machine::new(&mut run, version, now, context.ids);
     match decide.decision {
-        Decision::Completed => {
-            let mut issues = check_submission(
-                definition,
-                &decide.submission,
-                Submitter::Person,
-                context.settings.person,
-            );
-            issues.extend(file_issues);
-            let record = record(decide.submission, by, now, definition.next.as_ref());
-            if issues.is_empty() {
-                issues.extend(run_data_cap(
-                    machine.run,
-                    index,
-                    &record,
-                    context.settings.run_data_bytes,
-                ));
-            }
-            if !issues.is_empty() {
-                return Err(ToolError::not_accepted(issues));
-            }
-            let chosen = record.next.clone();
-            machine.complete(index, record, chosen.as_deref(), &mut queue);
-        }
+        // Answered above, before the run was copied.
+        Decision::Completed => {}
         Decision::Approved => {
             let record = Record {
                 decision: Some("approved".into()),
@@ -186,12 +219,22 @@ pub fn decide(
         Decision::Returned => {
             let step = &mut machine.run.steps[index];
             step.work_item = None;
-            step.state = Some(StepState::Ready);
             step.handoff.returned = Some(Returned {
                 note: note.unwrap_or_default(),
                 by,
                 at: now,
             });
+            // The same attempt continues: an unsure check's verdict and lines travel
+            // with it (check.md §3).
+            if let Some(check) = escalation.and_then(|escalation| escalation.check) {
+                step.handoff.issues = Some(check.issues());
+                step.handoff.check = Some(check);
+            }
+            if matches!(definition.kind, StepKind::Task(_)) {
+                machine.reopen(index);
+            } else {
+                machine.run.steps[index].state = Some(StepState::Ready);
+            }
         }
         Decision::Failed => {
             let record = Record {
@@ -209,7 +252,33 @@ pub fn decide(
     machine.run_queue(queue);
     let effects = machine.effects;
     run.decided.push(item);
-    Ok(Transition { run, effects })
+    Ok(Submitted::Accepted(Transition { run, effects }))
+}
+
+/// The submission a check held, as a person completes the step with it: their own
+/// `next` and `reason`, when they chose a route.
+fn held(candidate: &Record, next: Option<String>, reason: Option<String>) -> Submission {
+    let routed = next.is_some();
+    Submission {
+        output: candidate.output.clone().unwrap_or_default(),
+        evidence: candidate
+            .evidence
+            .iter()
+            .flatten()
+            .map(|item| EvidenceItem {
+                kind: if item.kind == "file" {
+                    EvidenceKind::File
+                } else {
+                    EvidenceKind::Link
+                },
+                reference: item.reference.clone(),
+                sha256: item.sha256.clone(),
+            })
+            .collect(),
+        summary: candidate.summary.clone(),
+        next: if routed { next } else { candidate.next.clone() },
+        reason: if routed { reason } else { candidate.reason.clone() },
+    }
 }
 
 /// tools.md: `next`/`reason` only with `completed`; `note` never with `completed`;

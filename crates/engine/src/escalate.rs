@@ -3,13 +3,19 @@
 
 use crate::Transition;
 use crate::context::Context;
-use crate::effect::{Effect, Notification};
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, claimed_step, expire_leases, not_ended};
-use crate::model::{Assignee, Escalation, Mode, Run, StepState, WorkItem};
+use crate::machine::Machine;
+use crate::model::{Escalation, Run};
 
 /// Escalates the step `token` holds, with `note`.
-pub fn escalate(run: &Run, token: &str, note: &str, context: &mut Context<'_>) -> Result<Transition, ToolError> {
+pub fn escalate(
+    run: &Run,
+    version: &crate::ProcessVersion,
+    token: &str,
+    note: &str,
+    context: &mut Context<'_>,
+) -> Result<Transition, ToolError> {
     not_ended(run)?;
     let by = agent(context.actor, "escalate")?;
     if note.trim().is_empty() {
@@ -22,29 +28,15 @@ pub fn escalate(run: &Run, token: &str, note: &str, context: &mut Context<'_>) -
     let mut run = run.clone();
     expire_leases(&mut run, context.now);
     let index = claimed_step(&run, token)?;
-    let id = context.ids.work_item();
-    let step = &mut run.steps[index];
-    step.retire_claim();
-    step.state = Some(StepState::Waiting);
-    step.work_item = Some(WorkItem {
-        id: id.clone(),
-        assigned_to: Assignee::Group(context.settings.escalation_group.clone()),
-        created_at: context.now,
-        escalation: Some(Escalation {
-            note: note.to_owned(),
-            by,
-            at: context.now,
-        }),
-    });
-    let step_id = step.id.clone();
-    run.updated_at = context.now;
-    let effects = if run.mode == Mode::Live {
-        vec![Effect::Notify(Notification::WorkItem {
-            step: step_id,
-            work_item: id,
-        })]
-    } else {
-        Vec::new()
+    let escalation = Escalation {
+        note: note.to_owned(),
+        by,
+        at: context.now,
+        check: None,
+        candidate: None,
     };
+    let mut machine = Machine::new(&mut run, version, context.now, context.ids);
+    machine.escalate(index, escalation, context.settings.escalation_group.clone());
+    let effects = machine.effects;
     Ok(Transition { run, effects })
 }

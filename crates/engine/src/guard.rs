@@ -57,10 +57,12 @@ pub(crate) fn lease_end(context: &Context<'_>) -> Timestamp {
 
 /// SHA-256 of a token, lowercase hex: all a run keeps of it.
 pub(crate) fn token_hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    sha256_hex(token.as_bytes())
+}
+
+/// SHA-256 of `bytes`, lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// When a lease has ended, the step is claimable at once: the claim goes, its token

@@ -2,6 +2,7 @@
 
 mod acceptance;
 mod cancel;
+mod check;
 mod claim;
 mod context;
 mod decide;
@@ -22,6 +23,9 @@ mod work;
 
 pub use acceptance::{EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission};
 pub use cancel::cancel;
+pub use check::{
+    Answer, CheckLimits, CheckRecord, Checked, Material, Outcome, QuestionRecord, Verdict, material, verdict,
+};
 pub use claim::{Claimed, claim};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
 pub use decide::{Decide, Decision, decide};

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::context::{Ids, ProcessVersion};
 use crate::effect::{Effect, Notification, Timer, TimerId, TimerKind};
-use crate::model::{Assignee, End, Handoff, Record, Run, StepState, WorkItem};
+use crate::model::{Assignee, End, Escalation, Handoff, Record, Run, StepState, WorkItem};
 
 /// The run being changed, and the effects gathered on the way.
 pub(crate) struct Machine<'a> {
@@ -97,7 +97,7 @@ impl<'a> Machine<'a> {
             }
             StepKind::Task(_) | StepKind::Approve(_) => match self.assignee(step) {
                 Ok(assigned_to) => {
-                    self.open_work_item(index, assigned_to);
+                    self.open_work_item(index, assigned_to, None);
                     self.schedule_due(index);
                 }
                 Err(note) => self.fail(index, note),
@@ -194,7 +194,7 @@ impl<'a> Machine<'a> {
         self.run.steps[index].due_at = None;
     }
 
-    fn open_work_item(&mut self, index: usize, assigned_to: Assignee) {
+    fn open_work_item(&mut self, index: usize, assigned_to: Assignee, escalation: Option<Escalation>) {
         let id = self.ids.work_item();
         let step = &mut self.run.steps[index];
         step.state = Some(StepState::Waiting);
@@ -202,12 +202,33 @@ impl<'a> Machine<'a> {
             id: id.clone(),
             assigned_to,
             created_at: self.now,
-            escalation: None,
+            escalation,
         });
         if self.live() {
             let step = self.run.steps[index].id.clone();
             self.effects
                 .push(Effect::Notify(Notification::WorkItem { step, work_item: id }));
+        }
+    }
+
+    /// Sends step `index` to the escalation group with `escalation`: the claim ends,
+    /// an open work item counts as decided, and a new one waits in the operators' queue.
+    pub(crate) fn escalate(&mut self, index: usize, escalation: Escalation, group: String) {
+        let step = &mut self.run.steps[index];
+        step.retire_claim();
+        if let Some(open) = step.work_item.take() {
+            self.run.decided.push(open.id);
+        }
+        self.open_work_item(index, Assignee::Group(group), Some(escalation));
+        self.run.updated_at = self.now;
+    }
+
+    /// Opens the work item of person step `index` again, for its own assignee (a task
+    /// a person returned after an unsure check).
+    pub(crate) fn reopen(&mut self, index: usize) {
+        match self.assignee(self.definition(index)) {
+            Ok(assignee) => self.open_work_item(index, assignee, None),
+            Err(reason) => self.fail(index, reason),
         }
     }
 

@@ -6,6 +6,8 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::check::CheckRecord;
+
 /// `live` or `test` (spec §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -216,6 +218,9 @@ pub struct Record {
     /// `note`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The step's check verdict (check-1), when it has a check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckRecord>,
     /// Who completed it.
     pub by: String,
     /// When.
@@ -271,19 +276,25 @@ pub struct WorkItem {
     pub escalation: Option<Escalation>,
 }
 
-/// An agent's escalation of its step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An escalation of a step to the operators: an agent's, or a check's that was unsure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Escalation {
-    /// The agent's note.
+    /// The agent's note, or the unsure check's questions and answers.
     pub note: String,
-    /// The agent.
+    /// The agent, or whoever submitted the held candidate.
     pub by: String,
     /// When.
     pub at: Timestamp,
+    /// The unsure verdict, when a check escalated the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckRecord>,
+    /// The submission held while a person decides, when a check escalated the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<Record>,
 }
 
 /// What the previous attempt at a step left behind (spec §3.3).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Handoff {
     /// The last `progress` note of a lease that ended.
     pub progress: Option<String>,
@@ -291,12 +302,16 @@ pub struct Handoff {
     pub returned: Option<Returned>,
     /// The issues of the last refused submission.
     pub issues: Option<Vec<String>>,
+    /// The verdict of a check that sent the submission back (fail, or unsure and
+    /// returned by a person).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckRecord>,
 }
 
 impl Handoff {
     /// Whether nothing was left: a first attempt.
     pub fn is_empty(&self) -> bool {
-        self.progress.is_none() && self.returned.is_none() && self.issues.is_none()
+        self.progress.is_none() && self.returned.is_none() && self.issues.is_none() && self.check.is_none()
     }
 }
 

@@ -7,7 +7,6 @@ use agentprocess_format::{Step, StepKind};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::model::{Run, StepRun, StepState, WorkItem};
 
@@ -78,6 +77,7 @@ pub struct Asked<'a> {
 pub fn asked<'a>(definition: &'a Step, item: &WorkItem) -> Option<Asked<'a>> {
     let (kind, text, decisions): (_, _, &'static [&'static str]) = match &definition.kind {
         StepKind::Approve(text) => ("approve", text, &["approved", "rejected", "failed"]),
+        StepKind::Task(text) if item.escalation.is_some() => ("task", text, &["returned", "completed", "failed"]),
         StepKind::Task(text) => ("task", text, &["completed", "failed"]),
         StepKind::Agent(text) if item.escalation.is_some() => ("agent", text, &["returned", "completed", "failed"]),
         _ => return None,
@@ -90,7 +90,13 @@ pub fn asked<'a>(definition: &'a Step, item: &WorkItem) -> Option<Asked<'a>> {
 pub fn run_data(run: &Run) -> Value {
     let mut steps = Map::new();
     for step in &run.steps {
-        if step.record.is_none() && step.history.is_empty() {
+        // An unsure verdict waiting on a person shows as the step's check (check.md §3).
+        let pending = step
+            .work_item
+            .as_ref()
+            .and_then(|item| item.escalation.as_ref())
+            .and_then(|escalation| escalation.check.as_ref());
+        if step.record.is_none() && step.history.is_empty() && pending.is_none() {
             continue;
         }
         // `exact::to_value`, not serde_json's, and no `json!` around caller data: those
@@ -99,6 +105,9 @@ pub fn run_data(run: &Run) -> Value {
             Some(Ok(Value::Object(record))) => record,
             _ => Map::new(),
         };
+        if let Some(pending) = pending.and_then(|check| agentprocess_format::exact::to_value(check).ok()) {
+            entry.insert("check".to_owned(), pending);
+        }
         entry.insert(
             "history".to_owned(),
             agentprocess_format::exact::to_value(&step.history).unwrap_or(Value::Array(Vec::new())),
@@ -120,8 +129,5 @@ pub(crate) fn json_bytes(value: &impl serde::Serialize) -> usize {
 /// changes (SHA-256 over its RFC 8785 canonical JSON, lowercase hex).
 pub fn snapshot(run: &Run) -> String {
     let canonical = serde_json_canonicalizer::to_vec(&run_data(run)).unwrap_or_default();
-    Sha256::digest(&canonical)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::guard::sha256_hex(&canonical)
 }

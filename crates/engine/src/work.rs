@@ -11,7 +11,7 @@ use crate::model::{Handoff, Run, StepState};
 use crate::view::{asked, step_state};
 
 /// One item of `get_work`, by the index of its step in the run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Work {
     /// A ready agent step the agent may claim.
     Claimable {

@@ -54,7 +54,7 @@ pub(crate) fn check(offered: Capabilities, paths: &[String], steps: &[Step], iss
         if !offered.check && step.check.is_some() {
             issues.push(
                 path::child(at, "check"),
-                "needs the check-1 profile, which this server does not offer",
+                "needs the check-1 profile, which this server does not offer: it runs checks only with an evaluator configured",
             );
         }
         if !offered.upload && step.evidence.contains(&EvidenceKind::File) {

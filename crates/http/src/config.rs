@@ -7,7 +7,119 @@ use std::time::Duration;
 use agentprocess_service::{SchedulerSettings, WebhookSettings};
 use agentprocess_timers::{RedisQueue, RedisSettings, TimerQueue};
 
-use crate::Background;
+use crate::{Background, SqlService};
+
+/// The check-1 profile: the evaluator that answers check questions, and the limits
+/// `describe` publishes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    /// The evaluator of check-1: the base URL, up to `/v1`, of an OpenAI-compatible
+    /// chat-completions API that returns logprobs (OpenAI, Azure OpenAI, vLLM,
+    /// llama.cpp's server, Ollama, LiteLLM). Without it check-1 is not offered and a
+    /// process with `check:` is refused at publication. Its API key, if it needs one,
+    /// comes from AGENTPROCESS_EVALUATOR_API_KEY or --evaluator-api-key-file, never a flag.
+    #[arg(long, env = "AGENTPROCESS_EVALUATOR_URL", requires = "evaluator_model")]
+    pub evaluator_url: Option<String>,
+    /// The model to ask; every verdict records it as `model`.
+    #[arg(long, env = "AGENTPROCESS_EVALUATOR_MODEL", requires = "evaluator_url")]
+    pub evaluator_model: Option<String>,
+    /// A file holding the evaluator's API key (a mounted secret).
+    #[arg(long, env = "AGENTPROCESS_EVALUATOR_API_KEY_FILE", value_name = "FILE")]
+    pub evaluator_api_key_file: Option<std::path::PathBuf>,
+    /// The longest one question may take, in seconds.
+    #[arg(long, env = "AGENTPROCESS_EVALUATOR_TIMEOUT_SECONDS", default_value = "30", value_parser = seconds)]
+    pub evaluator_timeout_seconds: Duration,
+    /// Questions in flight at once, per process.
+    #[arg(long, env = "AGENTPROCESS_EVALUATOR_CONCURRENCY", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub evaluator_concurrency: u16,
+    /// How often the evaluator is probed, in seconds: `describe` offers check-1 only
+    /// while it answers.
+    #[arg(long, env = "AGENTPROCESS_EVALUATOR_PROBE_SECONDS", default_value = "30", value_parser = seconds)]
+    pub evaluator_probe_seconds: Duration,
+    /// `limits.checkPass`: the yes-probability at or above which a yes/no answer
+    /// passes, where a question sets none.
+    #[arg(long, env = "AGENTPROCESS_CHECK_PASS", default_value_t = 0.9, value_parser = fraction)]
+    pub check_pass: f64,
+    /// `limits.checkFail`: the yes-probability below which a yes/no answer fails, where
+    /// a question sets none; between it and the pass threshold the answer is unsure.
+    /// None by default: below the pass threshold fails.
+    #[arg(long, env = "AGENTPROCESS_CHECK_FAIL", value_parser = fraction)]
+    pub check_fail: Option<f64>,
+    /// `limits.checkConfidence`: the confidence below which a choice or rubric answer
+    /// is unsure, where a question sets none.
+    #[arg(long, env = "AGENTPROCESS_CHECK_CONFIDENCE", default_value_t = 0.8, value_parser = fraction)]
+    pub check_confidence: f64,
+    /// `limits.checkStateBytes`: how much run data the evaluator is shown, in bytes of
+    /// JSON; steps are left out, oldest first, to fit.
+    #[arg(long, env = "AGENTPROCESS_CHECK_STATE_BYTES", default_value_t = 64 * 1024)]
+    pub check_state_bytes: usize,
+}
+
+impl CheckArgs {
+    /// The limits `describe` publishes and checks use.
+    pub fn limits(&self) -> agentprocess_engine::CheckLimits {
+        agentprocess_engine::CheckLimits {
+            pass: self.check_pass,
+            fail: self.check_fail,
+            confidence: self.check_confidence,
+            state_bytes: self.check_state_bytes,
+        }
+    }
+
+    /// The evaluator, when one is configured.
+    pub fn evaluator(&self) -> anyhow::Result<Option<Arc<dyn agentprocess_evaluator::Evaluator>>> {
+        use anyhow::Context as _;
+        let (Some(url), Some(model)) = (&self.evaluator_url, &self.evaluator_model) else {
+            return Ok(None);
+        };
+        let api_key = match &self.evaluator_api_key_file {
+            Some(file) => Some(
+                std::fs::read_to_string(file)
+                    .with_context(|| format!("cannot read the evaluator's API key from {}", file.display()))?
+                    .trim()
+                    .to_owned(),
+            ),
+            None => std::env::var("AGENTPROCESS_EVALUATOR_API_KEY").ok(),
+        }
+        .filter(|key| !key.is_empty());
+        let evaluator = agentprocess_evaluator::OpenAiEvaluator::new(agentprocess_evaluator::OpenAiSettings {
+            base_url: url.clone(),
+            model: model.clone(),
+            api_key,
+            timeout: self.evaluator_timeout_seconds,
+            concurrency: usize::from(self.evaluator_concurrency),
+            top_logprobs: 10,
+        })
+        .map_err(|error| anyhow::anyhow!("{error}"))?;
+        Ok(Some(Arc::new(evaluator)))
+    }
+
+    /// Probes the service's evaluator once, then every `--evaluator-probe-seconds` in
+    /// the background. An evaluator that answers without logprobs is a configuration
+    /// error; one that does not answer yet is only logged.
+    pub async fn watch(&self, service: &Arc<SqlService>) -> anyhow::Result<()> {
+        if !service.evaluator_configured() {
+            return Ok(());
+        }
+        match service.probe_evaluator().await {
+            Err(error) if error.unusable => anyhow::bail!("the check-1 evaluator cannot be used: {error}"),
+            Err(error) => {
+                tracing::warn!(error = %error.message, "the evaluator does not answer yet; check-1 is offered once it does")
+            }
+            Ok(()) => tracing::info!("the evaluator answers; check-1 is offered"),
+        }
+        tokio::spawn(Arc::clone(service).watch_evaluator(self.evaluator_probe_seconds));
+        Ok(())
+    }
+}
+
+/// A probability or confidence: 0 to 1.
+fn fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        _ => Err(format!("{text:?}: must be a number from 0 to 1")),
+    }
+}
 
 /// Where timers are queued.
 #[derive(Debug, Clone, clap::Args)]

@@ -381,7 +381,7 @@ pub async fn assemble(
     storage: &Storage,
     settings: agentprocess_service::Settings,
     clock: Arc<dyn agentprocess_service::Clock>,
-    queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
+    extras: Extras,
 ) -> Result<Arc<SqlService>, AssembleError> {
     let store = agentprocess_store::SqlStore::connect(database_url, max_connections).await?;
     if migrate {
@@ -389,17 +389,29 @@ pub async fn assemble(
     }
     observe_pool(&store);
     let blobs = storage.open().await?;
-    let service = Service::new(store, blobs, clock, settings);
-    Ok(Arc::new(match queue {
-        Some(queue) => service.with_timer_queue(queue),
-        None => service,
-    }))
+    let mut service = Service::new(store, blobs, clock, settings);
+    if let Some(queue) = extras.queue {
+        service = service.with_timer_queue(queue);
+    }
+    if let Some(evaluator) = extras.evaluator {
+        service = service.with_evaluator(evaluator);
+    }
+    Ok(Arc::new(service))
 }
 
 /// Reports the store's connections as `db.client.connection.count`.
 pub fn observe_pool(store: &agentprocess_store::SqlStore) {
     let store = store.clone();
     agentprocess_telemetry::observe_pool("agentprocess", move || store.pool_stats());
+}
+
+/// What a service may use besides its database and evidence store.
+#[derive(Default)]
+pub struct Extras {
+    /// Where timers are mirrored for a separate scheduler; `None` fires them in process.
+    pub queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
+    /// The check-1 evaluator; `None` leaves check-1 unoffered.
+    pub evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
 }
 
 /// Why the service could not be assembled.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentprocess_auth::idempotency::{Idempotent, remember};
 use agentprocess_engine::PersonFormat;
-use agentprocess_format::{Options, ValidatedProcess};
+use agentprocess_format::{Capabilities, Options, ValidatedProcess};
 use agentprocess_store::{
     Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, NewVersion, Role, Store, StoreTx,
     StoredVersion, TokenRow, Webhook,
@@ -45,12 +45,26 @@ pub struct Admin<S> {
     store: S,
     clock: Arc<dyn Clock>,
     person: PersonFormat,
+    capabilities: Capabilities,
 }
 
 impl<S: Store> Admin<S> {
     /// Admin actions on `store`, with people identified in `person` format.
     pub fn new(store: S, clock: Arc<dyn Clock>, person: PersonFormat) -> Self {
-        Self { store, clock, person }
+        Self {
+            store,
+            clock,
+            person,
+            capabilities: CAPABILITIES,
+        }
+    }
+
+    /// Publishes processes that use `capabilities` (check-1 only where the servers of
+    /// this database run an evaluator); [`CAPABILITIES`] otherwise.
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 
     fn now(&self) -> jiff::Timestamp {
@@ -196,7 +210,7 @@ impl<S: Store> Admin<S> {
         folder: Option<&str>,
         request: Option<&Idempotent>,
     ) -> Result<Draft, Error> {
-        let process = validated(source, folder)?;
+        let process = validated(source, folder, self.capabilities)?;
         let name = process.document().name.clone();
         let previous = match self.store.draft(org, &name).await? {
             Some((_, roles)) => parse_roles(&roles)?,
@@ -228,7 +242,7 @@ impl<S: Store> Admin<S> {
             .draft(org, process)
             .await?
             .ok_or_else(|| not_found(format!("there is no draft of process {process:?}")))?;
-        let parsed = validated(source.as_bytes(), None)?;
+        let parsed = validated(source.as_bytes(), None, self.capabilities)?;
         Ok((source, roles, parsed))
     }
 
@@ -445,11 +459,8 @@ fn systems_of(process: &ValidatedProcess) -> Vec<String> {
 }
 
 /// The process, or every issue in the format library's words with line and column.
-fn validated(source: &[u8], folder: Option<&str>) -> Result<ValidatedProcess, Error> {
-    let options = Options {
-        capabilities: CAPABILITIES,
-        folder,
-    };
+fn validated(source: &[u8], folder: Option<&str>, capabilities: Capabilities) -> Result<ValidatedProcess, Error> {
+    let options = Options { capabilities, folder };
     agentprocess_format::validate(source, &options).map_err(|refusal| {
         refused(
             refusal

@@ -1,13 +1,14 @@
 //! The agent's loop: `claim`, `renew`, `submit`, `escalate`.
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Submission, Submitted, Transition};
-use agentprocess_store::{Store, StoreTx};
+use agentprocess_engine::Submission;
+use agentprocess_store::Store;
 use agentprocess_views::{ClaimResult, RenewResult, RunView};
 
+use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
 use crate::write::{Change, Locked, Target, Write, fresh};
-use crate::{Caller, Error, Service, Tool, retry};
+use crate::{Caller, Error, Service, Tool};
 
 impl<S: Store, B: Blobs> Service<S, B> {
     /// `claim`.
@@ -56,51 +57,45 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// `submit`. A submission that is not accepted keeps its issues in the step's
-    /// handoff, and records nothing for its `requestId`.
+    /// handoff, and records nothing for its `requestId`. On a step with a check, the
+    /// evaluator is asked with no lock held, and the answers applied under a new one
+    /// if the run still shows the same material.
     pub async fn submit(
         &self,
         caller: &Caller,
         token: &str,
-        mut submission: Submission,
+        submission: Submission,
         write: &Write,
     ) -> Result<RunView, Error> {
-        let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, Tool::Submit, Target::Token(token)).await?);
-        let file_issues = self
-            .verify_files(&mut tx, caller.org(), &mut submission.evidence)
-            .await?;
-        let now = self.now();
-        let actor = caller.actor();
-        let mut ids = RunIds { run: run.id.clone() };
-        let mut context = self.context(now, &actor, &mut ids);
-        match agentprocess_engine::submit(&run, &version, token, submission, file_issues, &mut context)? {
-            Submitted::Accepted(transition) => {
-                let change = Change {
-                    before: Some(&run),
-                    transition: &transition,
-                    version: &version,
-                };
-                let view = RunView::of(&transition.run, &version, now);
-                self.finish(tx, caller, write, Tool::Submit, Some(change), view).await
-            }
-            Submitted::NotAccepted {
-                run: with_issues,
-                error,
-            } => {
-                let kept = Transition {
-                    run: with_issues,
-                    effects: Vec::new(),
-                };
-                let change = Change {
-                    before: Some(&run),
-                    transition: &kept,
-                    version: &version,
-                };
-                self.save(&mut tx, caller.org(), change).await?;
-                tx.commit().await.map_err(retry)?;
-                Err(error.into())
+        let mut checked = None;
+        for _ in 0..CHECK_ROUNDS {
+            let Locked { mut tx, run, version } =
+                fresh!(self.open_run(caller, write, Tool::Submit, Target::Token(token)).await?);
+            let mut submission = submission.clone();
+            let file_issues = self
+                .verify_files(&mut tx, caller.org(), &mut submission.evidence)
+                .await?;
+            let actor = caller.actor();
+            let mut ids = RunIds { run: run.id.clone() };
+            let mut context = self.context(self.now(), &actor, &mut ids);
+            let submitted = agentprocess_engine::submit(
+                &run,
+                &version,
+                token,
+                submission,
+                file_issues,
+                checked.as_ref(),
+                &mut context,
+            )?;
+            let concluded = self
+                .conclude(tx, caller, write, Tool::Submit, (&run, &version), submitted, None)
+                .await?;
+            match concluded {
+                Concluded::Done(view) => return Ok(*view),
+                Concluded::Ask(material) => checked = Some(self.ask(&material).await),
             }
         }
+        Err(kept_changing())
     }
 
     /// `escalate`.
@@ -113,7 +108,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let actor = caller.actor();
         let mut ids = RunIds { run: run.id.clone() };
         let mut context = self.context(now, &actor, &mut ids);
-        let transition = agentprocess_engine::escalate(&run, token, note, &mut context)?;
+        let transition = agentprocess_engine::escalate(&run, &version, token, note, &mut context)?;
         let change = Change {
             before: Some(&run),
             transition: &transition,

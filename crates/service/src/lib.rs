@@ -2,6 +2,7 @@
 
 pub mod admin;
 mod agent;
+mod check;
 mod clock;
 mod cursor;
 mod error;
@@ -20,6 +21,7 @@ mod work;
 mod write;
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use agentprocess_blobs::Blobs;
@@ -175,16 +177,22 @@ impl Scope {
     }
 }
 
-/// Profiles this server runs.
-pub const PROFILES: [&str; 1] = ["parallel-1"];
-
-/// What a process may use on this server: `parallel-1`, `upload` and `send_event`,
-/// not `check-1` (the engine does not run checks yet).
+/// What a process may use on this server without an evaluator: `parallel-1`, `upload`
+/// and `send_event`. With an evaluator configured, `check-1` too
+/// ([`Service::capabilities`]).
 pub const CAPABILITIES: agentprocess_format::Capabilities = agentprocess_format::Capabilities {
     parallel: true,
     check: false,
     upload: true,
     send_event: true,
+};
+
+/// What a version published earlier may use: everything this server has ever offered.
+/// It validated at publication; a version with `check:` published while an evaluator
+/// was configured still runs (its checks answer `retry` until one is configured again).
+pub(crate) const PUBLISHED: agentprocess_format::Capabilities = agentprocess_format::Capabilities {
+    check: true,
+    ..CAPABILITIES
 };
 
 /// The largest `limit` of a paged list.
@@ -312,6 +320,10 @@ pub struct Service<S, B> {
     wake: Notify,
     /// Wakes the webhook loop.
     deliveries_wake: Notify,
+    /// Answers check questions (check-1); `None` when none is configured.
+    evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
+    /// Whether the evaluator answered its last probe or question.
+    evaluator_answering: AtomicBool,
 }
 
 /// The most identities remembered at once; past it the memory starts afresh.
@@ -330,6 +342,26 @@ impl<S: Store, B: Blobs> Service<S, B> {
             queue: None,
             wake: Notify::new(),
             deliveries_wake: Notify::new(),
+            evaluator: None,
+            evaluator_answering: AtomicBool::new(false),
+        }
+    }
+
+    /// Runs check-1 with `evaluator`: processes with `check:` publish, and `describe`
+    /// offers the profile while the evaluator answers. It counts as answering until a
+    /// probe or a question says otherwise.
+    #[must_use]
+    pub fn with_evaluator(mut self, evaluator: Arc<dyn agentprocess_evaluator::Evaluator>) -> Self {
+        self.evaluator = Some(evaluator);
+        self.evaluator_answering = AtomicBool::new(true);
+        self
+    }
+
+    /// What a process may use when published here.
+    pub fn capabilities(&self) -> agentprocess_format::Capabilities {
+        agentprocess_format::Capabilities {
+            check: self.evaluator.is_some(),
+            ..CAPABILITIES
         }
     }
 
@@ -352,6 +384,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         S: Clone,
     {
         Admin::new(self.store.clone(), Arc::clone(&self.clock), self.settings.engine.person)
+            .with_capabilities(self.capabilities())
     }
 
     /// The store.

@@ -5,42 +5,43 @@ use agentprocess_engine::Decide;
 use agentprocess_store::{AuditFilter, Store};
 use agentprocess_views::RunView;
 
+use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
-use crate::write::{Change, Locked, Target, Write, fresh};
+use crate::write::{Locked, Target, Write, fresh};
 use crate::{Caller, Error, Service, Tool};
 
 impl<S: Store, B: Blobs> Service<S, B> {
-    /// `decide`. The engine refuses agents, in the order tools.md gives.
-    pub async fn decide(
-        &self,
-        caller: &Caller,
-        run_id: &str,
-        mut decide: Decide,
-        write: &Write,
-    ) -> Result<RunView, Error> {
-        let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, Tool::Decide, Target::Run(run_id)).await?);
-        let file_issues = self
-            .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
-            .await?;
-        let now = self.now();
-        let actor = caller.actor();
+    /// `decide`. The engine refuses agents, in the order tools.md gives. A person
+    /// completing a task with a check is checked as an agent is (see [`Service::submit`]).
+    pub async fn decide(&self, caller: &Caller, run_id: &str, decide: Decide, write: &Write) -> Result<RunView, Error> {
         let audited = serde_json::Map::from_iter([
             ("workItem".to_owned(), serde_json::json!(decide.work_item)),
             ("decision".to_owned(), serde_json::json!(decide.decision.as_str())),
             ("note".to_owned(), serde_json::json!(decide.note)),
         ]);
-        let mut ids = RunIds { run: run.id.clone() };
-        let mut context = self.context(now, &actor, &mut ids);
-        let transition = agentprocess_engine::decide(&run, &version, decide, file_issues, &mut context)?;
-        self.audit(&mut tx, caller, "run.decided", &run.id, audited).await?;
-        let change = Change {
-            before: Some(&run),
-            transition: &transition,
-            version: &version,
-        };
-        let view = RunView::of(&transition.run, &version, now);
-        self.finish(tx, caller, write, Tool::Decide, Some(change), view).await
+        let mut checked = None;
+        for _ in 0..CHECK_ROUNDS {
+            let Locked { mut tx, run, version } =
+                fresh!(self.open_run(caller, write, Tool::Decide, Target::Run(run_id)).await?);
+            let mut decide = decide.clone();
+            let file_issues = self
+                .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
+                .await?;
+            let actor = caller.actor();
+            let mut ids = RunIds { run: run.id.clone() };
+            let mut context = self.context(self.now(), &actor, &mut ids);
+            let submitted =
+                agentprocess_engine::decide(&run, &version, decide, file_issues, checked.as_ref(), &mut context)?;
+            let audited = Some(("run.decided", audited.clone()));
+            let concluded = self
+                .conclude(tx, caller, write, Tool::Decide, (&run, &version), submitted, audited)
+                .await?;
+            match concluded {
+                Concluded::Done(view) => return Ok(*view),
+                Concluded::Ask(material) => checked = Some(self.ask(&material).await),
+            }
+        }
+        Err(kept_changing())
     }
 
     /// Who decided work item `item` of run `run_id` (their person value, or their

@@ -6,14 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
-use crate::{Error, PROFILES, Service, Tool, invalid, retry};
-
-/// The default yes-probability at which a check passes (check.md §5).
-const CHECK_PASS: f64 = 0.9;
-/// The default confidence a check's verdict needs (check.md §5).
-const CHECK_CONFIDENCE: f64 = 0.8;
-/// How much run data a check's evaluator is shown (check.md §5: 64 KB).
-const CHECK_STATE_BYTES: u64 = 64 * 1024;
+use crate::{Error, Service, Tool, invalid, retry};
 
 /// Processes per page of `list_processes`.
 const PROCESS_PAGE: u32 = 50;
@@ -22,22 +15,27 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `describe`: the protocol, profiles, lease, person format, tools and limits.
     pub fn describe(&self) -> Value {
         let settings = &self.settings;
+        let check = &settings.engine.check;
+        let mut profiles = vec!["parallel-1"];
+        if self.check_offered() {
+            profiles.push("check-1");
+        }
         json!({
             "protocol": "agentprocess",
             "version": "core-2",
-            "profiles": PROFILES,
+            "profiles": profiles,
             "leaseSeconds": settings.engine.lease_seconds,
             "person": { "format": settings.engine.person.name() },
             "tools": Tool::ALL.map(Tool::name),
             "maxUploadBytes": settings.max_upload_bytes,
             "limits": {
                 "runDataBytes": settings.engine.run_data_bytes,
-                // check.md §5's server defaults, published even while check-1 is not
-                // offered: the official describe schema requires them.
-                "checkPass": CHECK_PASS,
-                "checkFail": Value::Null,
-                "checkConfidence": CHECK_CONFIDENCE,
-                "checkStateBytes": CHECK_STATE_BYTES,
+                // Published even while check-1 is not offered: the official describe
+                // schema requires them.
+                "checkPass": check.pass,
+                "checkFail": check.fail,
+                "checkConfidence": check.confidence,
+                "checkStateBytes": check.state_bytes,
             }
         })
     }

@@ -9,7 +9,7 @@ use agentprocess_engine::ProcessVersion;
 use agentprocess_format::Options;
 use agentprocess_store::{Store, StoreTx, StoredVersion};
 
-use crate::{CAPABILITIES, Error, Service, not_found, retry};
+use crate::{Error, PUBLISHED, Service, not_found, retry};
 
 type Key = (String, String, u32);
 
@@ -87,7 +87,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return Ok(found);
         }
         let options = Options {
-            capabilities: CAPABILITIES,
+            capabilities: PUBLISHED,
             folder: None,
         };
         let process = agentprocess_format::validate(stored.source.as_bytes(), &options).map_err(|refusal| {

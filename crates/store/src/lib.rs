@@ -288,4 +288,8 @@ pub trait StoreTx: DirectoryTx + GrantsTx {
 
     /// Makes every change visible.
     fn commit(self) -> impl Future<Output = Result<()>> + Send;
+
+    /// Undoes every change and lets every lock go now, not when the connection is
+    /// next used.
+    fn rollback(self) -> impl Future<Output = Result<()>> + Send;
 }

@@ -433,6 +433,11 @@ impl StoreTx for SqlTx {
         self.tx.commit().await?;
         Ok(())
     }
+
+    async fn rollback(self) -> Result<()> {
+        self.tx.rollback().await?;
+        Ok(())
+    }
 }
 
 impl Directory for SqlStore {

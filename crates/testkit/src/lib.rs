@@ -1,6 +1,9 @@
 //! Test support: a fresh database per test, a temporary SQLite file or a new
 //! PostgreSQL database (dropped at the end) on the server named by
-//! `AGENTPROCESS_TEST_PG`, and [`on_both!`] to run one test body on each.
+//! `AGENTPROCESS_TEST_PG`, and [`on_both!`] to run one test body on each; and the
+//! test-double evaluator of the check-1 profile ([`evaluator`]).
+
+pub mod evaluator;
 
 pub use agentprocess_store::Dialect;
 use agentprocess_store::SqlStore;

@@ -27,13 +27,31 @@ impl RunData {
         let steps = run
             .steps
             .iter()
-            .filter(|step| step.record.is_some() || !step.history.is_empty())
-            .map(|step| {
+            .filter_map(|step| {
+                // An unsure verdict waiting on a person shows as the step's check, over
+                // an earlier completion's (check.md §3).
+                let pending = step
+                    .work_item
+                    .as_ref()
+                    .and_then(|item| item.escalation.as_ref())
+                    .and_then(|escalation| escalation.check.as_ref())
+                    .and_then(|check| exact::to_value(check).ok());
+                if step.record.is_none() && step.history.is_empty() && pending.is_none() {
+                    return None;
+                }
+                let mut current = step.record.as_ref().map(RecordView::from);
+                let mut check = None;
+                match (&mut current, pending) {
+                    (Some(current), Some(pending)) => current.check = Some(pending),
+                    (None, pending) => check = pending,
+                    (Some(_), None) => {}
+                }
                 let data = StepData {
-                    current: step.record.as_ref().map(RecordView::from),
+                    current,
+                    check,
                     history: step.history.iter().map(RecordView::from).collect(),
                 };
-                (step.id.clone(), data)
+                Some((step.id.clone(), data))
             })
             .collect();
         Self {
@@ -64,6 +82,11 @@ pub struct StepData {
     #[serde(flatten)]
     #[schema(value_type = Object)]
     pub current: Option<RecordView>,
+    /// An unsure check's verdict waiting on a person, on a step with no current
+    /// completion (with one, it is the completion's `check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub check: Option<Value>,
     /// Earlier completions, oldest first.
     pub history: Vec<RecordView>,
 }
@@ -77,16 +100,19 @@ impl<'de> Deserialize<'de> for StepData {
             #[serde(default)]
             by: Option<String>,
             #[serde(default)]
+            check: Option<Value>,
+            #[serde(default)]
             history: Vec<RecordView>,
         }
         let raw = Box::<RawValue>::deserialize(deserializer)?;
         let shape: Shape = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
-        let current = match shape.by {
-            Some(_) => Some(serde_json::from_str(raw.get()).map_err(D::Error::custom)?),
-            None => None,
+        let (current, check) = match shape.by {
+            Some(_) => (Some(serde_json::from_str(raw.get()).map_err(D::Error::custom)?), None),
+            None => (None, shape.check),
         };
         Ok(Self {
             current,
+            check,
             history: shape.history,
         })
     }
@@ -121,6 +147,10 @@ pub struct RecordView {
     /// `note`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The step's check verdict (check-1, `check-verdict.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub check: Option<Value>,
     /// Who completed it.
     pub by: String,
     /// When.
@@ -141,6 +171,7 @@ impl From<&Record> for RecordView {
             reason: record.reason.clone(),
             decision: record.decision.clone(),
             note: record.note.clone(),
+            check: record.check.as_ref().and_then(|check| exact::to_value(check).ok()),
             by: record.by.clone(),
             at: record.at,
         }

@@ -10,8 +10,8 @@ pub use data::{EvidenceView, RecordView, RunData, StepData};
 pub use results::{ClaimResult, ClaimedStep, EventResult, RenewResult, UploadResult};
 pub use run::{Ended, Page, Point, RunListItem, RunSummary, RunView, StepView};
 pub use work::{
-    AgentWork, ClaimArguments, ClaimCall, DecideArguments, DecideCall, HandoffView, Note, PersonWork, Route, WorkEntry,
-    WorkItemView,
+    AgentWork, ClaimArguments, ClaimCall, DecideArguments, DecideCall, EscalationView, HandoffView, Note, PersonWork,
+    Route, WorkEntry, WorkItemView,
 };
 
 /// What a write answers: stored under its `requestId` as JSON and read back for a

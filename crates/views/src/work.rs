@@ -1,7 +1,7 @@
 //! Work items (what a person is asked) and the items of `get_work`, each carrying the
 //! call to make on it.
 
-use agentprocess_engine::{Assignee, Handoff, Mode, ProcessVersion, Run, Work, asked, snapshot};
+use agentprocess_engine::{Assignee, Escalation, Handoff, Mode, ProcessVersion, Run, Work, asked, snapshot};
 use agentprocess_format::{Next, Step, exact};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -40,8 +40,8 @@ pub struct WorkItemView {
     /// When the step's `due` passes.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub due: Option<Timestamp>,
-    /// The agent's escalation, if the step was escalated.
-    pub escalation: Option<Note>,
+    /// The escalation, if an agent or an unsure check escalated the step.
+    pub escalation: Option<EscalationView>,
     /// `test` on a test run's item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, pattern = "^test$")]
@@ -78,11 +78,7 @@ impl WorkItemView {
             assigned_to: item.assigned_to.clone(),
             snapshot: snapshot.to_owned(),
             due: step.due_at,
-            escalation: item.escalation.as_ref().map(|escalation| Note {
-                note: escalation.note.clone(),
-                by: escalation.by.clone(),
-                at: escalation.at,
-            }),
+            escalation: item.escalation.as_ref().map(EscalationView::of),
             mode: (run.mode == Mode::Test).then_some(Mode::Test),
             decide: DecideCall {
                 tool: "decide".to_owned(),
@@ -150,6 +146,10 @@ pub struct HandoffView {
     /// The issues of the last refused submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issues: Option<Vec<String>>,
+    /// The verdict of the check that sent it back (check-1, `check-verdict.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub check: Option<Value>,
 }
 
 impl HandoffView {
@@ -163,7 +163,45 @@ impl HandoffView {
                 at: returned.at,
             }),
             issues: handoff.issues.clone(),
+            check: handoff.check.as_ref().and_then(|check| exact::to_value(check).ok()),
         })
+    }
+}
+
+/// An escalation: an agent's note, or an unsure check's verdict with the submission it
+/// held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EscalationView {
+    /// The agent's note, or the check's unsure answers.
+    pub note: String,
+    /// The agent, or whoever made the held submission.
+    pub by: String,
+    /// When.
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    /// The unsure verdict (check-1, `check-verdict.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub check: Option<Value>,
+    /// The held submission; `completed` without `output` completes the step with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub candidate: Option<Value>,
+}
+
+impl EscalationView {
+    /// The view of `escalation`.
+    pub fn of(escalation: &Escalation) -> Self {
+        Self {
+            note: escalation.note.clone(),
+            by: escalation.by.clone(),
+            at: escalation.at,
+            check: escalation.check.as_ref().and_then(|check| exact::to_value(check).ok()),
+            candidate: escalation
+                .candidate
+                .as_ref()
+                .and_then(|candidate| exact::to_value(candidate).ok()),
+        }
     }
 }
 

@@ -73,6 +73,8 @@ pub(crate) struct Dev {
     /// Claim lease length, in seconds.
     #[arg(long, default_value_t = 600)]
     lease_seconds: u32,
+    #[command(flatten)]
+    check: agentprocess_http::config::CheckArgs,
     /// Turn off the development sign-in (`/dev/sign-in`, which lets anyone sign in as
     /// any person of the dev organization with no identity provider).
     #[arg(long)]
@@ -122,6 +124,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let public_url = format!("http://{address}");
     let mut settings = agentprocess_service::Settings::new(public_url.clone(), url_secret(&dev.data_dir)?);
     settings.engine.lease_seconds = dev.lease_seconds;
+    settings.engine.check = dev.check.limits();
     let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
     let (clock, test_clock) = agentprocess_http::clock(dev.test_clock);
     let service = agentprocess_http::assemble(
@@ -131,10 +134,15 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         &agentprocess_http::Storage::Dir(dev.data_dir.join("files")),
         settings,
         clock,
-        None,
+        agentprocess_http::Extras {
+            queue: None,
+            evaluator: dev.check.evaluator()?,
+        },
     )
     .await?;
-    let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email);
+    dev.check.watch(&service).await?;
+    let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email)
+        .with_capabilities(service.capabilities());
     let identities = identities(&admin).await?;
     let published = publish_all(&admin, &processes).await?;
     let details = json!({ "url": format!("{public_url}/mcp"), "organization": ORG, "identities": identities });

@@ -74,7 +74,7 @@ enum Command {
     /// so this works the same from any directory; `--processes DIR` publishes your own
     /// processes instead. Every role of every process is bound to the group of the two
     /// people; the welcome text lists what was published.
-    Dev(dev::Dev),
+    Dev(Box<dev::Dev>),
     /// Administer organizations, identities, tokens and processes in a database (for
     /// bootstrapping; everything else goes through the REST surface).
     Admin(admin::AdminArgs),
@@ -121,7 +121,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate { paths, json, without } => validate::run(&paths, json, &without),
         Command::Hash { path } => validate::hash(&path),
-        Command::Dev(options) => dev::run(options).map(|()| ExitCode::SUCCESS),
+        Command::Dev(options) => dev::run(*options).map(|()| ExitCode::SUCCESS),
         Command::Admin(options) => admin::run(options).map(|()| ExitCode::SUCCESS),
         Command::Conformance(options) => conformance::run(options),
         Command::Publish(options) => publish::run(options),

@@ -87,6 +87,8 @@ struct Serve {
     process: agentprocess_http::config::ProcessArgs,
     #[command(flatten)]
     auth: agentprocess_http::config::AuthArgs,
+    #[command(flatten)]
+    check: agentprocess_http::config::CheckArgs,
     /// Offer `/dev/sign-in` for this organization: anyone may sign in as any of its
     /// people with no identity provider. Only for development and tests.
     #[arg(long, env = "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN", value_name = "ORG")]
@@ -125,6 +127,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     settings.engine.lease_seconds = serve.lease_seconds;
     settings.engine.run_data_bytes = serve.run_data_bytes;
     settings.max_upload_bytes = serve.max_upload_bytes;
+    settings.engine.check = serve.check.limits();
     let mut hosts = serve.allowed_host.clone();
     hosts.extend(agentprocess_http::host_of(&serve.public_url));
     let http = agentprocess_http::HttpSettings {
@@ -149,9 +152,13 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         &serve.storage.storage()?,
         settings,
         clock,
-        serve.queue.queue()?,
+        agentprocess_http::Extras {
+            queue: serve.queue.queue()?,
+            evaluator: serve.check.evaluator()?,
+        },
     )
     .await?;
+    serve.check.watch(&service).await?;
     let listener = tokio::net::TcpListener::bind(serve.listen)
         .await
         .with_context(|| format!("cannot listen on {}", serve.listen))?;

@@ -3,6 +3,7 @@
 
 mod acceptance;
 mod agent;
+mod checks;
 mod guarantees;
 mod people;
 mod start;

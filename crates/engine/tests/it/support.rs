@@ -252,7 +252,65 @@ pub(crate) struct Bench {
     pub(crate) now: Timestamp,
     pub(crate) settings: Settings,
     ids: Counter,
+    /// How the test evaluator answers a check's questions (`None`: it does not).
+    pub(crate) evaluator: Option<Rule>,
+    /// What the evaluator was last shown.
+    pub(crate) shown: Option<agentprocess_engine::Material>,
 }
+
+/// The bench's test evaluator, by the rules of the server's test double: pass unless
+/// the submission's summary says `[fail]`, `[unsure]` or `[error]` (no answer).
+pub(crate) fn by_summary(
+    material: &agentprocess_engine::Material,
+    question: &agentprocess_format::Question,
+) -> Option<agentprocess_engine::Answer> {
+    use agentprocess_engine::Answer;
+    use agentprocess_format::QuestionKind;
+    let summary = material.submission["summary"].as_str().unwrap_or_default();
+    if summary.contains("[error]") {
+        return None;
+    }
+    let fail = summary.contains("[fail]");
+    let unsure = summary.contains("[unsure]");
+    Some(match &question.kind {
+        QuestionKind::YesNo { .. } => Answer::YesNo {
+            yes: if fail {
+                0.1
+            } else if unsure {
+                0.7
+            } else {
+                0.97
+            },
+        },
+        QuestionKind::Choice { answers, .. } => {
+            let index = if fail {
+                1
+            } else if unsure {
+                answers.len() - 1
+            } else {
+                0
+            };
+            Answer::Choice {
+                name: answers[index].0.clone(),
+                confidence: if fail || unsure { 0.9 } else { 0.95 },
+            }
+        }
+        QuestionKind::Rubric { levels, .. } => Answer::Rubric {
+            level: if fail { 0 } else { levels.len() - 1 },
+            confidence: if unsure {
+                0.5
+            } else if fail {
+                0.9
+            } else {
+                0.95
+            },
+        },
+    })
+}
+
+/// A test evaluator: the answer to one question about one material, or none.
+pub(crate) type Rule =
+    fn(&agentprocess_engine::Material, &agentprocess_format::Question) -> Option<agentprocess_engine::Answer>;
 
 impl Bench {
     /// Starts a run of `version` as `actor` at `t0`.
@@ -266,6 +324,8 @@ impl Bench {
             now: t0(),
             settings: Settings::default(),
             ids,
+            evaluator: Some(by_summary),
+            shown: None,
         };
         bench.view();
         bench
@@ -346,30 +406,68 @@ impl Bench {
         submission: Value,
         file_issues: Vec<String>,
     ) -> Result<Vec<agentprocess_engine::Effect>, ToolError> {
-        let (mut context, run, version) = self.context(actor);
-        match checked(agentprocess_engine::submit(
-            run,
-            version,
-            token,
-            submission_of(&submission),
-            file_issues,
-            &mut context,
-        ))? {
+        let mut answers = None;
+        loop {
+            let (mut context, run, version) = self.context(actor);
+            let submitted = checked(agentprocess_engine::submit(
+                run,
+                version,
+                token,
+                submission_of(&submission),
+                file_issues.clone(),
+                answers.as_ref(),
+                &mut context,
+            ))?;
+            match self.apply(submitted) {
+                Ok(effects) => return effects,
+                Err(material) => answers = Some(self.ask(&material)),
+            }
+        }
+    }
+
+    /// What the test evaluator answers about `material`, as the server asks: every
+    /// question on its own.
+    pub(crate) fn ask(&mut self, material: &agentprocess_engine::Material) -> agentprocess_engine::Checked {
+        self.shown = Some(material.clone());
+        let answers = self.evaluator.and_then(|rule| {
+            material
+                .questions
+                .iter()
+                .map(|question| rule(material, question))
+                .collect::<Option<Vec<_>>>()
+        });
+        agentprocess_engine::Checked {
+            model: "test-rule".to_owned(),
+            seen: material.seen(),
+            truncated: material.truncated,
+            answers,
+        }
+    }
+
+    /// Applies a submission's outcome; the material when the evaluator must be asked.
+    #[allow(clippy::type_complexity)]
+    fn apply(
+        &mut self,
+        submitted: agentprocess_engine::Submitted,
+    ) -> Result<Result<Vec<agentprocess_engine::Effect>, ToolError>, Box<agentprocess_engine::Material>> {
+        match submitted {
             agentprocess_engine::Submitted::Accepted(transition) => {
-                *run = transition.run;
-                Ok(transition.effects)
+                self.run = transition.run;
+                self.view();
+                Ok(Ok(transition.effects))
             }
             agentprocess_engine::Submitted::NotAccepted { run: kept, error } => {
-                *run = kept;
-                checked(Err(error))
+                self.run = kept;
+                Ok(checked(Err(error)))
             }
+            agentprocess_engine::Submitted::Check(material) => Err(material),
         }
     }
 
     /// `escalate`.
     pub(crate) fn escalate(&mut self, actor: &Actor, token: &str, note: &str) -> Result<(), ToolError> {
-        let (mut context, run, _) = self.context(actor);
-        let transition = checked(agentprocess_engine::escalate(run, token, note, &mut context))?;
+        let (mut context, run, version) = self.context(actor);
+        let transition = checked(agentprocess_engine::escalate(run, version, token, note, &mut context))?;
         *run = transition.run;
         Ok(())
     }
@@ -430,16 +528,22 @@ impl Bench {
                 .any(|key| arguments.get(key).is_some()),
             note: arguments["note"].as_str().map(str::to_owned),
         };
-        let (mut context, run, version) = self.context(actor);
-        let transition = checked(agentprocess_engine::decide(
-            run,
-            version,
-            decide,
-            Vec::new(),
-            &mut context,
-        ))?;
-        *run = transition.run;
-        Ok(())
+        let mut answers = None;
+        loop {
+            let (mut context, run, version) = self.context(actor);
+            let submitted = checked(agentprocess_engine::decide(
+                run,
+                version,
+                decide.clone(),
+                Vec::new(),
+                answers.as_ref(),
+                &mut context,
+            ))?;
+            match self.apply(submitted) {
+                Ok(effects) => return effects.map(drop),
+                Err(material) => answers = Some(self.ask(&material)),
+            }
+        }
     }
 
     /// `cancel`.

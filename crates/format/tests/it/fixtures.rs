@@ -86,7 +86,9 @@ fn vendor_check_is_refused_without_check_1() {
     };
     assert_eq!(
         issues_of("vendor-check", offered),
-        ["steps[0] (check_vendor).check: needs the check-1 profile, which this server does not offer"]
+        [
+            "steps[0] (check_vendor).check: needs the check-1 profile, which this server does not offer: it runs checks only with an evaluator configured"
+        ]
     );
 }
 

@@ -11,6 +11,7 @@ use agentprocess_http::{HttpSettings, SqlService, Storage};
 use agentprocess_service::{Settings, TestClock};
 use agentprocess_store::{Dialect, SqlStore, Store as _};
 use agentprocess_testkit::TestDb;
+use agentprocess_testkit::evaluator::TestEvaluator;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
@@ -26,6 +27,8 @@ pub(crate) struct TestApp {
     pub(crate) auth: Arc<Auth<SqlStore>>,
     pub(crate) clock: Arc<TestClock>,
     pub(crate) org: String,
+    /// The test-double evaluator of a server that runs check-1.
+    pub(crate) evaluator: Option<TestEvaluator>,
     db: TestDb,
     files: std::path::PathBuf,
 }
@@ -36,8 +39,17 @@ impl TestApp {
         Self::reached_at(dialect, PUBLIC_URL).await
     }
 
+    /// A server that runs check-1 with the test-double evaluator.
+    pub(crate) async fn checking(dialect: Dialect) -> Self {
+        Self::built(dialect, PUBLIC_URL, Some(TestEvaluator::start(true).await)).await
+    }
+
     /// The same, for a server whose public URL is `public_url`.
     pub(crate) async fn reached_at(dialect: Dialect, public_url: &str) -> Self {
+        Self::built(dialect, public_url, None).await
+    }
+
+    async fn built(dialect: Dialect, public_url: &str, evaluator: Option<TestEvaluator>) -> Self {
         let db = TestDb::new(dialect).await;
         let files = std::env::temp_dir().join(agentprocess_testkit::random_name("agentprocess-files-"));
         let clock = Arc::new(TestClock::default());
@@ -48,7 +60,22 @@ impl TestApp {
             &Storage::Dir(files.clone()),
             Settings::new(public_url, vec![7; 32]),
             clock.clone(),
-            None,
+            agentprocess_http::Extras {
+                queue: None,
+                evaluator: evaluator.as_ref().map(|double| {
+                    Arc::new(
+                        agentprocess_evaluator::OpenAiEvaluator::new(agentprocess_evaluator::OpenAiSettings {
+                            base_url: double.url.clone(),
+                            model: agentprocess_testkit::evaluator::MODEL.to_owned(),
+                            api_key: None,
+                            timeout: std::time::Duration::from_secs(2),
+                            concurrency: 4,
+                            top_logprobs: 10,
+                        })
+                        .expect("an evaluator"),
+                    ) as Arc<dyn agentprocess_evaluator::Evaluator>
+                }),
+            },
         )
         .await
         .expect("service");
@@ -85,6 +112,7 @@ impl TestApp {
             auth,
             clock,
             org: String::new(),
+            evaluator,
             db,
             files,
         }
@@ -293,16 +321,19 @@ impl TestApp {
 /// hands back is cleaned up.
 macro_rules! on_both {
     ($name:ident, $body:ident) => {
+        crate::harness::on_both!($name, $body, new);
+    };
+    ($name:ident, $body:ident, $make:ident) => {
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                let app = crate::harness::TestApp::new(agentprocess_store::Dialect::Sqlite).await;
+                let app = crate::harness::TestApp::$make(agentprocess_store::Dialect::Sqlite).await;
                 super::$body(app).await.finish().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                let app = crate::harness::TestApp::new(agentprocess_store::Dialect::Postgres).await;
+                let app = crate::harness::TestApp::$make(agentprocess_store::Dialect::Postgres).await;
                 super::$body(app).await.finish().await;
             }
         }

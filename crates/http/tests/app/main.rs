@@ -2,6 +2,7 @@
 //! conflict, refused then retried, the run lock) and the REST surface.
 
 mod admin_pages;
+mod checks;
 mod harness;
 mod idempotency;
 mod oauth;
