@@ -184,9 +184,10 @@ def admin(database_url: str, *args: str) -> str:
     return completed.stdout
 
 
-def seed_postgres(folders: list[Path]) -> tuple[str, str, dict[str, str], dict[str, str]]:
+def seed_postgres(folders: list[Path], with_check: bool = False) -> tuple[str, str, dict[str, str], dict[str, str]]:
     """A fresh migrated database with organization `acme`, the usual identities and
-    `folders` published (roles bound to `people`): (database, url, tokens, persons)."""
+    `folders` published (roles bound to `people`; processes with `check:` only
+    `with_check`): (database, url, tokens, persons)."""
     database = f"e2e_{secrets.token_hex(6)}"
     psql(f"CREATE DATABASE {database}")
     url = f"{PG}/{database}"
@@ -203,13 +204,14 @@ def seed_postgres(folders: list[Path]) -> tuple[str, str, dict[str, str], dict[s
         admin(url, *args)
         tokens[name] = admin(url, "issue-token", "--org", "acme", name).strip()
     for folder in folders:
+        checks = ["--with-check"] if with_check else []
         try:
-            report = admin(url, "import", "--org", "acme", str(folder))
+            report = admin(url, *checks, "import", "--org", "acme", str(folder))
         except RuntimeError:
             continue  # refused here (a profile this server lacks); the tests know which
         for role in roles_in(report):
-            admin(url, "bind", "--org", "acme", folder.name, role, "people")
-        admin(url, "publish", "--org", "acme", folder.name)
+            admin(url, *checks, "bind", "--org", "acme", folder.name, role, "people")
+        admin(url, *checks, "publish", "--org", "acme", folder.name)
     return database, url, tokens, persons
 
 
@@ -226,8 +228,10 @@ def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) 
 
 
 def start_postgres(processes: int = 2, extra: tuple[str, ...] = ()) -> Server:
-    """`processes` API processes over one fresh PostgreSQL database, with `extra` options."""
-    database, url, tokens, persons = seed_postgres(sorted(FIXTURES.iterdir()))
+    """`processes` API processes over one fresh PostgreSQL database, with `extra` options
+    (with an --evaluator-url, processes with `check:` are published too)."""
+    with_check = "--evaluator-url" in extra
+    database, url, tokens, persons = seed_postgres(sorted(FIXTURES.iterdir()), with_check)
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
     server = Server("postgres", [], tokens, persons, database, url, "acme", workdir)
     secret = secrets.token_bytes(32)
@@ -248,6 +252,15 @@ def start_postgres(processes: int = 2, extra: tuple[str, ...] = ()) -> Server:
     launch()
     server.restart = launch
     return server
+
+
+def start_test_evaluator(*extra: str) -> tuple[subprocess.Popen, str]:
+    """The test-double evaluator (`agentprocess-test-evaluator`, not a model: it answers
+    by fixed rules on the submission's summary) on a free port: (process, base URL)."""
+    process = subprocess.Popen([str(BIN / "agentprocess-test-evaluator"), *extra], stdout=subprocess.PIPE, text=True)
+    url = process.stdout.readline().strip()
+    assert url.startswith("http://"), url
+    return process, url
 
 
 def roles_in(report: str) -> list[str]:

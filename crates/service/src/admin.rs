@@ -379,6 +379,54 @@ impl<S: Store> Admin<S> {
         Ok(self.store.versions(org, process).await?)
     }
 
+    /// The check agreement report of `process` (see
+    /// [`agentprocess_views::agreement`]): every run of it read, oldest first.
+    pub async fn check_agreement(
+        &self,
+        org: &str,
+        process: &str,
+        query: &agentprocess_views::agreement::AgreementQuery,
+    ) -> Result<agentprocess_views::agreement::AgreementReport, Error> {
+        let stored = self.store.versions(org, process).await?;
+        if stored.is_empty() {
+            return Err(not_found(format!("there is no published process {process:?}")));
+        }
+        let mut versions = Vec::with_capacity(stored.len());
+        for version in &stored {
+            let parsed = agentprocess_format::validate(
+                version.source.as_bytes(),
+                &Options {
+                    capabilities: crate::PUBLISHED,
+                    folder: None,
+                },
+            )
+            .map_err(|refusal| crate::retry(format!("{process} v{} no longer validates: {refusal}", version.number)))?;
+            versions.push(agentprocess_engine::ProcessVersion {
+                number: version.number,
+                process: parsed,
+                roles: std::collections::BTreeMap::new(),
+            });
+        }
+        let mut runs = Vec::new();
+        let mut filter = agentprocess_store::RunFilter {
+            process: Some(process.to_owned()),
+            limit: 500,
+            ..agentprocess_store::RunFilter::default()
+        };
+        loop {
+            let page = self.store.list_runs(org, &filter).await?;
+            for stored in &page.items {
+                runs.push(serde_json::from_str::<agentprocess_engine::Run>(&stored.doc).map_err(crate::retry)?);
+            }
+            match page.next {
+                Some(next) => filter.after = Some(next),
+                None => break,
+            }
+        }
+        let versions: Vec<&agentprocess_engine::ProcessVersion> = versions.iter().collect();
+        Ok(agentprocess_views::agreement::report(process, &runs, &versions, query))
+    }
+
     /// Every identity of an organization.
     pub async fn identities(&self, org: &str) -> Result<Vec<Identity>, Error> {
         Ok(self.store.identities(org).await?)

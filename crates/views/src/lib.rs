@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agreement;
 mod data;
 pub mod map;
 mod results;

@@ -16,6 +16,11 @@ pub(crate) struct AdminArgs {
     /// postgres://… or sqlite://path?mode=rwc
     #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
     database_url: String,
+    /// The API processes of this database run a check-1 evaluator (--evaluator-url):
+    /// processes with `check:` may be imported and published. Without it they are
+    /// refused, as those servers would refuse them.
+    #[arg(long)]
+    with_check: bool,
     #[command(subcommand)]
     action: Action,
 }
@@ -158,6 +163,34 @@ enum Action {
         /// The process.
         process: String,
     },
+    /// Compare a process's advisory check verdicts with the decisions of the approval
+    /// after each checked step: counts, the confusion matrix, false-pass and unsure
+    /// rates, and the pass threshold that would have met --target. JSON with --json.
+    CheckAgreement {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The process.
+        process: String,
+        /// The first version included.
+        #[arg(long)]
+        from_version: Option<u32>,
+        /// The last version included.
+        #[arg(long)]
+        to_version: Option<u32>,
+        /// Only verdicts made at or after this time (RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only verdicts made before this time (RFC 3339).
+        #[arg(long)]
+        until: Option<String>,
+        /// The false-pass rate to stay at or under, 0–1.
+        #[arg(long, default_value_t = agentprocess_views::agreement::DEFAULT_TARGET)]
+        target: f64,
+        /// Print the report as JSON (the REST surface's shape).
+        #[arg(long)]
+        json: bool,
+    },
     /// Add a webhook endpoint: it receives every notification of the organization
     /// (work item created, escalation waiting, step overdue, run ended), signed.
     /// Prints the id and the signing secret (shown only now) as JSON.
@@ -246,7 +279,12 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
         println!("migrations applied");
         return Ok(());
     }
-    let admin = Admin::new(store.clone(), Arc::new(SystemClock), PersonFormat::Email);
+    let admin = Admin::new(store.clone(), Arc::new(SystemClock), PersonFormat::Email).with_capabilities(
+        agentprocess_format::Capabilities {
+            check: args.with_check,
+            ..agentprocess_service::CAPABILITIES
+        },
+    );
     match args.action {
         Action::Migrate => {}
         Action::SetProvider {
@@ -383,6 +421,31 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                     version.content_hash,
                     time(version.published_at)
                 );
+            }
+        }
+        Action::CheckAgreement {
+            org,
+            process,
+            from_version,
+            to_version,
+            since,
+            until,
+            target,
+            json,
+        } => {
+            let query = agentprocess_views::agreement::AgreementQuery::parse(
+                from_version,
+                to_version,
+                since.as_deref(),
+                until.as_deref(),
+                Some(target),
+            )
+            .map_err(|issues| anyhow::anyhow!("{}", issues.join("\n")))?;
+            let report = admin.check_agreement(&org, &process, &query).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", crate::agreement::text(&report));
             }
         }
         Action::AddWebhook { org, url } => {

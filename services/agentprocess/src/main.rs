@@ -1,6 +1,7 @@
 //! `agentprocess`: the command line for process authors and operators.
 
 mod admin;
+mod agreement;
 mod catalog;
 mod conformance;
 mod dev;

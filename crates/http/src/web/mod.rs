@@ -6,7 +6,9 @@
 //! decision is provably a person's.
 
 mod admin;
+mod agreement;
 mod assets;
+mod check;
 mod evidence;
 pub(crate) mod forms;
 mod inbox;
@@ -50,6 +52,7 @@ where
         .route("/processes", get(processes::catalog::<S, B>))
         .route("/processes/{name}", get(processes::latest_version::<S, B>))
         .route("/processes/{name}/versions/{number}", get(processes::version::<S, B>))
+        .route("/processes/{name}/check-agreement", get(agreement::show::<S, B>))
         .route(
             "/processes/{name}/start",
             get(processes::start_form::<S, B>).post(processes::start::<S, B>),

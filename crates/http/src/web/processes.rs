@@ -198,13 +198,17 @@ where
         Err(error) => return failed(visitor, error),
     };
     let map = agentprocess_views::map::layout(&parsed.process.document().steps);
+    let checked = parsed.process.document().steps.iter().any(|step| step.check.is_some());
     let frontmatter = parsed.process.frontmatter();
     let roles: Value = serde_json::from_str(&shown.roles).unwrap_or(Value::Null);
     let published = jiff::Timestamp::from_millisecond(shown.published_at).unwrap_or_default();
     let body = html! {
         p { (frontmatter["description"].as_str().unwrap_or("")) }
         (systems(frontmatter))
-        p { a href=(format!("/processes/{name}/start?version={}", shown.number)) { "Start a run of version " (shown.number) } }
+        p { a href=(format!("/processes/{name}/start?version={}", shown.number)) { "Start a run of version " (shown.number) }
+            @if checked && visitor.caller.identity.has_role(Role::Operator) {
+                " · " a href=(format!("/processes/{name}/check-agreement")) { "How its checks agree with approvers" }
+            } }
         dl {
             dt { "Published" } dd { (when(&visitor.zone, published)) }
             dt { "Content hash" } dd { code { (shown.content_hash) } }

@@ -20,6 +20,7 @@ use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 use tower_sessions::Session;
 
+use super::check::verdict;
 use super::evidence::{Files, evidence, files, size};
 use super::forms::{OUTPUT, controls, sent, values_of};
 use super::layout::{page, problems, refused};
@@ -39,6 +40,8 @@ const LINKS: &str = "evidence.links";
 const UPLOADED: &str = "evidence.uploaded";
 /// The form field of when the run last changed before the page was drawn.
 const SEEN: &str = "seen";
+/// The form field that completes an escalated step with the submission its check held.
+const HELD: &str = "held";
 
 /// Everything the page needs that is not in the run view.
 struct Context<'a> {
@@ -128,7 +131,17 @@ where
             h2 id="asked" { "What you are asked" }
             p { (item.text) }
             @if let Some(escalation) = &item.escalation {
-                div class="notice" { p { "Escalated: " (escalation.note) } }
+                @if let Some(check) = &escalation.check {
+                    div class="notice" {
+                        p { "The step's check was unsure about the submission of " strong { (escalation.by) } ". Decide on it:" }
+                        (verdict(check, context.zone))
+                    }
+                    @if let Some(candidate) = &escalation.candidate {
+                        (held(candidate))
+                    }
+                } @else {
+                    div class="notice" { p { "Escalated: " (escalation.note) } }
+                }
             }
             @if let Some(handoff) = &item.handoff {
                 details { summary { "What the previous attempt left" } pre { (pretty(&json!(handoff))) } }
@@ -144,6 +157,23 @@ where
         Some(context.who),
         body,
     )
+}
+
+/// The submission a check held: its summary, output, evidence and route.
+fn held(candidate: &Value) -> Markup {
+    html! {
+        section aria-labelledby="held" {
+            h3 id="held" { "The held submission" }
+            @if let Some(summary) = candidate["summary"].as_str() { p { (summary) } }
+            @if let Some(output) = candidate.get("output") { pre { (pretty(output)) } }
+            @if let Some(evidence) = candidate["evidence"].as_array().filter(|items| !items.is_empty()) {
+                ul { @for item in evidence { li { (item["kind"].as_str().unwrap_or_default()) ": " code { (item["ref"].as_str().unwrap_or_default()) } } } }
+            }
+            @if let Some(next) = candidate["next"].as_str() {
+                p { "Next: " strong { (next) } @if let Some(reason) = candidate["reason"].as_str() { " (" (reason) ")" } }
+            }
+        }
+    }
 }
 
 /// What the run recorded after the time the form was drawn (its `seen` field).
@@ -234,6 +264,10 @@ fn run_data(run: &RunView, context: &Context<'_>) -> Markup {
                     @for item in record.evidence.iter().flatten() {
                         (evidence(item, context.files.of(&item.reference)))
                     }
+                    @if let Some(check) = &record.check { (verdict(check, context.zone)) }
+                } @else if let Some(check) = &data.check {
+                    h3 { (step) }
+                    (verdict(check, context.zone))
                 }
             }
         }
@@ -303,9 +337,20 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
             }
         }
     };
+    let held = item
+        .escalation
+        .as_ref()
+        .is_some_and(|escalation| escalation.candidate.is_some());
     html! {
         section aria-labelledby="decide" {
             h2 id="decide" { "Your decision" }
+            @if held {
+                form method="post" {
+                    (hidden)
+                    input type="hidden" name=(HELD) value="1";
+                    button type="submit" name="decision" value="completed" { "Complete with the held submission" }
+                }
+            }
             @match item.kind.as_str() {
                 "approve" => {
                     form method="post" {
@@ -315,7 +360,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                         button type="submit" name="decision" value="rejected" { "Reject" }
                     }
                 }
-                "task" => {
+                "task" if item.escalation.is_none() => {
                     form method="post" enctype="multipart/form-data" {
                         (hidden)
                         (complete)
@@ -334,7 +379,9 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                     form method="post" {
                         (hidden)
                         (note("Note (required)"))
-                        button type="submit" name="decision" value="returned" { "Return to the agent" }
+                        button type="submit" name="decision" value="returned" {
+                            @if item.kind == "task" { "Return to its person" } @else { "Return to the agent" }
+                        }
                         button type="submit" name="decision" value="failed" { "Fail the run" }
                     }
                 }
@@ -452,7 +499,8 @@ where
             arguments.insert(name.to_owned(), json!(value));
         }
     }
-    if sent(&form, "decision") == Some("completed") {
+    // Completing with the held submission sends no output: the server uses the candidate.
+    if sent(&form, "decision") == Some("completed") && sent(&form, HELD).is_none() {
         arguments.insert("output".to_owned(), Value::Object(values_of(OUTPUT, &output, &form)));
         let links = sent(&form, LINKS).unwrap_or_default().lines().map(str::trim);
         let evidence: Vec<Value> = uploaded

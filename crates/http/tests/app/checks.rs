@@ -302,3 +302,267 @@ async fn unlocked(app: TestApp) -> TestApp {
     assert!(matches!(code(&slow), "stale" | "retry"), "{slow}");
     app
 }
+
+on_both!(
+    an_operator_completes_an_unsure_step_with_the_held_submission_in_the_browser,
+    in_the_browser,
+    checking
+);
+async fn in_the_browser(app: TestApp) -> TestApp {
+    let app = vendor_app(app).await.with_dev_sign_in();
+    let bot = app.mcp_token("bot").await;
+    let (run, token, upload) = claimed(&app, &bot, "w").await;
+    let submitted = app
+        .call(&bot, "submit", submission("w-1", &token, &upload, "[unsure]"))
+        .await;
+    let item = submitted["data"]["workItems"][0]["id"]
+        .as_str()
+        .expect("an item")
+        .to_owned();
+    let mut browser = crate::people_oauth::Browser::signed_in(&app, "ops").await;
+    let path = format!("/runs/{run}/items/{item}");
+    let page = browser.get(&app, &path).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    for shown in [
+        "The step's check was unsure",
+        "The cleared verdict matches what the attached report says.",
+        "The held submission",
+        "Cleared against OFAC and EU.",
+        "Complete with the held submission",
+        "Return to the agent",
+    ] {
+        assert!(page.text.contains(shown), "{shown}: {}", page.text);
+    }
+    let field = |name: &str| crate::web::hidden(&page.text, name);
+    let (csrf, snapshot, request, seen) = (field("csrf"), field("snapshot"), field("requestId"), field("seen"));
+    let sent = browser
+        .post_form(
+            &app,
+            &path,
+            &[
+                ("csrf", &csrf),
+                ("snapshot", &snapshot),
+                ("requestId", &request),
+                ("seen", &seen),
+                ("held", "1"),
+                ("decision", "completed"),
+            ],
+        )
+        .await;
+    assert_eq!(sent.location, "/inbox?decided=1", "{}", sent.text);
+    let view = app.call(&bot, "get_run", json!({ "runId": run })).await;
+    let record = &view["data"]["data"]["steps"]["check_vendor"];
+    assert_eq!(record["summary"], "[unsure]");
+    assert_eq!(record["by"], "ops@acme.test");
+    assert_eq!(record["check"]["verdict"], "unsure");
+    app
+}
+
+const ADVISORY: &str = "---
+name: advisory-screen
+description: Screen a vendor with an advisory check, then finance approves.
+steps:
+  - id: screen
+    agent: Screen the vendor.
+    output: { cleared: boolean }
+    check:
+      - ask: The screening is complete.
+        pass: 0.9
+        fail: 0.5
+    advisory: true
+    next: approve
+  - id: approve
+    person: finance-approver
+    approve: Approve the screening.
+    on_reject: screen
+  - id: done
+    finish: done
+---
+";
+
+/// One screening of `run` with `summary` (which steers the test double), then the
+/// approver's decision.
+async fn screened_and_decided(app: &TestApp, bot: &str, fay: &str, run: &str, summary: &str, approved: bool) {
+    let claim = app
+        .call(
+            bot,
+            "claim",
+            json!({ "requestId": format!("{run}-{summary}-c-{approved}"), "runId": run, "stepId": "screen" }),
+        )
+        .await;
+    let token = claim["data"]["token"].as_str().expect("a token");
+    let submitted = app
+        .call(
+            bot,
+            "submit",
+            json!({ "requestId": format!("{run}-{summary}-s-{approved}"), "token": token,
+                    "output": { "cleared": true }, "summary": summary }),
+        )
+        .await;
+    assert_eq!(submitted["ok"], true, "advisory never blocks: {submitted}");
+    let item = &submitted["data"]["workItems"][0];
+    let decision = if approved {
+        json!({ "decision": "approved" })
+    } else {
+        json!({ "decision": "rejected", "note": "Redo it." })
+    };
+    let mut arguments = json!({ "requestId": format!("{run}-{summary}-d-{approved}"), "runId": run,
+                                "workItemId": item["id"], "snapshot": item["snapshot"] });
+    arguments
+        .as_object_mut()
+        .expect("object")
+        .extend(decision.as_object().cloned().unwrap_or_default());
+    let decided = app.call(fay, "decide", arguments).await;
+    assert_eq!(decided["ok"], true, "{decided}");
+}
+
+on_both!(
+    the_agreement_report_counts_advisory_verdicts_against_approvers,
+    agreement,
+    checking
+);
+async fn agreement(app: TestApp) -> TestApp {
+    let app = people(app).await.with_dev_sign_in();
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "advisory-screen", ADVISORY.as_bytes(), "finance")
+        .await;
+    let (bot, fay) = (app.mcp_token("bot").await, app.mcp_token("fay").await);
+    // verdict, decision: pass ✓, pass ✓, pass ✗ then unsure ✓ (rework), fail ✗, unsure ✗.
+    let history: [&[(&str, bool)]; 5] = [
+        &[("ok", true)],
+        &[("ok", true)],
+        &[("ok", false), ("[unsure]", true)],
+        &[("[fail]", false)],
+        &[("[unsure]", false)],
+    ];
+    for (index, screenings) in history.iter().enumerate() {
+        let started = app
+            .call(
+                &bot,
+                "start_run",
+                json!({ "requestId": format!("a{index}"), "process": "advisory-screen", "inputs": {} }),
+            )
+            .await;
+        let run = started["data"]["run"]["id"].as_str().expect("a run").to_owned();
+        for (summary, approved) in screenings.iter() {
+            screened_and_decided(&app, &bot, &fay, &run, summary, *approved).await;
+        }
+    }
+    let ops = app.api_token("ops", "read").await;
+    let (status, report) = app
+        .rest(
+            &ops,
+            axum::http::Method::GET,
+            "/processes/advisory-screen/check-agreement?target=0.35",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["runs"], 5);
+    let step = &report["steps"][0];
+    assert_eq!(
+        (&step["step"], &step["approval"], &step["pairs"]),
+        (&json!("screen"), &json!("approve"), &json!(6))
+    );
+    assert_eq!(
+        step["matrix"],
+        json!([
+            { "verdict": "pass", "approved": 2, "rejected": 1 },
+            { "verdict": "fail", "approved": 0, "rejected": 1 },
+            { "verdict": "unsure", "approved": 1, "rejected": 1 },
+            { "verdict": "error", "approved": 0, "rejected": 0 },
+        ])
+    );
+    assert_eq!(step["passRate"], json!(0.5));
+    assert_eq!(step["falsePassRate"], json!(0.3333));
+    assert_eq!(step["falseFailRate"], json!(0.0));
+    assert_eq!(step["unsureRate"], json!(0.3333));
+    // From 0.5 to 0.7 five pass and two of those were rejected; from 0.71 to 0.97,
+    // three and one; above, none.
+    let at = |threshold: f64| {
+        step["curve"]
+            .as_array()
+            .expect("curve")
+            .iter()
+            .find(|point| point["pass"].as_f64() == Some(threshold))
+            .cloned()
+            .expect("a point")
+    };
+    assert_eq!(
+        at(0.7),
+        json!({ "pass": 0.7, "passRate": 0.8333, "falsePassRate": 0.4 })
+    );
+    assert_eq!(
+        at(0.9),
+        json!({ "pass": 0.9, "passRate": 0.5, "falsePassRate": 0.3333 })
+    );
+    assert_eq!(
+        at(0.98),
+        json!({ "pass": 0.98, "passRate": 0.0, "falsePassRate": null })
+    );
+    assert_eq!(
+        step["threshold"],
+        json!({ "pass": 0.71, "fail": 0.71, "falsePassRate": 0.3333, "passRate": 0.5 })
+    );
+    // A stricter target no threshold meets; a window with no verdicts has no pairs.
+    let (_, strict) = app
+        .rest(
+            &ops,
+            axum::http::Method::GET,
+            "/processes/advisory-screen/check-agreement",
+            None,
+        )
+        .await;
+    assert_eq!(strict["target"], json!(0.05));
+    assert_eq!(strict["steps"][0]["threshold"], Value::Null);
+    let (_, later) = app
+        .rest(
+            &ops,
+            axum::http::Method::GET,
+            "/processes/advisory-screen/check-agreement?since=2999-01-01T00:00:00Z",
+            None,
+        )
+        .await;
+    assert_eq!(later["steps"][0]["pairs"], 0);
+    let (status, wrong) = app
+        .rest(
+            &ops,
+            axum::http::Method::GET,
+            "/processes/advisory-screen/check-agreement?target=2&since=soon",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{wrong}");
+    assert_eq!(
+        wrong["issues"],
+        json!([
+            "since: \"soon\" is not an RFC 3339 time",
+            "target: 2 is not between 0 and 1"
+        ])
+    );
+    let member = app.api_token("fay", "read").await;
+    let (status, _) = app
+        .rest(
+            &member,
+            axum::http::Method::GET,
+            "/processes/advisory-screen/check-agreement",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // The same report as a page, with its chart.
+    let mut browser = crate::people_oauth::Browser::signed_in(&app, "ops").await;
+    let page = browser
+        .get(&app, "/processes/advisory-screen/check-agreement?target=0.35")
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    for shown in [
+        "screen → approve",
+        "33.3%",
+        "<svg class=\"chart\"",
+        "pass: <strong>0.71</strong>",
+    ] {
+        assert!(page.text.contains(shown), "{shown}: {}", page.text);
+    }
+    app
+}

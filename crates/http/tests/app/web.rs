@@ -44,7 +44,7 @@ The reviewer reads the document and fills in the form.
 ";
 
 /// The field `name`'s value in a form of `page`.
-fn hidden(page: &str, name: &str) -> String {
+pub(crate) fn hidden(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = page.find(&marker).map(|at| at + marker.len()).expect(name);
     let end = start + page[start..].find('"').expect("end");

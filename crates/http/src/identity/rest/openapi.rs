@@ -60,6 +60,7 @@ use super::{agents, apps, clients, organization, processes, runs};
         processes::versions,
         processes::version,
         processes::diff,
+        processes::check_agreement,
         clients::clients,
         clients::create_client,
         clients::revoke_client,

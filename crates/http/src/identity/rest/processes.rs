@@ -36,6 +36,7 @@ where
         .route("/api/v1/processes/{name}/versions", get(versions::<S, B>))
         .route("/api/v1/processes/{name}/versions/{number}", get(version::<S, B>))
         .route("/api/v1/processes/{name}/diff", get(diff::<S, B>))
+        .route("/api/v1/processes/{name}/check-agreement", get(check_agreement::<S, B>))
 }
 
 /// The multipart body of an import.
@@ -514,4 +515,55 @@ where
         },
         diff: unified,
     }))
+}
+
+/// What the agreement report covers.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct AgreementParams {
+    /// The first version included.
+    from_version: Option<u32>,
+    /// The last version included.
+    to_version: Option<u32>,
+    /// Only verdicts made at or after this time (RFC 3339).
+    since: Option<String>,
+    /// Only verdicts made before this time (RFC 3339).
+    until: Option<String>,
+    /// The false-pass rate to stay at or under, 0–1; 0.05 by default.
+    target: Option<f64>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/check-agreement",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), AgreementParams),
+    responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn check_agreement<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    params: Result<Query<AgreementParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError>
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    caller.require(Role::Operator, false)?;
+    let Query(params) = params
+        .map_err(|rejection| ApiError::invalid("the report's parameters are not valid", vec![rejection.body_text()]))?;
+    let query = agentprocess_views::agreement::AgreementQuery::parse(
+        params.from_version,
+        params.to_version,
+        params.since.as_deref(),
+        params.until.as_deref(),
+        params.target,
+    )
+    .map_err(|issues| ApiError::invalid("the report's parameters are not valid", issues))?;
+    Ok(Json(
+        web.service.admin().check_agreement(caller.org(), &name, &query).await?,
+    ))
 }
