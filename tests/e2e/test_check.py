@@ -139,3 +139,18 @@ async def test_an_evaluator_error_is_retry_and_changes_nothing(people):
     assert "check_vendor" not in view["data"]["steps"]
     with pytest.raises(ToolFailed):
         await people["agent-1"].call("claim", runId=run, stepId="check_vendor", requestId=request_id())
+
+
+@pytest.mark.parametrize("always", ["pass", "fail", "unsure"])
+def test_the_conformance_runner_walks_vendor_check_whatever_the_evaluator_says(always, tmp_path):
+    from test_conformance import conformance
+
+    double, url = servers.start_test_evaluator("--always", always)
+    server = servers.start_sqlite(extra=("--evaluator-url", url, "--evaluator-model", MODEL))
+    try:
+        ran = conformance(server, tmp_path)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert any(line.startswith("pass  walk/vendor-check ") for line in ran.stdout.splitlines()), ran.stdout
+    finally:
+        servers.drop(server)
+        double.terminate()

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::fixtures::Fixture;
 use crate::report::{Failure, ensure};
 use crate::sample::fill;
-use crate::session::{Context, Session, request_id, with_request_id};
+use crate::session::{Answer, Context, Session, request_id, with_request_id};
 
 /// How far the runner moves the clock when only time can move a run: past the
 /// longest duration the fixtures use (30 days).
@@ -173,7 +173,24 @@ impl<'a> Walker<'a> {
         let mut arguments = self.work_arguments(agent, &claimed["step"]).await?;
         arguments["token"] = claimed["token"].clone();
         arguments["requestId"] = json!(request_id());
-        agent.ok("submit", arguments).await?;
+        match agent.call("submit", arguments).await? {
+            Answer::Ok(_) => {}
+            // check-1: the server's own model judged the walker's sample submission.
+            // A failed check leaves the claim standing; a person takes the step over,
+            // as after an escalation, and the walk goes on. (An unsure check has
+            // already escalated it.)
+            Answer::Refused(error) if failed_check(&error) => {
+                agent
+                    .ok(
+                        "escalate",
+                        json!({ "token": claimed["token"], "note": "The step's check failed the sample submission.", "requestId": request_id() }),
+                    )
+                    .await?;
+            }
+            Answer::Refused(error) => {
+                return Err(Failure::new(format!("submit as {} was refused: {error}", agent.name)));
+            }
+        }
         Ok(true)
     }
 
@@ -387,4 +404,16 @@ fn callable(session: &Session, tool: &str, arguments: &Value) -> Result<(), Fail
         problems.join("; ")
     );
     Ok(())
+}
+
+/// Whether a refused submission was refused by its step's check alone (check-1 §3):
+/// `not_accepted` with only `check: …` issues.
+fn failed_check(error: &Value) -> bool {
+    error["code"] == "not_accepted"
+        && error["issues"].as_array().is_some_and(|issues| {
+            !issues.is_empty()
+                && issues
+                    .iter()
+                    .all(|issue| issue.as_str().is_some_and(|issue| issue.starts_with("check: ")))
+        })
 }

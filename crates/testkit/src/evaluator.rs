@@ -18,7 +18,8 @@
 //! The question's kind comes from the answer format the prompt asks for (`Yes or No`,
 //! one capital letter, one digit) and the number of answers or levels from the lines
 //! it lists. Started with `logprobs: false`, it answers without logprobs, as some
-//! providers do; set down, it answers every request HTTP 503. Every request body is
+//! providers do; started with `always`, it answers every question as for that marker;
+//! set down, it answers every request HTTP 503. Every request body is
 //! kept, for tests to read (`GET /requests`).
 
 use std::collections::HashSet;
@@ -41,6 +42,8 @@ struct Shared {
     logprobs: bool,
     /// While set, every request is answered HTTP 503.
     down: std::sync::atomic::AtomicBool,
+    /// Answer every question this way, whatever the summary says.
+    always: Option<Mode>,
     requests: Mutex<Vec<Value>>,
     failed_once: Mutex<HashSet<String>>,
 }
@@ -60,7 +63,7 @@ impl TestEvaluator {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free port");
         #[allow(clippy::expect_used)]
         let address = listener.local_addr().expect("bound");
-        let (shared, router) = router(logprobs);
+        let (shared, router) = router(logprobs, None);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
@@ -93,9 +96,10 @@ impl Drop for TestEvaluator {
 }
 
 /// The double's routes, and what they share.
-fn router(logprobs: bool) -> (Arc<Shared>, axum::Router) {
+fn router(logprobs: bool, always: Option<Mode>) -> (Arc<Shared>, axum::Router) {
     let shared = Arc::new(Shared {
         logprobs,
+        always,
         ..Shared::default()
     });
     let router = axum::Router::new()
@@ -105,11 +109,12 @@ fn router(logprobs: bool) -> (Arc<Shared>, axum::Router) {
     (shared, router)
 }
 
-/// Serves the double at `address` until the process ends.
-pub async fn serve(address: SocketAddr, logprobs: bool) -> std::io::Result<()> {
+/// Serves the double at `address` until the process ends, answering `always` one way
+/// when given.
+pub async fn serve(address: SocketAddr, logprobs: bool, always: Option<Mode>) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(address).await?;
     println!("http://{}/v1", listener.local_addr()?);
-    let (_, router) = router(logprobs);
+    let (_, router) = router(logprobs, always);
     axum::serve(listener, router).await
 }
 
@@ -163,7 +168,9 @@ async fn complete(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) ->
     if summary.contains("[slow]") {
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
-    let mode = if summary.contains("[fail]") {
+    let mode = if let Some(always) = shared.always {
+        always
+    } else if summary.contains("[fail]") {
         Mode::Fail
     } else if summary.contains("[unsure]") {
         Mode::Unsure
@@ -205,11 +212,28 @@ async fn complete(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) ->
     Json(answer(&alternatives, shared.logprobs)).into_response()
 }
 
-#[derive(Clone, Copy)]
-enum Mode {
+/// How the double answers: as for a summary with nothing, `[fail]` or `[unsure]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every question passes.
     Pass,
+    /// Every question fails.
     Fail,
+    /// Every question is unsure.
     Unsure,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "pass" => Ok(Mode::Pass),
+            "fail" => Ok(Mode::Fail),
+            "unsure" => Ok(Mode::Unsure),
+            other => Err(format!("{other:?} is not pass, fail or unsure")),
+        }
+    }
 }
 
 /// The material JSON between the markers.

@@ -14,10 +14,13 @@ struct Cli {
     /// Answer without logprobs, as a provider that cannot give them.
     #[arg(long)]
     no_logprobs: bool,
+    /// Answer every question as `pass`, `fail` or `unsure`, whatever the submission says.
+    #[arg(long)]
+    always: Option<agentprocess_testkit::evaluator::Mode>,
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let cli = <Cli as clap::Parser>::parse();
-    agentprocess_testkit::evaluator::serve(cli.listen, !cli.no_logprobs).await
+    agentprocess_testkit::evaluator::serve(cli.listen, !cli.no_logprobs, cli.always).await
 }
