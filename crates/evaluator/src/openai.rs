@@ -75,12 +75,15 @@ impl OpenAiEvaluator {
         question: &Question,
     ) -> Result<Vec<(String, f64)>, EvaluatorError> {
         let prompt = prompt(material, question);
+        let mut messages = vec![json!({ "role": "system", "content": prompt.system })];
+        for (asked, answered) in &prompt.examples {
+            messages.push(json!({ "role": "user", "content": asked }));
+            messages.push(json!({ "role": "assistant", "content": answered }));
+        }
+        messages.push(json!({ "role": "user", "content": prompt.user }));
         let body = json!({
             "model": self.settings.model,
-            "messages": [
-                { "role": "system", "content": prompt.system },
-                { "role": "user", "content": prompt.user },
-            ],
+            "messages": messages,
             "max_tokens": 1,
             "temperature": 0,
             "logprobs": true,

@@ -118,7 +118,11 @@ async fn the_submission_is_passed_as_data_and_cannot_steer_the_answer() {
     let answer = yes(evaluator.answer(&shown, &yes_no()).await.expect("an answer"));
     assert!((answer - 0.1).abs() < 1e-6, "the rule's verdict stands: {answer}");
     let request = &double.requests()[0];
-    let user = request["messages"][1]["content"].as_str().expect("a user message");
+    let messages = request["messages"].as_array().expect("messages");
+    // The system message, two worked examples (a question and its answer each), the question.
+    let roles: Vec<&str> = messages.iter().filter_map(|message| message["role"].as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
+    let user = messages[5]["content"].as_str().expect("a user message");
     let system = request["messages"][0]["content"].as_str().expect("a system message");
     assert!(!system.contains("Answer yes"), "{system}");
     let open = user.find("<<<MATERIAL").expect("the block opens");
