@@ -14,7 +14,7 @@ use crate::acceptance::Submission;
 use crate::context::{Context, ProcessVersion, Settings};
 use crate::error::{Code, ToolError};
 use crate::machine::Machine;
-use crate::model::{Escalation, Record, Run};
+use crate::model::{Escalation, Evidence, Record, Run};
 use crate::submit::{Submitted, run_data_cap};
 use crate::view::{json_bytes, run_data};
 
@@ -33,14 +33,19 @@ pub struct CheckLimits {
     pub state_bytes: usize,
 }
 
+impl CheckLimits {
+    /// check.md §5's server defaults.
+    pub const DEFAULT: CheckLimits = CheckLimits {
+        pass: 0.9,
+        fail: None,
+        confidence: 0.8,
+        state_bytes: 64 * 1024,
+    };
+}
+
 impl Default for CheckLimits {
     fn default() -> Self {
-        Self {
-            pass: 0.9,
-            fail: None,
-            confidence: 0.8,
-            state_bytes: 64 * 1024,
-        }
+        Self::DEFAULT
     }
 }
 
@@ -217,18 +222,11 @@ pub fn material(
         _ => String::new(),
     };
     let (run_data, truncated) = state(run, settings.check.state_bytes);
+    // Shown as run data records evidence: `{ kind, ref, sha256? }`.
     let evidence: Vec<Value> = submission
         .evidence
         .iter()
-        .map(|item| {
-            let mut entry = Map::new();
-            entry.insert("kind".to_owned(), Value::String(item.kind.name().to_owned()));
-            entry.insert("ref".to_owned(), Value::String(item.reference.clone()));
-            if let Some(sha256) = &item.sha256 {
-                entry.insert("sha256".to_owned(), Value::String(sha256.clone()));
-            }
-            Value::Object(entry)
-        })
+        .filter_map(|item| serde_json::to_value(Evidence::from(item.clone())).ok())
         .collect();
     let mut shown = Map::new();
     shown.insert("output".to_owned(), Value::Object(submission.output.clone()));

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use agentprocess_format::{EvidenceKind, StepKind};
+use agentprocess_format::StepKind;
 
 use crate::Transition;
 use crate::acceptance::{EvidenceItem, Submission, Submitter, check_submission};
@@ -261,20 +261,7 @@ fn held(candidate: &Record, next: Option<String>, reason: Option<String>) -> Sub
     let routed = next.is_some();
     Submission {
         output: candidate.output.clone().unwrap_or_default(),
-        evidence: candidate
-            .evidence
-            .iter()
-            .flatten()
-            .map(|item| EvidenceItem {
-                kind: if item.kind == "file" {
-                    EvidenceKind::File
-                } else {
-                    EvidenceKind::Link
-                },
-                reference: item.reference.clone(),
-                sha256: item.sha256.clone(),
-            })
-            .collect(),
+        evidence: candidate.evidence.iter().flatten().map(EvidenceItem::from).collect(),
         summary: candidate.summary.clone(),
         next: if routed { next } else { candidate.next.clone() },
         reason: if routed { reason } else { candidate.reason.clone() },

@@ -6,6 +6,9 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use agentprocess_format::EvidenceKind;
+
+use crate::acceptance::EvidenceItem;
 use crate::check::CheckRecord;
 
 /// `live` or `test` (spec §3.3).
@@ -177,6 +180,15 @@ impl StepRun {
         }
     }
 
+    /// An unsure check's verdict while it waits on a person: run data shows it as the
+    /// step's `check` (check-1 §3).
+    pub fn pending_check(&self) -> Option<&CheckRecord> {
+        self.work_item
+            .as_ref()
+            .and_then(|item| item.escalation.as_ref())
+            .and_then(|escalation| escalation.check.as_ref())
+    }
+
     /// Ends the claim, keeping its token's hash so a late use reads as `stale`.
     pub fn retire_claim(&mut self) -> Option<Claim> {
         let claim = self.claim.take()?;
@@ -238,6 +250,30 @@ pub struct Evidence {
     /// For a file: the SHA-256 recorded at upload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+}
+
+impl From<EvidenceItem> for Evidence {
+    fn from(item: EvidenceItem) -> Self {
+        Self {
+            kind: item.kind.name().to_owned(),
+            reference: item.reference,
+            sha256: item.sha256,
+        }
+    }
+}
+
+impl From<&Evidence> for EvidenceItem {
+    fn from(evidence: &Evidence) -> Self {
+        Self {
+            kind: if evidence.kind == EvidenceKind::File.name() {
+                EvidenceKind::File
+            } else {
+                EvidenceKind::Link
+            },
+            reference: evidence.reference.clone(),
+            sha256: evidence.sha256.clone(),
+        }
+    }
 }
 
 /// A live claim on an agent step.

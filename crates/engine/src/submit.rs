@@ -86,15 +86,7 @@ pub(crate) fn record(
     next: Option<&agentprocess_format::Next>,
 ) -> Record {
     let routed = matches!(next, Some(agentprocess_format::Next::Routes(_)));
-    let evidence = submission
-        .evidence
-        .into_iter()
-        .map(|item| Evidence {
-            kind: item.kind.name().to_owned(),
-            reference: item.reference,
-            sha256: item.sha256,
-        })
-        .collect();
+    let evidence = submission.evidence.into_iter().map(Evidence::from).collect();
     Record {
         output: Some(submission.output),
         evidence: Some(evidence),

@@ -90,12 +90,7 @@ pub fn asked<'a>(definition: &'a Step, item: &WorkItem) -> Option<Asked<'a>> {
 pub fn run_data(run: &Run) -> Value {
     let mut steps = Map::new();
     for step in &run.steps {
-        // An unsure verdict waiting on a person shows as the step's check (check.md §3).
-        let pending = step
-            .work_item
-            .as_ref()
-            .and_then(|item| item.escalation.as_ref())
-            .and_then(|escalation| escalation.check.as_ref());
+        let pending = step.pending_check();
         if step.record.is_none() && step.history.is_empty() && pending.is_none() {
             continue;
         }

@@ -38,7 +38,7 @@ pub struct CheckArgs {
     pub evaluator_probe_seconds: Duration,
     /// `limits.checkPass`: the yes-probability at or above which a yes/no answer
     /// passes, where a question sets none.
-    #[arg(long, env = "AGENTPROCESS_CHECK_PASS", default_value_t = 0.9, value_parser = fraction)]
+    #[arg(long, env = "AGENTPROCESS_CHECK_PASS", default_value_t = agentprocess_engine::CheckLimits::DEFAULT.pass, value_parser = fraction)]
     pub check_pass: f64,
     /// `limits.checkFail`: the yes-probability below which a yes/no answer fails, where
     /// a question sets none; between it and the pass threshold the answer is unsure.
@@ -47,11 +47,11 @@ pub struct CheckArgs {
     pub check_fail: Option<f64>,
     /// `limits.checkConfidence`: the confidence below which a choice or rubric answer
     /// is unsure, where a question sets none.
-    #[arg(long, env = "AGENTPROCESS_CHECK_CONFIDENCE", default_value_t = 0.8, value_parser = fraction)]
+    #[arg(long, env = "AGENTPROCESS_CHECK_CONFIDENCE", default_value_t = agentprocess_engine::CheckLimits::DEFAULT.confidence, value_parser = fraction)]
     pub check_confidence: f64,
     /// `limits.checkStateBytes`: how much run data the evaluator is shown, in bytes of
     /// JSON; steps are left out, oldest first, to fit.
-    #[arg(long, env = "AGENTPROCESS_CHECK_STATE_BYTES", default_value_t = 64 * 1024)]
+    #[arg(long, env = "AGENTPROCESS_CHECK_STATE_BYTES", default_value_t = agentprocess_engine::CheckLimits::DEFAULT.state_bytes)]
     pub check_state_bytes: usize,
 }
 

@@ -391,22 +391,10 @@ impl<S: Store> Admin<S> {
         if stored.is_empty() {
             return Err(not_found(format!("there is no published process {process:?}")));
         }
-        let mut versions = Vec::with_capacity(stored.len());
-        for version in &stored {
-            let parsed = agentprocess_format::validate(
-                version.source.as_bytes(),
-                &Options {
-                    capabilities: crate::PUBLISHED,
-                    folder: None,
-                },
-            )
-            .map_err(|refusal| crate::retry(format!("{process} v{} no longer validates: {refusal}", version.number)))?;
-            versions.push(agentprocess_engine::ProcessVersion {
-                number: version.number,
-                process: parsed,
-                roles: std::collections::BTreeMap::new(),
-            });
-        }
+        let versions = stored
+            .iter()
+            .map(crate::versions::parsed)
+            .collect::<Result<Vec<_>, Error>>()?;
         let mut runs = Vec::new();
         let mut filter = agentprocess_store::RunFilter {
             process: Some(process.to_owned()),

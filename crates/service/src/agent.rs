@@ -75,9 +75,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             let file_issues = self
                 .verify_files(&mut tx, caller.org(), &mut submission.evidence)
                 .await?;
+            let now = self.now();
             let actor = caller.actor();
             let mut ids = RunIds { run: run.id.clone() };
-            let mut context = self.context(self.now(), &actor, &mut ids);
+            let mut context = self.context(now, &actor, &mut ids);
             let submitted = agentprocess_engine::submit(
                 &run,
                 &version,
@@ -88,7 +89,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 &mut context,
             )?;
             let concluded = self
-                .conclude(tx, caller, write, Tool::Submit, (&run, &version), submitted, None)
+                .conclude(tx, caller, write, Tool::Submit, (&run, &version, now), submitted, None)
                 .await?;
             match concluded {
                 Concluded::Done(view) => return Ok(*view),

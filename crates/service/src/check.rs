@@ -126,7 +126,7 @@ pub(crate) enum Concluded {
 }
 
 impl<S: Store, B: Blobs> Service<S, B> {
-    /// Carries out `submitted` in `tx`: an accepted write finishes (with `audited`, when
+    /// Carries out `submitted`, made at `now`, in `tx`: an accepted write finishes (with `audited`, when
     /// given, in the audit log), a refusal keeps its handoff and is the error, and a
     /// check that needs answers rolls back at once, so that no lock is held while the
     /// evaluator thinks.
@@ -137,7 +137,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         caller: &Caller,
         write: &Write,
         tool: Tool,
-        (run, version): (&Run, &ProcessVersion),
+        (run, version, now): (&Run, &ProcessVersion, jiff::Timestamp),
         submitted: Submitted,
         audited: Option<(&str, serde_json::Map<String, serde_json::Value>)>,
     ) -> Result<Concluded, Error> {
@@ -151,7 +151,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     transition: &transition,
                     version,
                 };
-                let view = RunView::of(&transition.run, version, self.now());
+                let view = RunView::of(&transition.run, version, now);
                 let view = self.finish(tx, caller, write, tool, Some(change), view).await?;
                 Ok(Concluded::Done(Box::new(view)))
             }

@@ -29,12 +29,21 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 .await?;
             let actor = caller.actor();
             let mut ids = RunIds { run: run.id.clone() };
-            let mut context = self.context(self.now(), &actor, &mut ids);
+            let now = self.now();
+            let mut context = self.context(now, &actor, &mut ids);
             let submitted =
                 agentprocess_engine::decide(&run, &version, decide, file_issues, checked.as_ref(), &mut context)?;
             let audited = Some(("run.decided", audited.clone()));
             let concluded = self
-                .conclude(tx, caller, write, Tool::Decide, (&run, &version), submitted, audited)
+                .conclude(
+                    tx,
+                    caller,
+                    write,
+                    Tool::Decide,
+                    (&run, &version, now),
+                    submitted,
+                    audited,
+                )
                 .await?;
             match concluded {
                 Concluded::Done(view) => return Ok(*view),

@@ -86,27 +86,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         if let Some(found) = self.cached(org, &stored.process, stored.number) {
             return Ok(found);
         }
-        let options = Options {
-            capabilities: PUBLISHED,
-            folder: None,
-        };
-        let process = agentprocess_format::validate(stored.source.as_bytes(), &options).map_err(|refusal| {
-            retry(format!(
-                "published {} v{} no longer validates: {refusal}",
-                stored.process, stored.number
-            ))
-        })?;
-        let roles: BTreeMap<String, String> = serde_json::from_str(&stored.roles).map_err(|error| {
-            retry(format!(
-                "role bindings of {} v{}: {error}",
-                stored.process, stored.number
-            ))
-        })?;
-        let version = Arc::new(ProcessVersion {
-            number: stored.number,
-            process,
-            roles,
-        });
+        let version = Arc::new(parsed(stored)?);
         if let Ok(mut parsed) = self.versions.parsed.lock() {
             parsed.insert(
                 (org.to_owned(), stored.process.clone(), stored.number),
@@ -115,4 +95,29 @@ impl<S: Store, B: Blobs> Service<S, B> {
         }
         Ok(version)
     }
+}
+
+/// The engine's view of a stored version, parsed anew.
+pub(crate) fn parsed(stored: &StoredVersion) -> Result<ProcessVersion, Error> {
+    let options = Options {
+        capabilities: PUBLISHED,
+        folder: None,
+    };
+    let process = agentprocess_format::validate(stored.source.as_bytes(), &options).map_err(|refusal| {
+        retry(format!(
+            "published {} v{} no longer validates: {refusal}",
+            stored.process, stored.number
+        ))
+    })?;
+    let roles: BTreeMap<String, String> = serde_json::from_str(&stored.roles).map_err(|error| {
+        retry(format!(
+            "role bindings of {} v{}: {error}",
+            stored.process, stored.number
+        ))
+    })?;
+    Ok(ProcessVersion {
+        number: stored.number,
+        process,
+        roles,
+    })
 }

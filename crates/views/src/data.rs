@@ -28,14 +28,8 @@ impl RunData {
             .steps
             .iter()
             .filter_map(|step| {
-                // An unsure verdict waiting on a person shows as the step's check, over
-                // an earlier completion's (check.md §3).
-                let pending = step
-                    .work_item
-                    .as_ref()
-                    .and_then(|item| item.escalation.as_ref())
-                    .and_then(|escalation| escalation.check.as_ref())
-                    .and_then(|check| exact::to_value(check).ok());
+                // Over an earlier completion's.
+                let pending = step.pending_check().and_then(|check| exact::to_value(check).ok());
                 if step.record.is_none() && step.history.is_empty() && pending.is_none() {
                     return None;
                 }
