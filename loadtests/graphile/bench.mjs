@@ -9,6 +9,7 @@
 // adds --jobs no-op jobs before timing, then runs a worker with --concurrency for
 // --seconds and counts `job:success` events. It prints a `RESULT …` line.
 
+import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { EventEmitter } from "node:events";
 import path from "node:path";
@@ -83,19 +84,48 @@ const runner = await run({
   events,
 });
 const baseline = completed;
+const cpuStart = { worker: process.cpuUsage(), postgres: postgresCpuSeconds() };
 const start = performance.now();
 await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 const done = completed - baseline;
 const elapsed = (performance.now() - start) / 1000;
+const workerCpu = cpuSeconds(process.cpuUsage(cpuStart.worker));
+const postgresCpu = postgresCpuSeconds() - cpuStart.postgres;
 const remaining = Number((await client.query("select count(*) from graphile_worker.jobs")).rows[0].count);
 await runner.stop();
 await client.end();
 
 const rate = done / elapsed;
+const perJob = (cpu) => (1000 * cpu) / Math.max(done, 1);
+console.log(
+  `cpu: worker ${workerCpu.toFixed(2)} s (${perJob(workerCpu).toFixed(3)} ms/job), ` +
+    `postgres ${postgresCpu.toFixed(2)} s (${perJob(postgresCpu).toFixed(3)} ms/job)`,
+);
 console.log(`completed ${done} jobs in ${elapsed.toFixed(2)} s with concurrency ${concurrency}: ${rate.toFixed(1)} jobs/s`);
 console.log(`failed jobs ${failed}; jobs left when timing ended ${remaining}`);
 if (remaining === 0) console.log(`JOBS RAN OUT before ${seconds} s: pass a larger --jobs`);
 console.log(
   `RESULT graphile_jobs_per_sec=${rate.toFixed(1)} jobs=${done} failed=${failed} ran_out=${remaining === 0} ` +
-    `concurrency=${concurrency} seconds=${elapsed.toFixed(2)}`,
+    `concurrency=${concurrency} seconds=${elapsed.toFixed(2)} ` +
+    `cpu_worker_ms_per_job=${perJob(workerCpu).toFixed(3)} cpu_postgres_ms_per_job=${perJob(postgresCpu).toFixed(3)}`,
 );
+
+function cpuSeconds(usage) {
+  return (usage.user + usage.system) / 1e6;
+}
+
+// CPU seconds used by every process named postgres on this machine (Linux /proc;
+// times in USER_HZ = 100 ticks a second), reaped children included.
+function postgresCpuSeconds() {
+  let ticks = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop().trim().split(/\s+/);
+      ticks += fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+    } catch {
+      // The process ended between listing and reading.
+    }
+  }
+  return ticks / 100;
+}

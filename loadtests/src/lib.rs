@@ -1,4 +1,7 @@
-//! What the load-test binaries share: percentiles of measured durations.
+//! What the load-test binaries share: percentiles of measured durations, and what
+//! processes used (CPU, memory).
+
+pub mod machine;
 
 /// Percentiles of a set of latencies, in milliseconds.
 #[derive(Debug, Clone, Copy, Default)]

@@ -7,10 +7,14 @@
 //! - A `tools/call`'s arguments are parsed with their numbers' text kept exactly
 //!   ([`agentprocess_format::exact`]) and left on the request for the tool handler,
 //!   because rmcp's own parse respells exponents.
+//! - A plain stateless `tools/call` is answered on the direct path
+//!   ([`crate::direct`]); everything else goes on to rmcp.
 
 use std::sync::Arc;
 
+use agentprocess_blobs::Blobs;
 use agentprocess_mcp::CallArguments;
+use agentprocess_store::Store;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -30,7 +34,14 @@ const INSUFFICIENT_SCOPE: i64 = -32003;
 /// Checks a POST's body and hands it on; `max_bytes` bounds what is read. A
 /// `tools/call` that the caller's OAuth token has no scope for is refused here, with
 /// 403 and the scope to ask for (RFC 6750 §3.1); `public_url` names the metadata.
-pub(crate) async fn front(max_bytes: usize, public_url: Arc<str>, request: Request, next: Next) -> Response {
+/// With `direct`, the calls it takes are answered here.
+pub(crate) async fn front<S: Store, B: Blobs>(
+    max_bytes: usize,
+    public_url: Arc<str>,
+    direct: Option<Arc<crate::direct::Direct<S, B>>>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.method() != Method::POST || !is_json(request.headers().get(header::CONTENT_TYPE)) {
         return next.run(request).await;
     }
@@ -73,7 +84,15 @@ pub(crate) async fn front(max_bytes: usize, public_url: Arc<str>, request: Reque
         if let Some(refused) = outside_scopes(&parts.extensions, &message, &public_url, id.clone()) {
             return refused;
         }
+        let taken = direct
+            .as_ref()
+            .and_then(|direct| Some((direct, direct.takes(&parts, &message)?)));
         match call_arguments(&mut message) {
+            Ok(arguments) if taken.is_some() => {
+                if let Some((direct, id)) = taken {
+                    return direct.answer(&parts, &message, id, arguments.unwrap_or_default()).await;
+                }
+            }
             Ok(Some(arguments)) => {
                 parts.extensions.insert(CallArguments(arguments));
             }

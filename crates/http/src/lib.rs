@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+mod direct;
 mod identity;
 mod jsonrpc;
 mod lifecycle;
@@ -39,6 +40,9 @@ pub struct HttpSettings {
     /// The organization whose people `/dev/sign-in` lets anyone sign in as, with no
     /// identity provider. Only for development servers.
     pub dev_sign_in_org: Option<String>,
+    /// Whether plain stateless `tools/call` requests are answered without building an
+    /// rmcp service for each (see the `direct` module); off, rmcp serves every request.
+    pub direct_tool_calls: bool,
 }
 
 /// The largest `/mcp` request body: a maximal upload in base64 plus room for the
@@ -120,6 +124,9 @@ where
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_body);
     let server = McpServer::new(Arc::clone(&service));
+    let direct = settings
+        .direct_tool_calls
+        .then(|| Arc::new(direct::Direct::new(server.clone(), &settings.allowed_hosts)));
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -135,7 +142,7 @@ where
     let mcp = Router::new()
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn(move |request, next| {
-            jsonrpc::front(max_body, Arc::clone(&public_url), request, next)
+            jsonrpc::front(max_body, Arc::clone(&public_url), direct.clone(), request, next)
         }));
     let authenticated = mcp.merge(rest).layer(middleware::from_fn_with_state(
         Arc::clone(&service),

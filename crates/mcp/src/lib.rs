@@ -5,4 +5,4 @@ mod decoded;
 mod server;
 pub mod tools;
 
-pub use server::{CallArguments, McpServer, record_outcome};
+pub use server::{CallArguments, CallTrace, McpServer, record_outcome, request_id};

@@ -7,7 +7,7 @@ use agentprocess_service::{Caller, Service};
 use agentprocess_store::Store;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, ServerJsonRpcMessage, ServerResult, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -16,7 +16,7 @@ use agentprocess_telemetry::KeyValue;
 use agentprocess_telemetry::context::RequestSpan;
 use tracing::Instrument as _;
 
-use crate::arguments::{ARGUMENTS, input_schema, spec};
+use crate::arguments::{ARGUMENTS, ToolSpec, input_schema, spec};
 use crate::tools::{call, envelope};
 
 /// What the server tells a client at `initialize`.
@@ -96,13 +96,6 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .and_then(|parts| parts.extensions.get::<Caller>())
             .cloned()
             .ok_or_else(|| ErrorData::internal_error("the request carries no authenticated caller", None))?;
-        // The `_meta` that carries a trace context: the request's, else rmcp's copy.
-        let meta = request
-            .meta
-            .as_ref()
-            .filter(|meta| meta.get_traceparent().is_some())
-            .unwrap_or(&context.meta);
-        let span = tool_span(spec.tool.name(), &caller, &context, meta);
         // The HTTP layer's parse of the same message, whose numbers keep their text;
         // taken, not copied (an upload's arguments are up to the body limit).
         let exact = context
@@ -110,7 +103,54 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             .get_mut::<http::request::Parts>()
             .and_then(|parts| parts.extensions.remove::<CallArguments>())
             .map(|arguments| arguments.0);
+        // The `_meta` that carries a trace context: the request's, else rmcp's copy.
+        let meta = request
+            .meta
+            .as_ref()
+            .filter(|meta| meta.get_traceparent().is_some())
+            .unwrap_or(&context.meta);
+        let trace = CallTrace {
+            parent: context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<RequestSpan>())
+                .map(|request| request.0.clone())
+                .unwrap_or_else(tracing::Span::current),
+            traceparent: meta.get_traceparent().map(str::to_owned),
+            tracestate: meta.get_tracestate().map(str::to_owned),
+            jsonrpc_id: request_id(&context.id),
+        };
         let arguments = exact.or(request.arguments).unwrap_or_default();
+        Ok(self.answer(spec, &caller, arguments, trace).await.into())
+    }
+}
+
+/// Where a tool call's span hangs: the HTTP request's span, the caller's trace
+/// context from `params._meta`, and the JSON-RPC id.
+#[derive(Debug, Clone)]
+pub struct CallTrace {
+    /// The HTTP request's span.
+    pub parent: tracing::Span,
+    /// `params._meta.traceparent`, when given.
+    pub traceparent: Option<String>,
+    /// `params._meta.tracestate`, when given.
+    pub tracestate: Option<String>,
+    /// The JSON-RPC request's id, as text.
+    pub jsonrpc_id: String,
+}
+
+impl<S: Store, B: Blobs> McpServer<S, B> {
+    /// Runs one tool call for an authenticated caller and gives its MCP result (a
+    /// refusal is a result too, with `isError`). The one path of every `tools/call`,
+    /// whether rmcp or the HTTP layer's direct path received it.
+    pub async fn answer(
+        &self,
+        spec: &'static ToolSpec,
+        caller: &Caller,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        trace: CallTrace,
+    ) -> CallToolResult {
+        let span = tool_span(spec.tool.name(), caller, &trace);
         if let Some(run) = named_run(&arguments) {
             span.record("agentprocess.run", run);
         }
@@ -118,7 +158,7 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
             span.record("agentprocess.step", step);
         }
         let started = std::time::Instant::now();
-        let result = call(&self.service, &caller, spec, arguments)
+        let result = call(&self.service, caller, spec, arguments)
             .instrument(span.clone())
             .await;
         observe_call(&span, spec.tool.name(), &result, started.elapsed());
@@ -134,31 +174,38 @@ impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
         }
         let failed = result.is_err();
         let body = envelope(result);
-        let result = if failed {
+        if failed {
             CallToolResult::structured_error(body)
         } else {
             CallToolResult::structured(body)
-        };
-        Ok(result.into())
+        }
+    }
+
+    /// The whole JSON-RPC answer to a `tools/call` of `name` from a client on a
+    /// protocol version before 2026-07-28, serialized as rmcp would serialize it;
+    /// `None` when there is no such tool (rmcp then answers with its error).
+    pub async fn answer_directly(
+        &self,
+        name: &str,
+        caller: &Caller,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        trace: CallTrace,
+        id: rmcp::model::RequestId,
+    ) -> Option<Vec<u8>> {
+        let spec = spec(name)?;
+        let mut result = ServerResult::CallToolResult(self.answer(spec, caller, arguments, trace).await);
+        // What rmcp's handler does for a peer on a version before 2026-07-28.
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).ok()
     }
 }
 
 /// The span of a tool call (the MCP semantic conventions' server span): a child of the
 /// caller's `params._meta.traceparent` when given, else of the HTTP request's span.
-fn tool_span(
-    tool: &'static str,
-    caller: &Caller,
-    context: &RequestContext<RoleServer>,
-    meta: &rmcp::model::RequestMetaObject,
-) -> tracing::Span {
-    let request_span = context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<RequestSpan>())
-        .map(|request| request.0.clone())
-        .unwrap_or_else(tracing::Span::current);
+fn tool_span(tool: &'static str, caller: &Caller, trace: &CallTrace) -> tracing::Span {
     let span = tracing::info_span!(
-        parent: &request_span,
+        parent: &trace.parent,
         "tools/call",
         otel.name = %format_args!("tools/call {tool}"),
         otel.kind = "server",
@@ -166,18 +213,23 @@ fn tool_span(
         mcp.method.name = "tools/call",
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool,
-        jsonrpc.request.id = %request_id(&context.id),
+        jsonrpc.request.id = %trace.jsonrpc_id,
         agentprocess.organization = caller.org(),
         agentprocess.run = tracing::field::Empty,
         agentprocess.step = tracing::field::Empty,
         agentprocess.outcome = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
-    agentprocess_telemetry::context::continue_from_traceparent(&span, meta.get_traceparent(), meta.get_tracestate());
+    agentprocess_telemetry::context::continue_from_traceparent(
+        &span,
+        trace.traceparent.as_deref(),
+        trace.tracestate.as_deref(),
+    );
     span
 }
 
-fn request_id(id: &rmcp::model::RequestId) -> String {
+/// A JSON-RPC id as text.
+pub fn request_id(id: &rmcp::model::RequestId) -> String {
     match id {
         rmcp::model::NumberOrString::Number(number) => number.to_string(),
         rmcp::model::NumberOrString::String(text) => text.to_string(),

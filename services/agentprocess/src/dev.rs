@@ -158,6 +158,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         allowed_hosts: hosts,
         allowed_origins: dev.allowed_origin.clone(),
         dev_sign_in_org: (!dev.no_dev_sign_in).then(|| ORG.to_owned()),
+        direct_tool_calls: true,
     };
     // Anyone may sign up an organization against an identity provider of their own,
     // on this machine too; secrets are sealed with a key derived from the data folder's.

@@ -65,6 +65,11 @@ struct Serve {
     /// Browser origins allowed to call /mcp (repeat or comma-separate); none by default.
     #[arg(long, env = "AGENTPROCESS_ALLOWED_ORIGINS", value_delimiter = ',')]
     allowed_origin: Vec<String>,
+    /// Serve every /mcp request through the MCP SDK's own request handling, including
+    /// plain tool calls, which are otherwise answered directly (the same answers, with
+    /// less work per call). For comparing the two.
+    #[arg(long, env = "AGENTPROCESS_NO_DIRECT_TOOL_CALLS")]
+    no_direct_tool_calls: bool,
     /// Lease length of a claim, in seconds.
     #[arg(long, env = "AGENTPROCESS_LEASE_SECONDS", default_value_t = 600)]
     lease_seconds: u32,
@@ -134,6 +139,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         allowed_hosts: hosts,
         allowed_origins: serve.allowed_origin.clone(),
         dev_sign_in_org: serve.dangerously_allow_dev_sign_in.clone(),
+        direct_tool_calls: !serve.no_direct_tool_calls,
     };
     if serve.auth.secret_key.is_none() {
         tracing::warn!(

@@ -104,6 +104,7 @@ impl TestApp {
             allowed_hosts: vec!["localhost".to_owned()],
             allowed_origins: Vec::new(),
             dev_sign_in_org: None,
+            direct_tool_calls: true,
         };
         let router = agentprocess_http::router(Arc::clone(&service), Arc::clone(&auth), &settings);
         Self {
@@ -125,9 +126,22 @@ impl TestApp {
             allowed_hosts: vec!["localhost".to_owned()],
             allowed_origins: Vec::new(),
             dev_sign_in_org: Some(self.org.clone()),
+            direct_tool_calls: true,
         };
         self.router = agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings);
         self
+    }
+
+    /// The same server's router with every `/mcp` request served by rmcp, plain tool
+    /// calls included (no direct path).
+    pub(crate) fn router_through_rmcp(&self) -> Router {
+        let settings = HttpSettings {
+            allowed_hosts: vec!["localhost".to_owned()],
+            allowed_origins: Vec::new(),
+            dev_sign_in_org: None,
+            direct_tool_calls: false,
+        };
+        agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings)
     }
 
     /// Adds an organization; what follows is added to it.

@@ -10,7 +10,7 @@ fn inputs(amount: Value) -> Value {
             "neededBy": "2027-01-15" })
 }
 
-async fn app_with_a_process(app: TestApp) -> TestApp {
+pub(crate) async fn app_with_a_process(app: TestApp) -> TestApp {
     let app = app
         .with_org("acme")
         .await
