@@ -25,7 +25,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 use crate::client::{Answer, Mcp};
-use agentprocess_loadtests::machine::{CpuSource, CpuWindow, memory_kib};
+use agentprocess_loadtests::machine::{CpuSource, CpuWindow, rss_kib};
 use agentprocess_loadtests::{Summary, summarize};
 
 use crate::stats::{Stats, micros_since};
@@ -336,15 +336,15 @@ async fn open_loop(bench: &Arc<Bench>, rate: f64, deadline: Instant) -> anyhow::
 const MAX_CLAIM_ATTEMPTS: usize = 20;
 
 /// The largest resident set of each process, sampled every 100 ms until `deadline`, in
-/// KiB (the process's own high-water mark when it is larger: the sampling can miss a
-/// short peak).
+/// KiB (a peak shorter than that can be missed; the process's own high-water mark is
+/// not used, since it would count the pre-start too).
 async fn sample_memory(pids: Vec<(String, u32)>, deadline: Instant) -> Vec<(String, u64)> {
     let mut peaks: Vec<(String, u64)> = pids.iter().map(|(label, _)| (label.clone(), 0)).collect();
     let mut ticks = tokio::time::interval(Duration::from_millis(100));
     while Instant::now() < deadline {
         ticks.tick().await;
         for ((_, pid), (_, peak)) in pids.iter().zip(peaks.iter_mut()) {
-            if let Some((rss, _)) = memory_kib(*pid) {
+            if let Some(rss) = rss_kib(*pid) {
                 *peak = (*peak).max(rss);
             }
         }

@@ -11,6 +11,7 @@
 //! tests hold them to that).
 
 use agentprocess_blobs::Blobs;
+use agentprocess_mcp::arguments::ToolSpec;
 use agentprocess_mcp::{CallTrace, McpServer};
 use agentprocess_service::Caller;
 use agentprocess_store::Store;
@@ -27,6 +28,13 @@ const PLAIN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "20
 
 /// `_meta` keys that change nothing in how rmcp serves a call.
 const PLAIN_META: [&str; 2] = ["traceparent", "tracestate"];
+
+/// A call the direct path takes: its tool and its JSON-RPC id.
+#[derive(Debug, PartialEq)]
+pub(crate) struct PlainCall {
+    spec: &'static ToolSpec,
+    id: RequestId,
+}
 
 /// The direct path: the MCP server and the hosts `Host` may name.
 pub(crate) struct Direct<S, B> {
@@ -45,9 +53,9 @@ impl<S: Store, B: Blobs> Direct<S, B> {
         }
     }
 
-    /// The request's id when this path takes `message` (a `tools/call` the front has
-    /// read), else `None`: rmcp serves it.
-    pub(crate) fn takes(&self, parts: &Parts, message: &Value) -> Option<RequestId> {
+    /// The call when this path takes `message` (a `tools/call` the front has read),
+    /// else `None`: rmcp serves it.
+    pub(crate) fn takes(&self, parts: &Parts, message: &Value) -> Option<PlainCall> {
         plain_call(parts, message, &self.allowed_hosts)
     }
 
@@ -56,7 +64,7 @@ impl<S: Store, B: Blobs> Direct<S, B> {
         &self,
         parts: &Parts,
         message: &Value,
-        id: RequestId,
+        call: PlainCall,
         arguments: Map<String, Value>,
     ) -> Response {
         let Some(caller) = parts.extensions.get::<Caller>() else {
@@ -72,10 +80,13 @@ impl<S: Store, B: Blobs> Direct<S, B> {
                 .unwrap_or_else(tracing::Span::current),
             traceparent: text("traceparent"),
             tracestate: text("tracestate"),
-            jsonrpc_id: agentprocess_mcp::request_id(&id),
+            jsonrpc_id: agentprocess_mcp::request_id(&call.id),
         };
-        let name = message["params"]["name"].as_str().unwrap_or_default();
-        match self.server.answer_directly(name, caller, arguments, trace, id).await {
+        match self
+            .server
+            .answer_directly(call.spec, caller, arguments, trace, call.id)
+            .await
+        {
             Some(body) => (
                 StatusCode::OK,
                 [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
@@ -87,9 +98,9 @@ impl<S: Store, B: Blobs> Direct<S, B> {
     }
 }
 
-/// The request's id when `message` is a `tools/call` that rmcp would serve with no
-/// checks beyond the front's (see the module's documentation).
-fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Option<RequestId> {
+/// The call when `message` is a `tools/call` that rmcp would serve with no checks
+/// beyond the front's (see the module's documentation).
+fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Option<PlainCall> {
     let headers = &parts.headers;
     if message["method"] != "tools/call"
         || headers.contains_key(header::ORIGIN)
@@ -101,7 +112,7 @@ fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Optio
         return None;
     }
     let params = &message["params"];
-    agentprocess_mcp::arguments::spec(params["name"].as_str()?)?;
+    let spec = agentprocess_mcp::arguments::spec(params["name"].as_str()?)?;
     if let Some(meta) = params.get("_meta") {
         let plain = meta
             .as_object()
@@ -110,11 +121,12 @@ fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Optio
             return None;
         }
     }
-    match &message["id"] {
-        Value::String(id) => Some(NumberOrString::String(id.as_str().into())),
-        Value::Number(id) => id.as_i64().map(NumberOrString::Number),
-        _ => None,
-    }
+    let id = match &message["id"] {
+        Value::String(id) => NumberOrString::String(id.as_str().into()),
+        Value::Number(id) => NumberOrString::Number(id.as_i64()?),
+        _ => return None,
+    };
+    Some(PlainCall { spec, id })
 }
 
 /// Whether `Host` is one of the allowed hosts (lowercase) as written, with or without
@@ -235,10 +247,9 @@ mod tests {
             "jsonrpc": "2.0", "id": 7, "method": "tools/call",
             "params": { "name": "get_work", "arguments": {}, "_meta": { "traceparent": "00-x-y-01" } },
         });
-        assert_eq!(
-            plain_call(&parts(&PLAIN), &call, &hosts),
-            Some(NumberOrString::Number(7))
-        );
+        let taken = plain_call(&parts(&PLAIN), &call, &hosts).expect("taken");
+        assert_eq!(taken.id, NumberOrString::Number(7));
+        assert_eq!(taken.spec.tool.name(), "get_work");
         let mut string_id = call.clone();
         string_id["id"] = "a".into();
         assert!(plain_call(&parts(&PLAIN), &string_id, &hosts).is_some());

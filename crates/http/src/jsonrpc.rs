@@ -84,19 +84,12 @@ pub(crate) async fn front<S: Store, B: Blobs>(
         if let Some(refused) = outside_scopes(&parts.extensions, &message, &public_url, id.clone()) {
             return refused;
         }
+        // Read before the arguments are taken out of the message.
         let taken = direct
             .as_ref()
             .and_then(|direct| Some((direct, direct.takes(&parts, &message)?)));
-        match call_arguments(&mut message) {
-            Ok(arguments) if taken.is_some() => {
-                if let Some((direct, id)) = taken {
-                    return direct.answer(&parts, &message, id, arguments.unwrap_or_default()).await;
-                }
-            }
-            Ok(Some(arguments)) => {
-                parts.extensions.insert(CallArguments(arguments));
-            }
-            Ok(None) => {}
+        let arguments = match call_arguments(&mut message) {
+            Ok(arguments) => arguments,
             // A request, well formed, whose parameters do not fit: a JSON-RPC error
             // answer (rmcp would call it an unknown method).
             Err(problem) => {
@@ -107,6 +100,14 @@ pub(crate) async fn front<S: Store, B: Blobs>(
                     format!("Invalid params: {problem}"),
                 );
             }
+        };
+        if let Some((direct, call)) = taken {
+            return direct
+                .answer(&parts, &message, call, arguments.unwrap_or_default())
+                .await;
+        }
+        if let Some(arguments) = arguments {
+            parts.extensions.insert(CallArguments(arguments));
         }
     }
     let response = next

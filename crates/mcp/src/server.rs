@@ -181,18 +181,17 @@ impl<S: Store, B: Blobs> McpServer<S, B> {
         }
     }
 
-    /// The whole JSON-RPC answer to a `tools/call` of `name` from a client on a
-    /// protocol version before 2026-07-28, serialized as rmcp would serialize it;
-    /// `None` when there is no such tool (rmcp then answers with its error).
+    /// The whole JSON-RPC answer to a `tools/call` of `spec`'s tool from a client on
+    /// a protocol version before 2026-07-28, serialized as rmcp would serialize it
+    /// (`None` only if serialization fails).
     pub async fn answer_directly(
         &self,
-        name: &str,
+        spec: &'static ToolSpec,
         caller: &Caller,
         arguments: serde_json::Map<String, serde_json::Value>,
         trace: CallTrace,
         id: rmcp::model::RequestId,
     ) -> Option<Vec<u8>> {
-        let spec = spec(name)?;
         let mut result = ServerResult::CallToolResult(self.answer(spec, caller, arguments, trace).await);
         // What rmcp's handler does for a peer on a version before 2026-07-28.
         result.strip_result_type_for_legacy_peer();

@@ -20,6 +20,16 @@ use tower::ServiceExt as _;
 
 const PUBLIC_URL: &str = "http://localhost";
 
+/// The test servers' HTTP settings: `localhost` only, no browser origins.
+fn http_settings(dev_sign_in_org: Option<String>, direct_tool_calls: bool) -> HttpSettings {
+    HttpSettings {
+        allowed_hosts: vec!["localhost".to_owned()],
+        allowed_origins: Vec::new(),
+        dev_sign_in_org,
+        direct_tool_calls,
+    }
+}
+
 /// An organization's server, in process.
 pub(crate) struct TestApp {
     pub(crate) router: Router,
@@ -100,13 +110,7 @@ impl TestApp {
             .auth(service.store().clone(), public_url, Some(&[9; 32]))
             .expect("auth"),
         );
-        let settings = HttpSettings {
-            allowed_hosts: vec!["localhost".to_owned()],
-            allowed_origins: Vec::new(),
-            dev_sign_in_org: None,
-            direct_tool_calls: true,
-        };
-        let router = agentprocess_http::router(Arc::clone(&service), Arc::clone(&auth), &settings);
+        let router = agentprocess_http::router(Arc::clone(&service), Arc::clone(&auth), &http_settings(None, true));
         Self {
             router,
             service,
@@ -122,12 +126,7 @@ impl TestApp {
     /// The same server with the development sign-in on for its organization, so tests
     /// sign people in without an identity provider.
     pub(crate) fn with_dev_sign_in(mut self) -> Self {
-        let settings = HttpSettings {
-            allowed_hosts: vec!["localhost".to_owned()],
-            allowed_origins: Vec::new(),
-            dev_sign_in_org: Some(self.org.clone()),
-            direct_tool_calls: true,
-        };
+        let settings = http_settings(Some(self.org.clone()), true);
         self.router = agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings);
         self
     }
@@ -135,13 +134,11 @@ impl TestApp {
     /// The same server's router with every `/mcp` request served by rmcp, plain tool
     /// calls included (no direct path).
     pub(crate) fn router_through_rmcp(&self) -> Router {
-        let settings = HttpSettings {
-            allowed_hosts: vec!["localhost".to_owned()],
-            allowed_origins: Vec::new(),
-            dev_sign_in_org: None,
-            direct_tool_calls: false,
-        };
-        agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings)
+        agentprocess_http::router(
+            Arc::clone(&self.service),
+            Arc::clone(&self.auth),
+            &http_settings(None, false),
+        )
     }
 
     /// Adds an organization; what follows is added to it.
