@@ -12,6 +12,7 @@ import json
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -76,16 +77,114 @@ class PrivateRedis:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def cluster_port() -> int:
+    """A free port whose cluster bus port (10000 higher) is free too."""
+    while True:
+        port = servers.free_port()
+        if port <= 55535 and port_free(port + 10000):
+            return port
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class PrivateRedisCluster:
+    """Three redis-server nodes of the test's own on free ports, made one Redis Cluster
+    (no replicas, nothing kept on disk but each node's cluster configuration). A node
+    that is down leaves the others serving their slots."""
+
+    def __init__(self, nodes: int = 3) -> None:
+        self.ports = [cluster_port() for _ in range(nodes)]
+        self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-redis-cluster-"))
+        self.url = ",".join(f"redis://127.0.0.1:{port}" for port in self.ports)
+        for port in self.ports:
+            self.start(port)
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{port}" for port in self.ports],
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, capture_output=True, timeout=60,
+        )
+        self.wait_ok()
+
+    def cli(self, port: int, *args: str) -> str:
+        completed = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=10)
+        return completed.stdout.strip()
+
+    def start(self, port: int) -> None:
+        node = self.workdir / str(port)
+        node.mkdir(exist_ok=True)
+        subprocess.run(
+            [
+                "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
+                "--cluster-require-full-coverage", "no", "--daemonize", "yes", "--dir", str(node),
+                "--pidfile", str(node / "redis.pid"), "--logfile", str(node / "redis.log"),
+            ],
+            check=True,
+        )
+        deadline = time.monotonic() + 10
+        while self.cli(port, "PING") != "PONG":
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster node {port} did not start")
+            time.sleep(0.05)
+
+    def stop(self, port: int) -> None:
+        self.cli(port, "SHUTDOWN", "NOSAVE")
+        deadline = time.monotonic() + 10
+        while self.cli(port, "PING") == "PONG":
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster node {port} did not stop")
+            time.sleep(0.05)
+
+    def wait_ok(self) -> None:
+        """Waits until every node sees the cluster whole."""
+        deadline = time.monotonic() + 30
+        while not all("cluster_state:ok" in self.cli(port, "CLUSTER", "INFO") for port in self.ports):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not come up")
+            time.sleep(0.1)
+
+    def node_of(self, key: str) -> int:
+        """The port of the node that holds `key`'s slot."""
+        slot = int(self.cli(self.ports[0], "CLUSTER", "KEYSLOT", key))
+        for line in self.cli(self.ports[0], "CLUSTER", "NODES").splitlines():
+            fields = line.split()
+            port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
+            for owned in fields[8:]:
+                low, _, high = owned.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return port
+        raise RuntimeError(f"no node holds slot {slot}")
+
+    def members(self, key: str) -> int:
+        """A sorted set's size, asked of whichever node holds it."""
+        return int(subprocess.run(["redis-cli", "-c", "-p", str(self.ports[0]), "ZCARD", key],
+                                  capture_output=True, text=True, timeout=10).stdout.strip() or 0)
+
+    def close(self) -> None:
+        for port in self.ports:
+            self.stop(port)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
 class Deployment:
     """An API process, schedulers and a database, all on one test clock offset."""
 
     def __init__(self, redis_url: str, schedulers: int = 1, flags: tuple[str, ...] = (),
-                 api_flags: tuple[str, ...] = (), api_env: dict | None = None) -> None:
+                 api_flags: tuple[str, ...] = (), api_env: dict | None = None,
+                 queue: tuple[str, ...] = ()) -> None:
         folders = sorted(PROCESSES.iterdir())
         self.flags = [*SCHEDULER_FLAGS, *flags]
         database, url, tokens, persons = servers.seed_postgres(folders)
         self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sched-"))
         self.redis_url = redis_url
+        self.queue = queue
         self.prefix = f"agentprocess-e2e:{secrets.token_hex(6)}"
         self.advanced = 0
         port = servers.free_port()
@@ -104,7 +203,7 @@ class Deployment:
             self.start_scheduler(index)
 
     def queue_flags(self) -> list[str]:
-        return ["--redis-url", self.redis_url, "--redis-prefix", self.prefix]
+        return ["--redis-url", self.redis_url, "--redis-prefix", self.prefix, *self.queue]
 
     def scheduler_base(self, index: int) -> str:
         return f"http://127.0.0.1:{self.scheduler_ports[index]}"

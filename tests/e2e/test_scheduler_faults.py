@@ -13,7 +13,10 @@ from contextlib import AsyncExitStack
 import anyio
 import pytest
 
+import rawmcp
 import scheduling
+import servers
+from client import request_id
 from test_scheduler import clients_of, counts, start
 
 pytestmark = pytest.mark.anyio
@@ -142,3 +145,66 @@ async def test_sigterm_mid_batch_finishes_the_pass_exits_0_and_loses_nothing(red
         assert_one_effect_each(deployment, runs)
     finally:
         deployment.close()
+
+
+
+def partition_of(org: str, partitions: int) -> int:
+    """The partition the server files an organization's timers under (FNV-1a)."""
+    hash_ = 0xCBF29CE484222325
+    for byte in org.encode():
+        hash_ = ((hash_ ^ byte) * 0x100000001B3) % 2**64
+    return hash_ % partitions
+
+
+def org_with_pause(deployment, org: str) -> str:
+    """A second organization with `pause` published and a person to start it; her token."""
+    url = deployment.server.database_url
+    servers.admin(url, "create-org", org, "--name", org)
+    servers.admin(url, "create-identity", "--org", org, "--kind", "person", "--person", f"alice@{org}.example",
+                  "--group", "people", "alice")
+    servers.admin(url, "import", "--org", org, str(scheduling.PROCESSES / "pause"))
+    servers.admin(url, "publish", "--org", org, "pause")
+    return servers.admin(url, "issue-token", "--org", org, "alice").strip()
+
+
+async def test_a_redis_cluster_node_restarting_loses_no_timer():
+    """Timers in a real three-node Redis Cluster, over six hash-tagged partitions, for
+    two organizations whose partitions live on different nodes. While the first one's
+    node is down the second one's timers fire; once the node is back (empty) the
+    reconciler restores the first one's timers from the rows and they fire too, each
+    run's exactly once."""
+    cluster = scheduling.PrivateRedisCluster()
+    partitions = 6
+    deployment = scheduling.Deployment(cluster.url, queue=("--redis-cluster", "--redis-partitions", str(partitions)))
+    try:
+        key = lambda org: f"{deployment.prefix}:{{{partition_of(org, partitions)}}}"  # noqa: E731
+        down = cluster.node_of(key("acme"))
+        other = next(org for org in (f"org{n}" for n in range(100)) if cluster.node_of(key(org)) != down)
+        token = org_with_pause(deployment, other)
+        acme_runs = await start_runs(deployment, 20)
+        other_runs = [rawmcp.call(deployment.server.base, token, "start_run",
+                                  {"process": "pause", "inputs": {}, "requestId": request_id()})["data"]["run"]["id"]
+                      for _ in range(10)]
+        assert cluster.members(key("acme")) == len(acme_runs), "the API mirrored every timer, hash-tagged"
+        assert cluster.members(key(other)) == len(other_runs)
+
+        cluster.stop(down)
+        deployment.advance(61)
+        # The other organization's node still answers: its timers fire meanwhile.
+        await wait_until(lambda: remaining(deployment) == len(acme_runs), 10 + SLACK_SECONDS)
+        cluster.start(down)
+        cluster.wait_ok()
+        took = await wait_all_fired(deployment, scheduling.RECONCILE_SECONDS + SLACK_SECONDS)
+        print(f"cluster node back: all fired {took:.2f} s later")
+        assert_one_effect_each(deployment, acme_runs + other_runs)
+    finally:
+        deployment.close()
+        cluster.close()
+
+
+async def wait_until(check, bound: float) -> None:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > bound:
+            raise AssertionError(f"not reached within {bound} s")
+        await anyio.sleep(0.05)

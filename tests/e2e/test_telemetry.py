@@ -53,7 +53,7 @@ class Traced:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [*servers.api_command(self.url, port, self.secret, self.workdir), "--log-json",
-                 "--webhook-allow-private-networks"],
+                 "--webhook-allow-private-networks", "--metrics-organizations", "acme"],
                 stdout=log, stderr=subprocess.STDOUT, env=env,
             )
         servers.wait_ready(self.base, self.process)
@@ -251,7 +251,9 @@ def test_the_metrics_arrive_with_their_attributes(traced):
 
     receive = traced.receiver.wait_for
     assert receive(lambda: point("agentprocess.tool.calls", **{"gen_ai.tool.name": "start_run",
-                                                              "agentprocess.outcome": "ok"}), what="tool calls")
+                                                              "agentprocess.outcome": "ok",
+                                                              "agentprocess.organization": "acme"}),
+                   what="tool calls")
     assert receive(lambda: point("agentprocess.tool.calls", **{"gen_ai.tool.name": "get_run",
                                                               "agentprocess.outcome": "not_found"}),
                    what="refused tool calls")
@@ -263,7 +265,7 @@ def test_the_metrics_arrive_with_their_attributes(traced):
     assert receive(lambda: point("http.server.request.duration", **{"http.route": "/mcp",
                                                                     "http.request.method": "POST"}),
                    what="HTTP durations")
-    assert receive(lambda: point("agentprocess.runs.started", **{"agentprocess.process": "pause"}),
+    assert receive(lambda: point("agentprocess.runs.started", **{"agentprocess.organization": "acme"}),
                    what="runs started")
     assert receive(lambda: point("agentprocess.timers.scheduled", **{"agentprocess.timer.kind": "wait"}),
                    what="timers scheduled")
@@ -276,12 +278,14 @@ def test_the_metrics_arrive_with_their_attributes(traced):
     assert receive(lambda: point("agentprocess.timers.fired", **{"agentprocess.timer.kind": "wait"}),
                    what="timers fired")
     assert receive(lambda: point("agentprocess.timers.lateness"), what="timer lateness")
-    assert receive(lambda: point("agentprocess.runs.ended", **{"agentprocess.process": "pause",
-                                                              "agentprocess.run.state": "ended",
-                                                              "agentprocess.run.outcome": "done"}),
+    assert receive(lambda: point("agentprocess.runs.ended", **{"agentprocess.organization": "acme",
+                                                              "agentprocess.run.state": "ended"}),
                    what="runs ended")
     assert receive(lambda: point("agentprocess.run.lock.wait"), what="run lock waits")
     assert {p.resource.get("service.name") for p in traced.receiver.points()} == {"agentprocess-api"}
+    # What tenants write (process names, outcomes) is in traces, never a metric's label.
+    labels = {key for p in traced.receiver.points() for key in p.attributes}
+    assert not labels & {"agentprocess.process", "agentprocess.run.outcome"}, labels
 
 
 def test_log_lines_are_json_and_hold_no_token_or_secret(traced):
@@ -361,7 +365,7 @@ def dashboard_series() -> set[str]:
             yield from panels(panel.get("panels", []))
 
     queries = [target["expr"] for panel in panels(json.loads(DASHBOARD.read_text())["panels"])
-               for target in panel.get("targets", [])]
+               for target in panel.get("targets", []) if "expr" in target]
     assert queries
     return {name for query in queries for name in re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", query)}
 
@@ -400,9 +404,11 @@ def test_prometheus_metrics_cover_every_series_of_the_dashboard():
         deployment.advance(3 * 3600)
         wanted = dashboard_series()
         expected_labels = {
-            "agentprocess_tool_calls_total": {"gen_ai_tool_name", "agentprocess_outcome"},
-            "agentprocess_runs_ended_total": {"agentprocess_process", "agentprocess_run_state",
-                                              "agentprocess_run_outcome"},
+            "agentprocess_tool_calls_total": {"gen_ai_tool_name", "agentprocess_outcome",
+                                              "agentprocess_organization"},
+            "mcp_server_operation_duration_seconds_bucket": {"gen_ai_tool_name", "agentprocess_organization"},
+            "agentprocess_runs_started_total": {"agentprocess_organization"},
+            "agentprocess_runs_ended_total": {"agentprocess_organization", "agentprocess_run_state"},
             "agentprocess_timers_lateness_seconds_bucket": {"agentprocess_timer_kind", "le"},
             "agentprocess_webhook_deliveries_total": {"agentprocess_delivery_status"},
             "db_client_connection_count": {"db_client_connection_state", "db_client_connection_pool_name"},
@@ -423,5 +429,14 @@ def test_prometheus_metrics_cover_every_series_of_the_dashboard():
         while (absent := missing()) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert absent == set(), f"the dashboard reads series no service exports: {sorted(absent)}"
+        # No organization is listed for metrics here: every series counts acme as `other`,
+        # and nothing a tenant wrote is a label.
+        for port in (api_metrics, scheduler_metrics):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                text = response.read().decode()
+            if port == api_metrics:
+                assert 'agentprocess_organization="other"' in text
+            assert 'agentprocess_organization="acme"' not in text
+            assert "agentprocess_process=" not in text and "agentprocess_run_outcome=" not in text
     finally:
         deployment.close()

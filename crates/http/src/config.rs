@@ -125,9 +125,15 @@ fn fraction(text: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct QueueArgs {
     /// Redis holding the timer queue (redis://host:port/db). Without it, timers are
-    /// fired from the database rows by a process that runs the scheduler.
+    /// fired from the database rows by a process that runs the scheduler. With
+    /// --redis-cluster, one or more of the cluster's nodes, comma-separated.
     #[arg(long, env = "AGENTPROCESS_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
+    /// The Redis URL names nodes of a Redis Cluster: the partitions' keys carry hash
+    /// tags (`<prefix>:{<partition>}`) and spread over the cluster's nodes. Give every
+    /// process of a deployment the same setting.
+    #[arg(long, env = "AGENTPROCESS_REDIS_CLUSTER")]
+    pub redis_cluster: bool,
     /// Prefix of the timer queue's Redis keys (`<prefix>:<partition>`).
     #[arg(long, env = "AGENTPROCESS_REDIS_PREFIX", default_value = "agentprocess:timers")]
     pub redis_prefix: String,
@@ -147,6 +153,7 @@ impl QueueArgs {
             return Ok(None);
         };
         let settings = RedisSettings {
+            cluster: self.redis_cluster,
             prefix: self.redis_prefix.clone(),
             partitions: self.redis_partitions,
             timeout: self.redis_timeout_seconds,
@@ -277,16 +284,29 @@ pub struct StorageArgs {
     /// (default 7 days).
     #[arg(long, env = "AGENTPROCESS_UNCITED_UPLOAD_SECONDS", default_value = "604800", value_parser = seconds)]
     pub uncited_upload_seconds: Duration,
-    /// How often to look for such uploads, in seconds.
+    /// How often to sweep: remove uncited uploads and purge what is past its
+    /// retention, in seconds.
     #[arg(long, env = "AGENTPROCESS_UPLOAD_SWEEP_SECONDS", default_value = "3600", value_parser = seconds)]
     pub upload_sweep_seconds: Duration,
+    /// The replay window: how long a write's requestId is remembered with its result,
+    /// in seconds (default a day). A requestId older than this is a new request.
+    #[arg(long, env = "AGENTPROCESS_REQUEST_RETENTION_SECONDS", default_value = "86400", value_parser = seconds)]
+    pub request_retention_seconds: Duration,
+    /// How long a delivered or abandoned webhook delivery and its notification are
+    /// kept, in seconds (default 7 days).
+    #[arg(long, env = "AGENTPROCESS_NOTIFICATION_RETENTION_SECONDS", default_value = "604800", value_parser = seconds)]
+    pub notification_retention_seconds: Duration,
 }
 
 impl StorageArgs {
-    /// How uploads no run cites are removed.
+    /// What the sweeper removes, and when.
     pub fn sweep(&self) -> agentprocess_service::SweepSettings {
         agentprocess_service::SweepSettings {
-            retention: self.uncited_upload_seconds,
+            uncited_uploads: self.uncited_upload_seconds,
+            retention: agentprocess_service::Retention {
+                requests: self.request_retention_seconds,
+                notifications: self.notification_retention_seconds,
+            },
             interval: self.upload_sweep_seconds,
         }
     }
@@ -338,6 +358,12 @@ pub struct ProcessArgs {
     /// environment variables.
     #[arg(long, env = "AGENTPROCESS_METRICS_LISTEN")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Organizations (by id, comma-separated, at most 50) that metrics name in
+    /// `agentprocess.organization`; every other organization is counted as `other`,
+    /// so the number of series stays bounded however many sign up. Traces name every
+    /// organization.
+    #[arg(long, env = "AGENTPROCESS_METRICS_ORGANIZATIONS", value_delimiter = ',')]
+    pub metrics_organizations: Vec<String>,
     /// After SIGTERM and the shutdown delay, how long calls in flight may take to
     /// finish before the process exits anyway, in seconds. A second signal exits at once.
     #[arg(long, env = "AGENTPROCESS_SHUTDOWN_GRACE_SECONDS", default_value = "25", value_parser = seconds)]
@@ -357,6 +383,7 @@ impl ProcessArgs {
                 service_name,
                 log_json: self.log_json,
                 prometheus: self.metrics_listen.is_some(),
+                watched_organizations: &self.metrics_organizations,
             },
         )?))
     }

@@ -67,7 +67,7 @@ pub async fn serve<S: Store, B: Blobs>(
         .map(|background| crate::spawn_background(&service, &background, &stop))
         .unwrap_or_default();
     if let Some(sweep) = sweep {
-        tasks.spawn(Arc::clone(&service).run_upload_sweeper(sweep, stop.clone()));
+        tasks.spawn(Arc::clone(&service).run_sweeper(sweep, stop.clone()));
     }
     if let Some(address) = process.metrics_listen {
         let metrics = tokio::net::TcpListener::bind(address)

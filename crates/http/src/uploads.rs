@@ -34,7 +34,7 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
     let result = upload_form(&service, &caller, &headers, multipart)
         .instrument(span.clone())
         .await;
-    agentprocess_mcp::record_outcome(&span, "upload", &result);
+    agentprocess_mcp::record_outcome(&span, "upload", caller.org(), &result);
     let status = match &result {
         Ok(_) => StatusCode::CREATED,
         Err(error) => status_of(error.code),

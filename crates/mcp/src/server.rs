@@ -157,11 +157,16 @@ impl<S: Store, B: Blobs> McpServer<S, B> {
         if let Some(step) = arguments.get("stepId").and_then(serde_json::Value::as_str) {
             span.record("agentprocess.step", step);
         }
+        // The process a run is started of (or work is asked for): a tenant's name, so
+        // traces carry it and metrics do not.
+        if let Some(process) = arguments.get("process").and_then(serde_json::Value::as_str) {
+            span.record("agentprocess.process", process);
+        }
         let started = std::time::Instant::now();
         let result = call(&self.service, caller, spec, arguments)
             .instrument(span.clone())
             .await;
-        observe_call(&span, spec.tool.name(), &result, started.elapsed());
+        observe_call(&span, spec.tool.name(), caller.org(), &result, started.elapsed());
         // Refusals are the protocol working (a claim lost to another agent, say): debug.
         if let Err(error) = &result {
             tracing::debug!(
@@ -216,6 +221,7 @@ fn tool_span(tool: &'static str, caller: &Caller, trace: &CallTrace) -> tracing:
         agentprocess.organization = caller.org(),
         agentprocess.run = tracing::field::Empty,
         agentprocess.step = tracing::field::Empty,
+        agentprocess.process = tracing::field::Empty,
         agentprocess.outcome = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
@@ -245,28 +251,31 @@ fn named_run(arguments: &serde_json::Map<String, serde_json::Value>) -> Option<&
 fn observe_call(
     span: &tracing::Span,
     tool: &'static str,
+    org: &str,
     result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
     took: std::time::Duration,
 ) {
     let mut attributes = vec![
         KeyValue::new("mcp.method.name", "tools/call"),
         KeyValue::new("gen_ai.tool.name", tool),
+        agentprocess_telemetry::labels::organization(org),
     ];
     if let Err(error) = result {
         attributes.push(KeyValue::new("error.type", error.code.as_str()));
     }
-    record_outcome(span, tool, result);
+    record_outcome(span, tool, org, result);
     agentprocess_telemetry::metrics()
         .tool_duration
         .record(took.as_secs_f64(), &attributes);
 }
 
 /// Records a tool's outcome on its span (`agentprocess.outcome`, `error.type`, the new
-/// run's id) and counts the call in `agentprocess.tool.calls`; for every surface that
-/// calls tools (MCP, REST). The span declares those fields.
+/// run's id) and counts `org`'s call in `agentprocess.tool.calls`; for every surface
+/// that calls tools (MCP, REST). The span declares those fields.
 pub fn record_outcome(
     span: &tracing::Span,
     tool: &'static str,
+    org: &str,
     result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
 ) {
     let outcome = match result {
@@ -292,6 +301,7 @@ pub fn record_outcome(
         &[
             KeyValue::new("gen_ai.tool.name", tool),
             KeyValue::new("agentprocess.outcome", outcome),
+            agentprocess_telemetry::labels::organization(org),
         ],
     );
 }

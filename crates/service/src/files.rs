@@ -4,7 +4,7 @@
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::EvidenceItem;
 use agentprocess_format::EvidenceKind;
-use agentprocess_store::{DirectoryTx as _, NewUpload, Store, StoreTx, Upload};
+use agentprocess_store::{NewUpload, Store, StoreTx, Upload};
 use agentprocess_views::{ToolResult, UploadResult};
 use hmac::{KeyInit, Mac};
 
@@ -192,72 +192,12 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 }
 
-/// How uploads that no run cites are removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SweepSettings {
-    /// How old an upload no submission or decision ever cited must be to go.
-    pub retention: std::time::Duration,
-    /// How often to look.
-    pub interval: std::time::Duration,
-}
-
-impl Default for SweepSettings {
-    fn default() -> Self {
-        Self {
-            retention: std::time::Duration::from_secs(7 * 86_400),
-            interval: std::time::Duration::from_secs(3_600),
-        }
-    }
-}
-
 impl<S: Store, B: Blobs> Service<S, B> {
-    /// Removes uploads never cited and older than `settings.retention`, every
-    /// `settings.interval`, until `stop` is cancelled. The record goes first, in a
-    /// transaction that re-checks it is uncited (a citing write locks the row), then
-    /// the bytes.
-    pub async fn run_upload_sweeper(
-        self: std::sync::Arc<Self>,
-        settings: SweepSettings,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        loop {
-            match self.sweep_uploads(&settings).await {
-                Ok(0) => {}
-                Ok(removed) => tracing::info!(removed, "removed uploads no run cites"),
-                Err(error) => tracing::warn!(%error, "upload sweep failed; trying again"),
-            }
-            match self.sweep_sessions().await {
-                Ok(0) => {}
-                Ok(removed) => tracing::info!(removed, "removed expired sessions"),
-                Err(error) => tracing::warn!(%error, "session sweep failed; trying again"),
-            }
-            if !crate::scheduler::pause(&stop, settings.interval).await {
-                return;
-            }
-        }
-    }
-
-    /// Removes expired browser sessions, in batches of 500 (short transactions, no long
-    /// locks), until none is left.
-    async fn sweep_sessions(&self) -> Result<u64, String> {
-        let now = jiff::Timestamp::now().as_millisecond();
-        let mut removed = 0;
-        loop {
-            let mut tx = self.store.begin().await.map_err(|error| error.to_string())?;
-            let batch = tx
-                .delete_expired_sessions(now, 500)
-                .await
-                .map_err(|error| error.to_string())?;
-            tx.commit().await.map_err(|error| error.to_string())?;
-            removed += batch;
-            if batch < 500 {
-                return Ok(removed);
-            }
-        }
-    }
-
-    async fn sweep_uploads(&self, settings: &SweepSettings) -> Result<usize, String> {
-        let retention = i64::try_from(settings.retention.as_millis()).unwrap_or(i64::MAX);
+    /// Removes uploads never cited and older than `retention`. The record goes first, in
+    /// a transaction that re-checks it is uncited (a citing write locks the row), then the
+    /// bytes.
+    pub(crate) async fn sweep_uploads(&self, retention: std::time::Duration) -> Result<usize, String> {
+        let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let before = millis(self.now()).saturating_sub(retention);
         let stale = self
             .store

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Effect, Notification};
 use agentprocess_store::{DeliveryStatus, Store};
-use agentprocess_telemetry::{KeyValue, gauges, metrics};
+use agentprocess_telemetry::{KeyValue, gauges, labels, metrics};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -20,26 +20,21 @@ use crate::{Service, millis};
 /// How often the work levels are sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(15);
 
-/// Counts what a committed change did: a run started or ended, timers set, steps
-/// overdue.
-pub(crate) fn committed(change: &Change<'_>) {
+/// Counts what a committed change of `org`'s did: a run started or ended, timers set,
+/// steps overdue. The process and the outcome, which tenants write, are left to traces.
+pub(crate) fn committed(org: &str, change: &Change<'_>) {
     let metrics = metrics();
     let run = &change.transition.run;
-    let process = KeyValue::new("agentprocess.process", run.process.clone());
+    let organization = labels::organization(org);
     if change.before.is_none() {
-        metrics.runs_started.add(1, std::slice::from_ref(&process));
+        metrics.runs_started.add(1, std::slice::from_ref(&organization));
     }
     let was_over = change.before.is_some_and(|before| before.end.is_some());
     if let (false, Some(end)) = (was_over, &run.end) {
         let state = if end.cancelled { "cancelled" } else { "ended" };
-        metrics.runs_ended.add(
-            1,
-            &[
-                process,
-                KeyValue::new("agentprocess.run.state", state),
-                KeyValue::new("agentprocess.run.outcome", end.outcome.clone().unwrap_or_default()),
-            ],
-        );
+        metrics
+            .runs_ended
+            .add(1, &[organization, KeyValue::new("agentprocess.run.state", state)]);
     }
     for effect in &change.transition.effects {
         match effect {

@@ -272,7 +272,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// the in-process timer loop, and wakes the webhook loop if there is something to
     /// post.
     pub(crate) fn committed(&self, org: &str, change: &Change<'_>, written: Written) {
-        crate::observe::committed(change);
+        crate::observe::committed(org, change);
         let transition = change.transition;
         let run = &transition.run.id;
         let entry = |timer_id: &str, fire_at: i64| Entry {

@@ -588,17 +588,6 @@ pub(crate) async fn delete_sessions_of(connection: &mut AnyConnection, org: &str
     Ok(done.rows_affected())
 }
 
-pub(crate) async fn delete_expired_sessions(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<u64> {
-    let done = sqlx::query(
-        "DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at <= $1 LIMIT $2)",
-    )
-    .bind(now)
-    .bind(i64::from(limit))
-    .execute(connection)
-    .await?;
-    Ok(done.rows_affected())
-}
-
 const TOKEN_COLUMNS: &str = "id, org_id, identity_id, token_hash, audience, scope, name, expires_at, created_by, \
                              created_at, revoked_at";
 
@@ -867,8 +856,6 @@ pub trait DirectoryTx: Send {
     fn delete_session(&mut self, id_hash: &str) -> impl Future<Output = Result<()>> + Send;
     /// Removes every session of an identity; how many.
     fn delete_sessions_of(&mut self, org: &str, identity: &str) -> impl Future<Output = Result<u64>> + Send;
-    /// Removes up to `limit` expired sessions; how many.
-    fn delete_expired_sessions(&mut self, now: i64, limit: u32) -> impl Future<Output = Result<u64>> + Send;
     /// Stores a token's record.
     fn add_token(&mut self, token: &TokenRow) -> impl Future<Output = Result<()>> + Send;
     /// Brings a live token's expiry forward to `expires_at`; whether it did.

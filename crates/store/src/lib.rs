@@ -6,6 +6,7 @@ mod directory;
 mod grants;
 mod model;
 mod outbox;
+mod retention;
 mod runs;
 mod sql;
 mod timers;
@@ -23,6 +24,7 @@ pub use model::{
     NewRequest, NewUpload, NewVersion, Page, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
     TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
 };
+pub use retention::Purge;
 pub use sql::{Dialect, SqlStore, SqlTx};
 
 /// What can go wrong in the store. The service turns every one into `retry` for the
@@ -123,6 +125,10 @@ pub trait Store: Directory + Grants {
     /// Uploads no submission or decision ever cited, made before `before`, across
     /// organizations, oldest first: (organization, id).
     fn uncited_uploads(&self, before: i64, limit: u32) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+
+    /// Removes up to `limit` rows of `what` older than `before` (milliseconds), across
+    /// organizations, in one short statement; how many.
+    fn purge(&self, what: Purge, before: i64, limit: u32) -> impl Future<Output = Result<u64>> + Send;
 
     /// Timers due at or before `before` (milliseconds), across organizations, earliest
     /// first, starting after `after` (for paging).

@@ -10,6 +10,7 @@
 //! [`context`].
 
 pub mod context;
+pub mod labels;
 mod logs;
 mod metrics;
 mod otlp;
@@ -38,6 +39,9 @@ pub struct Options<'a> {
     pub log_json: bool,
     /// Also keep metrics for a Prometheus scrape ([`Telemetry::prometheus_text`]).
     pub prometheus: bool,
+    /// The organizations (by id) metrics name; every other one is `other`
+    /// ([`labels`]).
+    pub watched_organizations: &'a [String],
 }
 
 /// The installed telemetry. Dropping it (or [`Telemetry::shutdown`]) exports what is
@@ -57,6 +61,7 @@ struct Providers {
 /// Installs logging, tracing and metrics for this process. Call once, first thing in
 /// `main`, inside the Tokio runtime (the gRPC exporter needs it).
 pub fn init(options: &Options<'_>) -> anyhow::Result<Telemetry> {
+    labels::watch(options.watched_organizations)?;
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let resource = otlp::resource(options.service_name);
     let mut exporting = Vec::new();

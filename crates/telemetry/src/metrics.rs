@@ -27,20 +27,20 @@ const LATENESS_BUCKETS: &[f64] = &[
 #[derive(Debug)]
 pub struct Metrics {
     /// `mcp.server.operation.duration` (s): `mcp.method.name`, `gen_ai.tool.name`,
-    /// `error.type` on failures.
+    /// `agentprocess.organization` ([`crate::labels`]), `error.type` on failures.
     pub tool_duration: Histogram<f64>,
     /// `agentprocess.tool.calls`: `gen_ai.tool.name`, `agentprocess.outcome` (`ok` or
-    /// the error code).
+    /// the error code), `agentprocess.organization`.
     pub tool_calls: Counter<u64>,
     /// `http.server.request.duration` (s): `http.request.method`, `http.route`,
     /// `http.response.status_code`.
     pub http_duration: Histogram<f64>,
     /// `agentprocess.run.lock.wait` (s): from asking for a run's lock to holding it.
     pub lock_wait: Histogram<f64>,
-    /// `agentprocess.runs.started`: `agentprocess.process`.
+    /// `agentprocess.runs.started`: `agentprocess.organization`.
     pub runs_started: Counter<u64>,
-    /// `agentprocess.runs.ended`: `agentprocess.process`, `agentprocess.run.state`
-    /// (`ended`, `cancelled`), `agentprocess.run.outcome`.
+    /// `agentprocess.runs.ended`: `agentprocess.organization`, `agentprocess.run.state`
+    /// (`ended`, `cancelled`).
     pub runs_ended: Counter<u64>,
     /// `agentprocess.steps.overdue`: steps whose `due` passed while still open.
     pub steps_overdue: Counter<u64>,

@@ -1,11 +1,15 @@
 //! The Redis adapter: one sorted set per partition, member = the timer, score = when
-//! it is due in milliseconds.
+//! it is due in milliseconds. On one Redis server or a Redis Cluster: every command
+//! and every pipeline touches one key, so a cluster routes each to the node that
+//! holds that partition.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use deadpool_redis::redis::cluster::{ClusterClient, ClusterClientBuilder};
+use deadpool_redis::redis::cluster_async::ClusterConnection;
 use deadpool_redis::redis::{self, AsyncCommands as _, Script};
-use deadpool_redis::{Config, Pool, PoolConfig, Runtime, Timeouts};
+use deadpool_redis::{Config, PoolConfig, Runtime, Timeouts};
 use tracing::Instrument as _;
 
 use crate::{Entry, QueueError, QueueFuture, TimerQueue};
@@ -24,9 +28,14 @@ return due
 /// How to reach Redis and lay out the keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisSettings {
-    /// `redis://host:port/db` (or `rediss://…`).
+    /// `redis://host:port/db` (or `rediss://…`); for a cluster, the address of one
+    /// or more of its nodes, comma-separated.
     pub url: String,
-    /// Keys are `<prefix>:<partition>`.
+    /// Whether `url` names a Redis Cluster.
+    pub cluster: bool,
+    /// Keys are `<prefix>:<partition>`, or `<prefix>:{<partition>}` on a cluster (a
+    /// hash tag per partition, so each is one slot and the partitions spread over
+    /// the nodes).
     pub prefix: String,
     /// How many sorted sets the timers are spread over, by organization, so a Redis
     /// Cluster can hold them on several nodes.
@@ -43,10 +52,60 @@ impl RedisSettings {
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
+            cluster: false,
             prefix: "agentprocess:timers".to_owned(),
             partitions: 1,
             max_connections: 16,
             timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Connections to one server, or to a cluster.
+enum Pool {
+    Server(deadpool_redis::Pool),
+    /// One cluster connection, multiplexed and cloned for each call: it keeps a
+    /// connection to each node and routes each command by its key's slot. Made on
+    /// first use, and again after a failure to make it.
+    Cluster(Box<Cluster>),
+}
+
+/// A cluster's client and its one connection, made on first use.
+struct Cluster {
+    client: ClusterClient,
+    connection: tokio::sync::OnceCell<ClusterConnection>,
+}
+
+/// A connection of either kind.
+enum Connection {
+    Server(deadpool_redis::Connection),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Connection::Server(connection) => connection.req_packed_command(cmd),
+            Connection::Cluster(connection) => connection.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Connection::Server(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(connection) => connection.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Server(connection) => connection.get_db(),
+            Connection::Cluster(connection) => connection.get_db(),
         }
     }
 }
@@ -73,19 +132,37 @@ impl RedisQueue {
     /// A queue over `settings`. Connects lazily: a Redis that is down now only makes
     /// calls fail until it is back.
     pub fn new(settings: &RedisSettings) -> Result<Self, QueueError> {
-        let mut config = Config::from_url(settings.url.clone());
-        let mut pool = PoolConfig::new(settings.max_connections.max(1));
-        pool.timeouts = Timeouts {
+        let mut pool_config = PoolConfig::new(settings.max_connections.max(1));
+        pool_config.timeouts = Timeouts {
             wait: Some(settings.timeout),
             create: Some(settings.timeout),
             recycle: Some(settings.timeout),
         };
-        config.pool = Some(pool);
-        let pool = config
-            .create_pool(Some(Runtime::Tokio1))
-            .map_err(|error| QueueError::Unavailable(error.to_string()))?;
+        let pool = if settings.cluster {
+            let nodes: Vec<&str> = settings.url.split(',').map(str::trim).collect();
+            // One retry, within the call's time limit: a node that is down fails its
+            // partitions' calls quickly instead of holding the others back.
+            let client = ClusterClientBuilder::new(nodes)
+                .retries(1)
+                .connection_timeout(settings.timeout / 4)
+                .response_timeout(settings.timeout / 4)
+                .build()
+                .map_err(unavailable)?;
+            Pool::Cluster(Box::new(Cluster {
+                client,
+                connection: tokio::sync::OnceCell::new(),
+            }))
+        } else {
+            let mut config = Config::from_url(settings.url.clone());
+            config.pool = Some(pool_config);
+            Pool::Server(
+                config
+                    .create_pool(Some(Runtime::Tokio1))
+                    .map_err(|error| QueueError::Unavailable(error.to_string()))?,
+            )
+        };
         let keys = (0..settings.partitions.max(1))
-            .map(|partition| format!("{}:{partition}", settings.prefix))
+            .map(|partition| partition_key(&settings.prefix, partition, settings.cluster))
             .collect();
         Ok(Self {
             pool,
@@ -106,11 +183,29 @@ impl RedisQueue {
         &self.keys[index]
     }
 
-    async fn connection(&self) -> Result<deadpool_redis::Connection, QueueError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|error| QueueError::Unavailable(error.to_string()))
+    async fn connection(&self) -> Result<Connection, QueueError> {
+        match &self.pool {
+            Pool::Server(pool) => pool
+                .get()
+                .await
+                .map(Connection::Server)
+                .map_err(|error| QueueError::Unavailable(error.to_string())),
+            Pool::Cluster(cluster) => cluster
+                .connection
+                .get_or_try_init(|| cluster.client.get_async_connection())
+                .await
+                .map(|connection| Connection::Cluster(connection.clone()))
+                .map_err(unavailable),
+        }
+    }
+
+    /// The entries by the key of their partition, in a stable order.
+    fn by_key<'a>(&'a self, entries: &'a [Entry]) -> std::collections::BTreeMap<&'a str, Vec<&'a Entry>> {
+        let mut grouped: std::collections::BTreeMap<&str, Vec<&Entry>> = std::collections::BTreeMap::new();
+        for entry in entries {
+            grouped.entry(self.key_of(&entry.org)).or_default().push(entry);
+        }
+        grouped
     }
 
     /// Runs `call` with the queue's time limit.
@@ -126,85 +221,97 @@ impl RedisQueue {
             .map_err(|_| QueueError::Timeout(self.timeout))?
     }
 
-    /// One pipeline of `ZADD` (with `option`, e.g. `NX`) for every entry; returns how
-    /// many members were new.
+    /// One `ZADD` (with `option`, e.g. `NX`) per partition for every entry of it;
+    /// returns how many members were new.
     async fn zadd(&self, entries: &[Entry], option: Option<&str>) -> Result<u64, QueueError> {
         if entries.is_empty() {
             return Ok(0);
         }
-        let mut pipe = redis::pipe();
-        for entry in entries {
+        let mut connection = self.connection().await?;
+        let mut added = 0;
+        let mut failed = None;
+        for (key, entries) in self.by_key(entries) {
             let mut command = redis::cmd("ZADD");
-            command.arg(self.key_of(&entry.org));
+            command.arg(key);
             if let Some(option) = option {
                 command.arg(option);
             }
-            command.arg(entry.fire_at).arg(entry.member());
-            pipe.add_command(command);
+            for entry in entries {
+                command.arg(entry.fire_at).arg(entry.member());
+            }
+            match command.query_async::<u64>(&mut connection).await {
+                Ok(new) => added += new,
+                Err(error) => failed = Some(unavailable(error)),
+            }
         }
-        let mut connection = self.connection().await?;
-        let added: Vec<u64> = pipe.query_async(&mut connection).await.map_err(unavailable)?;
-        Ok(added.iter().sum())
+        failed.map_or(Ok(added), Err)
     }
 
+    /// One `ZREM` per partition.
     async fn zrem(&self, entries: &[Entry]) -> Result<(), QueueError> {
         if entries.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        for entry in entries {
-            pipe.zrem(self.key_of(&entry.org), entry.member()).ignore();
-        }
         let mut connection = self.connection().await?;
-        pipe.query_async::<()>(&mut connection).await.map_err(unavailable)
+        let mut failed = None;
+        for (key, entries) in self.by_key(entries) {
+            let members: Vec<String> = entries.iter().map(|entry| entry.member()).collect();
+            if let Err(error) = connection.zrem::<_, _, ()>(key, members).await {
+                failed = Some(unavailable(error));
+            }
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     async fn take(&self, now: i64, limit: usize, hold_until: i64) -> Result<Vec<Entry>, QueueError> {
         let mut connection = self.connection().await?;
         let start = self.next_partition.fetch_add(1, Ordering::Relaxed);
         let mut taken = Vec::new();
+        let mut answered = Answered::default();
         for offset in 0..self.keys.len() {
             let remaining = limit.saturating_sub(taken.len());
             if remaining == 0 {
                 break;
             }
             let key = &self.keys[(start + offset) % self.keys.len()];
-            let flat: Vec<(String, i64)> = self
-                .take_due
-                .key(key)
-                .arg(now)
-                .arg(remaining)
-                .arg(hold_until)
-                .invoke_async(&mut connection)
-                .await
-                .map_err(unavailable)?;
-            for (member, fire_at) in flat {
+            let flat: Option<Vec<(String, i64)>> = answered.note(
+                key,
+                self.take_due
+                    .key(key)
+                    .arg(now)
+                    .arg(remaining)
+                    .arg(hold_until)
+                    .invoke_async(&mut connection)
+                    .await,
+            );
+            for (member, fire_at) in flat.unwrap_or_default() {
                 taken.push(Entry::from_member(&member, fire_at)?);
             }
         }
-        Ok(taken)
+        answered.or_failure(taken)
     }
 
     async fn earliest(&self) -> Result<Option<i64>, QueueError> {
         let mut connection = self.connection().await?;
         let mut earliest: Option<i64> = None;
+        let mut answered = Answered::default();
         for key in &self.keys {
-            let first: Vec<(String, i64)> = connection.zrange_withscores(key, 0, 0).await.map_err(unavailable)?;
-            if let Some((_, score)) = first.first() {
+            let first: Option<Vec<(String, i64)>> = answered.note(key, connection.zrange_withscores(key, 0, 0).await);
+            if let Some((_, score)) = first.as_deref().and_then(<[_]>::first) {
                 earliest = Some(earliest.map_or(*score, |at| at.min(*score)));
             }
         }
-        Ok(earliest)
+        answered.or_failure(earliest)
     }
 
     async fn total(&self) -> Result<u64, QueueError> {
         let mut connection = self.connection().await?;
         let mut total = 0;
+        let mut answered = Answered::default();
         for key in &self.keys {
-            let count: u64 = connection.zcard(key).await.map_err(unavailable)?;
-            total += count;
+            total += answered.note(key, connection.zcard(key).await).unwrap_or(0_u64);
         }
-        Ok(total)
+        answered.or_failure(total)
     }
 
     async fn answer(&self) -> Result<(), QueueError> {
@@ -214,6 +321,48 @@ impl RedisQueue {
             .await
             .map(drop)
             .map_err(unavailable)
+    }
+}
+
+/// Whether the partitions answered. A call over every partition goes on past one that
+/// fails (its cluster node down, say), so the timers of the others still fire; it
+/// fails only if none answered.
+#[derive(Default)]
+struct Answered {
+    some: bool,
+    failure: Option<QueueError>,
+}
+
+impl Answered {
+    fn note<T>(&mut self, key: &str, result: redis::RedisResult<T>) -> Option<T> {
+        match result {
+            Ok(value) => {
+                self.some = true;
+                Some(value)
+            }
+            Err(error) => {
+                tracing::warn!(%error, key, "a timer partition did not answer");
+                self.failure = Some(unavailable(error));
+                None
+            }
+        }
+    }
+
+    fn or_failure<T>(self, value: T) -> Result<T, QueueError> {
+        match self.failure {
+            Some(failure) if !self.some => Err(failure),
+            _ => Ok(value),
+        }
+    }
+}
+
+/// The key of one partition: on a cluster, the partition number is the hash tag, so
+/// the key's slot depends on it alone.
+fn partition_key(prefix: &str, partition: u16, cluster: bool) -> String {
+    if cluster {
+        format!("{prefix}:{{{partition}}}")
+    } else {
+        format!("{prefix}:{partition}")
     }
 }
 
@@ -248,5 +397,16 @@ impl TimerQueue for RedisQueue {
 
     fn ping(&self) -> QueueFuture<'_, ()> {
         Box::pin(self.timed("PING", self.answer()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partition_key;
+
+    #[test]
+    fn a_cluster_key_is_tagged_by_its_partition() {
+        assert_eq!(partition_key("agentprocess:timers", 3, false), "agentprocess:timers:3");
+        assert_eq!(partition_key("agentprocess:timers", 3, true), "agentprocess:timers:{3}");
     }
 }

@@ -257,6 +257,9 @@ minAvailable: {{ .minAvailable | toYaml }}
 {{- $v := .Values -}}
 AGENTPROCESS_REDIS_PREFIX: {{ $v.redis.prefix | quote }}
 AGENTPROCESS_REDIS_PARTITIONS: {{ include "agentprocess.number" $v.redis.partitions | quote }}
+{{- if $v.redis.cluster }}
+AGENTPROCESS_REDIS_CLUSTER: "true"
+{{- end }}
 AGENTPROCESS_REDIS_TIMEOUT_SECONDS: {{ include "agentprocess.number" $v.redis.timeoutSeconds | quote }}
 AGENTPROCESS_LOG_JSON: {{ $v.log.json | toString | quote }}
 {{- if $v.log.filter }}
@@ -268,6 +271,9 @@ AGENTPROCESS_SHUTDOWN_DELAY_SECONDS: {{ include "agentprocess.number" $v.shutdow
 {{- end }}
 {{- if $v.metrics.prometheus.enabled }}
 AGENTPROCESS_METRICS_LISTEN: {{ printf "0.0.0.0:%d" (int64 $v.metrics.prometheus.port) | quote }}
+{{- end }}
+{{- if $v.metrics.organizations }}
+AGENTPROCESS_METRICS_ORGANIZATIONS: {{ join "," $v.metrics.organizations | quote }}
 {{- end }}
 {{- if $v.otel.endpoint }}
 OTEL_EXPORTER_OTLP_ENDPOINT: {{ $v.otel.endpoint | quote }}

@@ -110,6 +110,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         service_name: "agentprocess-dev",
         log_json: false,
         prometheus: false,
+        watched_organizations: &[],
     })?);
     // Read before anything is made, so a wrong --processes leaves nothing behind.
     let (origin, processes) = match &dev.processes {

@@ -112,6 +112,7 @@ async fn main() -> anyhow::Result<()> {
                 service_name: "agentprocess-migrate",
                 log_json: std::env::var("AGENTPROCESS_LOG_JSON").is_ok_and(|value| value == "true"),
                 prometheus: false,
+                watched_organizations: &[],
             })?;
             let store = agentprocess_store::SqlStore::connect(&database_url, 1).await?;
             store.migrate().await?;

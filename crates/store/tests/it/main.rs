@@ -3,5 +3,6 @@
 
 mod concurrency;
 mod directory;
+mod retention;
 mod rows;
 mod support;

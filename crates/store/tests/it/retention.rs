@@ -1,0 +1,73 @@
+//! Purges by age: old rows go, a batch at a time; young ones, pending deliveries and
+//! notifications still delivering stay.
+
+use agentprocess_store::{Purge, Store as _};
+
+use crate::support::{TestDb, on_both};
+
+/// Rows of every purged table, old (at 10) and young (at 1000), written as raw SQL so
+/// the test reads exactly what each purge keeps.
+const ROWS: &str = "
+INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES
+  ('o', 'old-1', 'claim', 'h', '{}', 10), ('p', 'old-2', 'claim', 'h', '{}', 11),
+  ('o', 'old-3', 'claim', 'h', '{}', 12), ('o', 'young', 'claim', 'h', '{}', 1000);
+INSERT INTO notifications (org_id, id, run_id, event, body, created_at) VALUES
+  ('o', 'n_delivered', 'r', 'run.ended', '{}', 10), ('o', 'n_pending', 'r', 'run.ended', '{}', 10),
+  ('o', 'n_none', 'r', 'run.ended', '{}', 10), ('o', 'n_young', 'r', 'run.ended', '{}', 1000);
+INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) VALUES
+  ('o', 'n_delivered', 'w', 'delivered', 1, 0, 20), ('o', 'n_pending', 'w', 'pending', 3, 0, 20),
+  ('o', 'n_young', 'w', 'failed', 8, 0, 1000);
+INSERT INTO sessions (id_hash, data, expires_at) VALUES ('s_old', '{}', 10), ('s_young', '{}', 1000);
+INSERT INTO access_tokens (token_hash, org_id, identity_id, created_at, revoked_at, id, expires_at) VALUES
+  ('t_expired', 'o', 'ann', 1, NULL, 'tok_1', 10), ('t_revoked', 'o', 'ann', 1, 10, 'tok_2', NULL),
+  ('t_live', 'o', 'ann', 1, NULL, 'tok_3', NULL), ('t_young', 'o', 'ann', 1, NULL, 'tok_4', 1000);
+INSERT INTO oauth_codes (code_hash, grant_id, redirect_uri, code_challenge, expires_at) VALUES
+  ('c_old', 'g', 'https://x/cb', 'c', 10), ('c_young', 'g', 'https://x/cb', 'c', 1000);
+INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at, expires_at) VALUES
+  ('rt_old', 'g', 1, 10), ('rt_young', 'g', 1, 1000);
+INSERT INTO oauth_assertions (client_id, jti_hash, expires_at) VALUES ('cl', 'j_old', 10), ('cl', 'j_young', 1000);
+";
+
+async fn keys(db: &TestDb, sql: &str) -> Vec<String> {
+    let mut connection = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .expect("connect");
+    let rows: Vec<(String,)> = sqlx::query_as(sql).fetch_all(&mut connection).await.expect(sql);
+    let mut keys: Vec<String> = rows.into_iter().map(|(key,)| key).collect();
+    keys.sort();
+    keys
+}
+
+on_both!(purges_remove_only_what_is_old_and_settled, purges);
+async fn purges(db: &TestDb) {
+    sqlx::any::install_default_drivers();
+    let mut connection = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .expect("connect");
+    sqlx::raw_sql(ROWS).execute(&mut connection).await.expect("rows");
+    let store = &db.store;
+
+    // A batch is at most `limit` rows, oldest first, across organizations.
+    assert_eq!(store.purge(Purge::Requests, 500, 2).await.expect("purge"), 2);
+    assert_eq!(keys(db, "SELECT request_id FROM idempotency").await, ["old-3", "young"]);
+    for what in Purge::ALL {
+        store.purge(what, 500, 100).await.expect("purge");
+    }
+    let expect = [
+        ("SELECT request_id FROM idempotency", vec!["young"]),
+        // A pending delivery is kept however old, and so is its notification.
+        ("SELECT notification_id FROM deliveries", vec!["n_pending", "n_young"]),
+        ("SELECT id FROM notifications", vec!["n_pending", "n_young"]),
+        ("SELECT id_hash FROM sessions", vec!["s_young"]),
+        ("SELECT token_hash FROM access_tokens", vec!["t_live", "t_young"]),
+        ("SELECT code_hash FROM oauth_codes", vec!["c_young"]),
+        ("SELECT token_hash FROM oauth_refresh_tokens", vec!["rt_young"]),
+        ("SELECT jti_hash FROM oauth_assertions", vec!["j_young"]),
+    ];
+    for (sql, kept) in expect {
+        assert_eq!(keys(db, sql).await, kept, "{sql}");
+    }
+    for what in Purge::ALL {
+        assert_eq!(store.purge(what, 500, 100).await.expect("purge"), 0, "{}", what.name());
+    }
+}
