@@ -71,3 +71,26 @@ async fn purges(db: &TestDb) {
         assert_eq!(store.purge(what, 500, 100).await.expect("purge"), 0, "{}", what.name());
     }
 }
+
+/// On PostgreSQL the queue tables are vacuumed and analyzed after about a thousand
+/// changes, not at PostgreSQL's 10–20 % of the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_tables_are_vacuumed_and_analyzed_early_on_postgres() {
+    sqlx::any::install_default_drivers();
+    let db = TestDb::new(agentprocess_store::Dialect::Postgres).await;
+    db.store.migrate().await.expect("migrating again changes nothing");
+    for table in ["work_index", "timers"] {
+        let options = keys(
+            &db,
+            &format!("SELECT unnest(reloptions) FROM pg_class WHERE relname = '{table}'"),
+        )
+        .await;
+        for wanted in [
+            "autovacuum_analyze_threshold=1000",
+            "autovacuum_vacuum_scale_factor=0.02",
+        ] {
+            assert!(options.iter().any(|option| option == wanted), "{table}: {options:?}");
+        }
+    }
+    db.drop_database().await;
+}
