@@ -12,19 +12,22 @@ const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// What a tool call answered.
 #[derive(Debug)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// `{ ok: true, data }`: the data.
     Ok(Value),
     /// `{ ok: false, error }`: the tool refused the call.
     Refused {
+        /// The error code.
         code: String,
+        /// The error message.
         message: String,
+        /// Every issue named.
         issues: Vec<String>,
     },
 }
 
 /// An MCP endpoint reached over HTTP/1.1 with a pool of keep-alive connections.
-pub(crate) struct Mcp {
+pub struct Mcp {
     http: reqwest::Client,
     url: String,
     next_id: AtomicU64,
@@ -32,7 +35,7 @@ pub(crate) struct Mcp {
 
 impl Mcp {
     /// A client of the endpoint at `url` (`http://host:port/mcp`).
-    pub(crate) fn new(url: &str, connections: usize) -> anyhow::Result<Self> {
+    pub fn new(url: &str, connections: usize) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(connections)
             .tcp_nodelay(true)
@@ -49,7 +52,7 @@ impl Mcp {
     /// Calls `tool` with `arguments` as the bearer of `token`. An error means the call
     /// did not reach the tool or its answer was not a tool result (HTTP status,
     /// JSON-RPC error, malformed body).
-    pub(crate) async fn call(&self, token: &str, tool: &str, arguments: Value) -> anyhow::Result<Answer> {
+    pub async fn call(&self, token: &str, tool: &str, arguments: Value) -> anyhow::Result<Answer> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({
             "jsonrpc": "2.0",

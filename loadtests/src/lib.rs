@@ -1,6 +1,7 @@
-//! What the load-test binaries share: percentiles of measured durations, and what
-//! processes used (CPU, memory).
+//! What the load-test binaries share: an MCP client, percentiles of measured
+//! durations, and what processes used (CPU, memory).
 
+pub mod client;
 pub mod machine;
 
 /// Percentiles of a set of latencies, in milliseconds.

@@ -12,7 +12,6 @@
 //! rate, the claim conflicts, p50/p99 latencies of each call and of a whole cycle, the
 //! CPU each watched process used per cycle, and one machine-readable `RESULT …` line.
 
-mod client;
 mod stats;
 
 use std::process::ExitCode;
@@ -24,7 +23,7 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use serde_json::{Value, json};
 
-use crate::client::{Answer, Mcp};
+use agentprocess_loadtests::client::{Answer, Mcp};
 use agentprocess_loadtests::machine::{CpuSource, CpuWindow, rss_kib};
 use agentprocess_loadtests::{Summary, summarize};
 

@@ -364,23 +364,46 @@ fn page<T>(mut items: Vec<T>, limit: u32, key: impl Fn(&T, usize) -> Keyset) -> 
     Page { items, next }
 }
 
+const WORK_COLUMNS: &str = "run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item";
+
 pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQuery) -> Result<Page<WorkRow>> {
-    let mut query = Query::new(
-        "SELECT run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item \
-         FROM work_index",
-    );
-    let org_bind = query.text(org);
-    query.push(&format!(" WHERE org_id = {org_bind}"));
+    let mut query = Query::new("");
+    let org = query.text(org);
+    // What every list shares after its own condition: the process, the page's start,
+    // the order and the limit.
+    let process = work.process.as_deref().map(|process| query.text(process));
+    let after = work.after.as_ref().map(|after| {
+        let (run_id, step_id) = after.id.split_once(' ').unwrap_or((after.id.as_str(), ""));
+        (query.int(after.at), query.text(run_id), query.text(step_id))
+    });
+    let limit = query.int(i64::from(work.limit) + 1);
+    let rest = {
+        let mut rest = String::new();
+        if let Some(process) = &process {
+            rest.push_str(&format!(" AND process = {process}"));
+        }
+        if let Some((at, run_id, step_id)) = &after {
+            rest.push_str(&format!(
+                " AND (since > {at} OR (since = {at} AND (run_id > {run_id} OR (run_id = {run_id} AND step_id > {step_id}))))"
+            ));
+        }
+        rest.push_str(&format!(" ORDER BY since, run_id, step_id LIMIT {limit}"));
+        rest
+    };
     match work.kind {
         WorkKind::Agent => {
-            // The literal lets the planner use the partial index `work_agent`.
+            // The literal lets the planner use the partial index `work_agent` (or
+            // `work_agent_by_process`).
             let now = query.int(work.now);
             query.push(&format!(
-                " AND kind = 'agent' AND (lease_until IS NULL OR lease_until <= {now})"
+                "SELECT {WORK_COLUMNS} FROM work_index WHERE org_id = {org} AND kind = 'agent' \
+                 AND (lease_until IS NULL OR lease_until <= {now}){rest}"
             ));
         }
         WorkKind::Item => {
-            let kind = query.text("item");
+            // One ordered list per group and one for the person, each read in order from
+            // its index and cut at the limit, then merged: an OR of them would make the
+            // database gather and sort every open item of every one of them.
             let mut whom = Vec::new();
             for group in &work.groups {
                 whom.push(format!("assignee_group = {}", query.text(group)));
@@ -394,24 +417,21 @@ pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQ
                     next: None,
                 });
             }
-            query.push(&format!(" AND kind = {kind} AND ({})", whom.join(" OR ")));
+            let lists: Vec<String> = whom
+                .iter()
+                .map(|who| {
+                    format!(
+                        "SELECT * FROM (SELECT {WORK_COLUMNS} FROM work_index WHERE org_id = {org} \
+                         AND kind = 'item' AND {who}{rest}) AS list"
+                    )
+                })
+                .collect();
+            query.push(&format!(
+                "SELECT {WORK_COLUMNS} FROM ({}) AS lists ORDER BY since, run_id, step_id LIMIT {limit}",
+                lists.join(" UNION ")
+            ));
         }
     }
-    if let Some(process) = &work.process {
-        let process = query.text(process);
-        query.push(&format!(" AND process = {process}"));
-    }
-    if let Some(after) = &work.after {
-        let (run_id, step_id) = after.id.split_once(' ').unwrap_or((after.id.as_str(), ""));
-        let at = query.int(after.at);
-        let run_id = query.text(run_id);
-        let step_id = query.text(step_id);
-        query.push(&format!(
-            " AND (since > {at} OR (since = {at} AND (run_id > {run_id} OR (run_id = {run_id} AND step_id > {step_id}))))"
-        ));
-    }
-    let limit = query.int(i64::from(work.limit) + 1);
-    query.push(&format!(" ORDER BY since, run_id, step_id LIMIT {limit}"));
     let rows = query.fetch(connection).await?;
     let items = rows.iter().map(work_row).collect::<Result<Vec<_>>>()?;
     Ok(page(items, work.limit, |row, _| Keyset {

@@ -1,7 +1,6 @@
 //! The Redis adapter: one sorted set per partition, member = the timer, score = when
 //! it is due in milliseconds. On one Redis server or a Redis Cluster: every command
-//! and every pipeline touches one key, so a cluster routes each to the node that
-//! holds that partition.
+//! touches one key, so a cluster routes each to the node that holds that partition.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

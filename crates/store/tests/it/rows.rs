@@ -178,6 +178,51 @@ async fn listing(db: &TestDb) {
     assert_eq!((ids(&last), last.next), (vec!["r_4".to_owned()], None));
 }
 
+on_both!(
+    items_of_several_assignees_merge_in_order_and_page_across_them,
+    merged_items
+);
+async fn merged_items(db: &TestDb) {
+    let store = &db.store;
+    let mut run = run_row("r_1", "p", "active", 100, &[]);
+    let item = |step: &str, since, group: Option<&str>, person: Option<&str>| WorkRow {
+        group: group.map(str::to_owned),
+        person: person.map(str::to_owned),
+        ..work_row("r_1", step, WorkKind::Item, since)
+    };
+    run.work = vec![
+        item("a", 100, Some("finance"), None),
+        item("b", 200, None, Some("ann@example.com")),
+        item("c", 300, Some("legal"), None),
+        item("d", 400, Some("finance"), None),
+        item("e", 500, Some("finance"), Some("ann@example.com")),
+        item("f", 600, Some("sales"), None),
+    ];
+    let mut tx = store.begin().await.expect("begin");
+    tx.put_run("o", &run, true, None).await.expect("put");
+    tx.commit().await.expect("commit");
+    let mut query = WorkQuery {
+        kind: WorkKind::Item,
+        now: 0,
+        groups: vec!["finance".to_owned(), "legal".to_owned()],
+        person: Some("ann@example.com".to_owned()),
+        process: None,
+        after: None,
+        limit: 2,
+    };
+    let mut pages = Vec::new();
+    loop {
+        let page = store.work("o", &query).await.expect("work");
+        pages.push(page.items.iter().map(|row| row.step_id.clone()).collect::<Vec<_>>());
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => break,
+        }
+    }
+    // In order across the three lists; `e`, both a group's and the person's, once.
+    assert_eq!(pages, [vec!["a", "b"], vec!["c", "d"], vec!["e"]]);
+}
+
 on_both!(work_lists_ready_steps_expired_leases_and_items_for_the_caller, work);
 async fn work(db: &TestDb) {
     let store = &db.store;
