@@ -17,7 +17,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 use agentprocess_loadtests::client::{Answer, Mcp};
-use agentprocess_loadtests::summarize;
+use agentprocess_loadtests::{micros_since, summarize};
 
 /// Measures single calls one at a time.
 #[derive(Debug, Parser)]
@@ -111,7 +111,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         for (index, (token, tool, arguments)) in reads.into_iter().enumerate() {
             let started = Instant::now();
             let answer = data(mcp.call(token, tool, arguments).await, tool)?;
-            samples[index].push(micros(started));
+            samples[index].push(micros_since(started));
             if index == 0 {
                 listed = answer;
             }
@@ -126,7 +126,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         claim["requestId"] = json!(request_id("claim"));
         let started = Instant::now();
         let claimed = data(mcp.call(&cli.agent_token, "claim", claim).await, "claim")?;
-        samples[4].push(micros(started));
+        samples[4].push(micros_since(started));
         let submit = json!({
             "token": claimed["token"],
             "output": { "result": "ok" },
@@ -136,7 +136,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         });
         let started = Instant::now();
         data(mcp.call(&cli.agent_token, "submit", submit).await, "submit")?;
-        samples[5].push(micros(started));
+        samples[5].push(micros_since(started));
     }
 
     println!("call                          n     p50 ms   p99 ms   max ms");
@@ -163,8 +163,4 @@ fn data(answer: anyhow::Result<Answer>, tool: &str) -> anyhow::Result<Value> {
         Answer::Ok(data) => Ok(data),
         Answer::Refused { code, message, issues } => bail!("{tool}: {code}: {message} {issues:?}"),
     }
-}
-
-fn micros(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
 }

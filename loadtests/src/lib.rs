@@ -36,6 +36,11 @@ pub fn summarize(samples: &mut [u64]) -> Summary {
     }
 }
 
+/// Microseconds since `start`.
+pub fn micros_since(start: std::time::Instant) -> u64 {
+    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 fn millis(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }

@@ -25,9 +25,9 @@ use serde_json::{Value, json};
 
 use agentprocess_loadtests::client::{Answer, Mcp};
 use agentprocess_loadtests::machine::{CpuSource, CpuWindow, rss_kib};
-use agentprocess_loadtests::{Summary, summarize};
+use agentprocess_loadtests::{Summary, micros_since, summarize};
 
-use crate::stats::{Stats, micros_since};
+use crate::stats::Stats;
 
 /// Measures agent cycles per second (get_work → claim → submit) against an
 /// agentprocess API server.

@@ -1,7 +1,6 @@
 //! What the agents measured: counts, latencies in microseconds, and refusals.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 /// How many examples of each kind of error to keep for the report.
 const SAMPLES_PER_KIND: usize = 3;
@@ -68,9 +67,4 @@ impl Stats {
     pub(crate) fn error_count(&self) -> u64 {
         self.errors.values().sum()
     }
-}
-
-/// Microseconds since `start`.
-pub(crate) fn micros_since(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
 }

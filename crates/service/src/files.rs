@@ -197,8 +197,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// a transaction that re-checks it is uncited (a citing write locks the row), then the
     /// bytes.
     pub(crate) async fn sweep_uploads(&self, retention: std::time::Duration) -> Result<usize, String> {
-        let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-        let before = millis(self.now()).saturating_sub(retention);
+        let before = millis(self.now()).saturating_sub(crate::scheduler::duration_millis(retention));
         let stale = self
             .store
             .uncited_uploads(before, 500)

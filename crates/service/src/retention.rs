@@ -9,6 +9,7 @@ use std::time::Duration;
 use agentprocess_blobs::Blobs;
 use agentprocess_store::{Purge, Store};
 
+use crate::scheduler::duration_millis;
 use crate::{Service, millis};
 
 /// Rows a purge statement removes at most.
@@ -43,7 +44,7 @@ impl Default for Retention {
 impl Retention {
     /// Each kind of record purged and the time (milliseconds) before which it goes.
     pub fn cutoffs(&self, now: i64) -> Vec<(Purge, i64)> {
-        let before = |kept: Duration| now.saturating_sub(i64::try_from(kept.as_millis()).unwrap_or(i64::MAX));
+        let before = |kept: Duration| now.saturating_sub(duration_millis(kept));
         Purge::ALL
             .into_iter()
             .map(|what| {

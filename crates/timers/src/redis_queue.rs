@@ -207,7 +207,6 @@ impl RedisQueue {
         grouped
     }
 
-    /// Runs `call` with the queue's time limit.
     /// `call` (Redis `operation`) within the time limit, in a span of its own.
     async fn timed<T>(
         &self,
