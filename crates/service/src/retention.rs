@@ -4,6 +4,7 @@
 //! without bound and no purge holds a lock for long. Runs and the audit log are the
 //! record and are kept.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use agentprocess_blobs::Blobs;
@@ -17,6 +18,8 @@ const BATCH: u32 = 500;
 /// Batches of one kind in one pass at most: a backlog is worked off over several
 /// passes rather than in one long one.
 const BATCHES_PER_PASS: u32 = 200;
+/// Organizations listed per page while purging their records.
+const ORGANIZATIONS_PER_PAGE: u32 = 500;
 /// How long spent credentials (expired or revoked tokens, expired codes and refresh
 /// tokens) are kept after they stopped working, for an admin's listing
 /// and an incident's reading.
@@ -105,27 +108,66 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// One pass over every kind of record kept for a time, by this service's clock.
+    /// Organizations' records are purged one organization at a time (each statement
+    /// names one, so a database sharded by organization routes it to one shard); the
+    /// directory's credentials in one go.
     async fn purge(&self, retention: &Retention) {
-        for (what, before) in retention.cutoffs(millis(self.now())) {
-            let mut removed = 0;
-            for _ in 0..BATCHES_PER_PASS {
-                match self.store.purge(what, before, BATCH).await {
-                    Ok(batch) => {
-                        removed += batch;
-                        if batch < u64::from(BATCH) {
-                            break;
-                        }
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, what = what.name(), "purge failed; trying again next pass");
-                        break;
-                    }
+        let cutoffs = retention.cutoffs(millis(self.now()));
+        let (organizations, directory): (Vec<_>, Vec<_>) =
+            cutoffs.into_iter().partition(|(what, _)| what.per_organization());
+        let mut removed: HashMap<Purge, u64> = HashMap::new();
+        for &(what, before) in &directory {
+            *removed.entry(what).or_default() += self.purge_batches(what, None, before).await;
+        }
+        let mut after: Option<String> = None;
+        loop {
+            let page = match self
+                .store
+                .organization_ids(after.as_deref(), ORGANIZATIONS_PER_PAGE)
+                .await
+            {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, "listing organizations to purge failed; trying again next pass");
+                    break;
+                }
+            };
+            for org in &page {
+                for &(what, before) in &organizations {
+                    *removed.entry(what).or_default() += self.purge_batches(what, Some(org), before).await;
                 }
             }
+            if page.len() < ORGANIZATIONS_PER_PAGE as usize {
+                break;
+            }
+            after = page.last().cloned();
+        }
+        for (what, removed) in removed {
             if removed > 0 {
                 tracing::info!(removed, what = what.name(), "purged");
             }
         }
+    }
+
+    /// Batches of one kind (of one organization) until one comes back short, at most
+    /// [`BATCHES_PER_PASS`]; how many rows went.
+    async fn purge_batches(&self, what: Purge, org: Option<&str>, before: i64) -> u64 {
+        let mut removed = 0;
+        for _ in 0..BATCHES_PER_PASS {
+            match self.store.purge(what, org, before, BATCH).await {
+                Ok(batch) => {
+                    removed += batch;
+                    if batch < u64::from(BATCH) {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, what = what.name(), org, "purge failed; trying again next pass");
+                    break;
+                }
+            }
+        }
+        removed
     }
 }
 

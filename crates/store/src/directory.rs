@@ -171,6 +171,20 @@ pub struct AuditFilter {
     pub limit: u32,
 }
 
+pub(crate) async fn organization_ids(
+    connection: &mut AnyConnection,
+    after: Option<&str>,
+    limit: u32,
+) -> Result<Vec<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT id FROM organizations WHERE id > $1 ORDER BY id LIMIT $2")
+            .bind(after.unwrap_or(""))
+            .bind(i64::from(limit))
+            .fetch_all(connection)
+            .await?,
+    )
+}
+
 pub(crate) async fn organization(
     connection: &mut AnyConnection,
     column: OrgKey,

@@ -40,6 +40,9 @@ pub enum Error {
     /// A row holds what no write of ours produces.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// A call the method's contract does not allow (a bug in the caller).
+    #[error("store misuse: {0}")]
+    Misuse(String),
 }
 
 impl Error {
@@ -126,9 +129,20 @@ pub trait Store: Directory + Grants {
     /// organizations, oldest first: (organization, id).
     fn uncited_uploads(&self, before: i64, limit: u32) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
 
-    /// Removes up to `limit` rows of `what` older than `before` (milliseconds), across
-    /// organizations, in one short statement; how many.
-    fn purge(&self, what: Purge, before: i64, limit: u32) -> impl Future<Output = Result<u64>> + Send;
+    /// Removes up to `limit` rows of `what` older than `before` (milliseconds), in one
+    /// short statement; how many. `org` names the organization for the kinds that are
+    /// [per organization](Purge::per_organization), and is `None` for the others.
+    fn purge(
+        &self,
+        what: Purge,
+        org: Option<&str>,
+        before: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Organization ids after `after` in id order, up to `limit`: for the sweeps that
+    /// visit each organization.
+    fn organization_ids(&self, after: Option<&str>, limit: u32) -> impl Future<Output = Result<Vec<String>>> + Send;
 
     /// Timers due at or before `before` (milliseconds), across organizations, earliest
     /// first, starting after `after` (for paging).

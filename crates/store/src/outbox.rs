@@ -1,5 +1,7 @@
 //! Webhook endpoints, the notification outbox and its deliveries.
 
+use std::collections::BTreeMap;
+
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
@@ -115,10 +117,10 @@ pub(crate) async fn add_notification_in_one_statement(
     execute_notification(
         connection,
         "WITH n AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING org_id, id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at) \
          INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
-         SELECT n.org_id, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
-         FROM n JOIN webhooks w ON w.org_id = n.org_id",
+         SELECT $1, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
+         FROM n JOIN webhooks w ON w.org_id = $1",
         org,
         notification,
     )
@@ -149,55 +151,86 @@ async fn execute_notification(
 /// Takes up to `limit` pending deliveries due at `now` for an attempt: each counts
 /// one more attempt and is hidden from other loops until `hold_until`, so a loop
 /// that dies mid-attempt delays a delivery and never loses it.
+///
+/// The due deliveries are found across organizations, then taken and read one
+/// organization at a time, so every write names one organization (as a database
+/// sharded by organization needs: a locking read across shards is not possible).
 pub(crate) async fn take_deliveries(
     connection: &mut AnyConnection,
     now: i64,
     hold_until: i64,
     limit: u32,
-    skip_locked: &str,
 ) -> Result<Vec<Delivery>> {
-    // The outer conditions repeat the inner ones: PostgreSQL re-checks them on a row
-    // another loop updated first, so no delivery is taken twice.
-    let taken = sqlx::query(&format!(
-        "UPDATE deliveries SET next_at = $2, attempts = attempts + 1, updated_at = $1 \
-         WHERE status = 'pending' AND next_at <= $1 \
-         AND (org_id, notification_id, webhook_id) IN ( \
-             SELECT org_id, notification_id, webhook_id FROM deliveries \
-             WHERE status = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $3{skip_locked}) \
-         RETURNING org_id, notification_id, webhook_id, attempts"
-    ))
+    let due = sqlx::query(
+        "/* all organizations: the delivery loop finds what is due everywhere */ \
+         SELECT org_id, notification_id, webhook_id FROM deliveries \
+         WHERE status = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $2",
+    )
     .bind(now)
-    .bind(hold_until)
     .bind(i64::from(limit))
     .fetch_all(&mut *connection)
     .await?;
-    if taken.is_empty() {
+    let mut by_org: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for row in &due {
+        by_org
+            .entry(row.try_get("org_id")?)
+            .or_default()
+            .push((row.try_get("notification_id")?, row.try_get("webhook_id")?));
+    }
+    let mut taken = Vec::new();
+    for (org, keys) in by_org {
+        taken.extend(take_of_organization(connection, &org, &keys, now, hold_until).await?);
+    }
+    Ok(taken)
+}
+
+/// Takes those of `keys` still pending and due (another loop may have taken some
+/// since they were found: the conditions are checked again on the row, under its
+/// lock), and reads what their attempts need.
+async fn take_of_organization(
+    connection: &mut AnyConnection,
+    org: &str,
+    keys: &[(String, String)],
+    now: i64,
+    hold_until: i64,
+) -> Result<Vec<Delivery>> {
+    let mut take = Query::new("");
+    let org_bind = take.text(org);
+    let now_bind = take.int(now);
+    let hold_bind = take.int(hold_until);
+    let listed = key_list(&mut take, keys);
+    take.push(&format!(
+        "UPDATE deliveries SET next_at = {hold_bind}, attempts = attempts + 1, updated_at = {now_bind} \
+         WHERE org_id = {org_bind} AND status = 'pending' AND next_at <= {now_bind} \
+         AND (notification_id, webhook_id) IN ({listed}) RETURNING notification_id, webhook_id"
+    ));
+    let rows = take.fetch(&mut *connection).await?;
+    if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let mut query = Query::new("");
-    let keys = taken
+    let taken = rows
         .iter()
-        .map(|row| {
-            let org: String = row.try_get("org_id")?;
-            let notification: String = row.try_get("notification_id")?;
-            let webhook: String = row.try_get("webhook_id")?;
-            Ok(format!(
-                "({}, {}, {})",
-                query.text(&org),
-                query.text(&notification),
-                query.text(&webhook)
-            ))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    query.push(&format!(
+        .map(|row| Ok((row.try_get("notification_id")?, row.try_get("webhook_id")?)))
+        .collect::<Result<Vec<(String, String)>>>()?;
+    let mut read = Query::new("");
+    let org_bind = read.text(org);
+    let listed = key_list(&mut read, &taken);
+    read.push(&format!(
         "SELECT d.org_id, d.notification_id, d.webhook_id, d.attempts, w.url, w.secret, n.body, n.trace_parent \
          FROM deliveries d \
          JOIN notifications n ON n.org_id = d.org_id AND n.id = d.notification_id \
          JOIN webhooks w ON w.org_id = d.org_id AND w.id = d.webhook_id \
-         WHERE (d.org_id, d.notification_id, d.webhook_id) IN ({})",
-        keys.join(", ")
+         WHERE d.org_id = {org_bind} AND (d.notification_id, d.webhook_id) IN ({listed})"
     ));
-    query.fetch(connection).await?.iter().map(delivery).collect()
+    read.fetch(connection).await?.iter().map(delivery).collect()
+}
+
+/// `($n, $m), …` for (notification, webhook) pairs.
+fn key_list(query: &mut Query, keys: &[(String, String)]) -> String {
+    keys.iter()
+        .map(|(notification, webhook)| format!("({}, {})", query.text(notification), query.text(webhook)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn delivery(row: &AnyRow) -> Result<Delivery> {

@@ -4,7 +4,7 @@
 
 use sqlx::AnyConnection;
 
-use crate::Result;
+use crate::{Error, Result};
 
 /// What a purge removes: rows older than its `before` (milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,23 +88,55 @@ impl Purge {
         }
     }
 
-    /// One batch: `$1` is `before`, `$2` the limit. The batch is picked oldest first
-    /// through the index on the age column, then deleted by primary key.
+    /// Whether the rows belong to organizations (and are purged one organization at a
+    /// time, so each statement names one, as a database sharded by organization
+    /// needs) or to the directory of credentials (purged whole).
+    pub fn per_organization(self) -> bool {
+        matches!(self, Purge::Requests | Purge::SettledDeliveries | Purge::Notifications)
+    }
+
+    /// One batch: `$1` is `before`, `$2` the limit, `$3` the organization where the
+    /// rows have one. The batch is picked oldest first through the index on the age
+    /// column, then deleted by primary key.
     fn statement(self) -> String {
         let (table, key, age, also) = self.target();
+        let org = if self.per_organization() {
+            "org_id = $3 AND "
+        } else {
+            ""
+        };
         format!(
-            "DELETE FROM {table} WHERE ({key}) IN \
-             (SELECT {key} FROM {table} WHERE {age} < $1{also} ORDER BY {age} LIMIT $2)"
+            "DELETE FROM {table} WHERE {org}({key}) IN \
+             (SELECT {key} FROM {table} WHERE {org}{age} < $1{also} ORDER BY {age} LIMIT $2)"
         )
     }
 }
 
-/// Removes up to `limit` rows of `what` older than `before`; how many.
-pub(crate) async fn purge(connection: &mut AnyConnection, what: Purge, before: i64, limit: u32) -> Result<u64> {
-    let done = sqlx::query(&what.statement())
-        .bind(before)
-        .bind(i64::from(limit))
-        .execute(connection)
-        .await?;
+/// Removes up to `limit` rows of `what` older than `before`, of `org` where the kind
+/// is per organization; how many.
+pub(crate) async fn purge(
+    connection: &mut AnyConnection,
+    what: Purge,
+    org: Option<&str>,
+    before: i64,
+    limit: u32,
+) -> Result<u64> {
+    if what.per_organization() != org.is_some() {
+        return Err(Error::Misuse(format!(
+            "{} are purged {}",
+            what.name(),
+            if what.per_organization() {
+                "one organization at a time"
+            } else {
+                "across organizations"
+            }
+        )));
+    }
+    let statement = what.statement();
+    let mut query = sqlx::query(&statement).bind(before).bind(i64::from(limit));
+    if let Some(org) = org {
+        query = query.bind(org);
+    }
+    let done = query.execute(connection).await?;
     Ok(done.rows_affected())
 }

@@ -563,7 +563,8 @@ pub(crate) async fn uncited_uploads(
     limit: u32,
 ) -> Result<Vec<(String, String)>> {
     let rows = sqlx::query(
-        "SELECT org_id, id FROM uploads WHERE cited_at IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2",
+        "/* all organizations: the upload sweep finds uncited uploads everywhere, then removes each by organization */ \
+         SELECT org_id, id FROM uploads WHERE cited_at IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2",
     )
     .bind(before)
     .bind(i64::from(limit))
@@ -592,7 +593,7 @@ pub(crate) async fn remove_uncited_upload(
 /// Agent steps claimable at `now` and open work items, across organizations.
 pub(crate) async fn work_levels(connection: &mut AnyConnection, now: i64) -> Result<WorkLevels> {
     let row = sqlx::query(
-        "SELECT \
+        "/* all organizations: the queue gauges are the whole server's */ SELECT \
          (SELECT COUNT(*) FROM work_index WHERE kind = 'agent' AND (lease_until IS NULL OR lease_until <= $1)) AS ready, \
          (SELECT COUNT(*) FROM work_index WHERE kind = 'item') AS items",
     )

@@ -274,9 +274,14 @@ impl Store for SqlStore {
         runs::uncited_uploads(&mut connection, before, limit).await
     }
 
-    async fn purge(&self, what: crate::Purge, before: i64, limit: u32) -> Result<u64> {
+    async fn purge(&self, what: crate::Purge, org: Option<&str>, before: i64, limit: u32) -> Result<u64> {
         let mut connection = self.pool.acquire().await?;
-        crate::retention::purge(&mut connection, what, before, limit).await
+        crate::retention::purge(&mut connection, what, org, before, limit).await
+    }
+
+    async fn organization_ids(&self, after: Option<&str>, limit: u32) -> Result<Vec<String>> {
+        let mut connection = self.pool.acquire().await?;
+        crate::directory::organization_ids(&mut connection, after, limit).await
     }
 
     async fn upload(&self, org: &str, id: &str) -> Result<Option<Upload>> {
@@ -305,12 +310,8 @@ impl Store for SqlStore {
     }
 
     async fn take_deliveries(&self, now: i64, hold_until: i64, limit: u32) -> Result<Vec<Delivery>> {
-        let skip_locked = match self.dialect {
-            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        };
         let mut connection = self.pool.acquire().await?;
-        outbox::take_deliveries(&mut connection, now, hold_until, limit, skip_locked).await
+        outbox::take_deliveries(&mut connection, now, hold_until, limit).await
     }
 
     async fn record_attempt(&self, delivery: &Delivery, result: &AttemptResult) -> Result<()> {

@@ -120,10 +120,12 @@ pub(crate) async fn timers_before(
     limit: u32,
 ) -> Result<Vec<TimerRow>> {
     let order = "ORDER BY fire_at, org_id, run_id, timer_id LIMIT";
+    // Each timer found is then fired in its own run's transaction, by organization.
+    let sweep = "/* all organizations: due timers are found across organizations */";
     let rows = match after {
         None => {
             sqlx::query(&format!(
-                "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 {order} $2"
+                "{sweep} SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 {order} $2"
             ))
             .bind(before)
             .bind(i64::from(limit))
@@ -132,7 +134,7 @@ pub(crate) async fn timers_before(
         }
         Some(after) => {
             sqlx::query(&format!(
-                "SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 \
+                "{sweep} SELECT org_id, run_id, timer_id, fire_at FROM timers WHERE fire_at <= $1 \
                  AND (fire_at, org_id, run_id, timer_id) > ($2, $3, $4, $5) {order} $6"
             ))
             .bind(before)
@@ -171,8 +173,10 @@ fn timer_row(row: &AnyRow) -> Result<TimerRow> {
 }
 
 pub(crate) async fn next_timer_at(connection: &mut AnyConnection) -> Result<Option<i64>> {
-    let row = sqlx::query("SELECT MIN(fire_at) AS t FROM timers")
-        .fetch_one(connection)
-        .await?;
+    let row = sqlx::query(
+        "/* all organizations: the scheduler sleeps until the earliest timer */ SELECT MIN(fire_at) AS t FROM timers",
+    )
+    .fetch_one(connection)
+    .await?;
     Ok(row.try_get::<Option<i64>, _>("t")?)
 }

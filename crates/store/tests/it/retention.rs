@@ -1,13 +1,14 @@
 //! Purges by age: old rows go, a batch at a time; young ones, pending deliveries and
 //! notifications still delivering stay.
 
-use agentprocess_store::{Purge, Store as _};
+use agentprocess_store::{Error, Purge, Store as _};
 
 use crate::support::{TestDb, on_both};
 
 /// Rows of every purged table, old (at 10) and young (at 1000), written as raw SQL so
 /// the test reads exactly what each purge keeps.
 const ROWS: &str = "
+INSERT INTO organizations (id, name, created_at) VALUES ('p', 'P', 1), ('o', 'O', 1);
 INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES
   ('o', 'old-1', 'claim', 'h', '{}', 10), ('p', 'old-2', 'claim', 'h', '{}', 11),
   ('o', 'old-3', 'claim', 'h', '{}', 12), ('o', 'young', 'claim', 'h', '{}', 1000);
@@ -47,11 +48,52 @@ async fn purges(db: &TestDb) {
     sqlx::raw_sql(ROWS).execute(&mut connection).await.expect("rows");
     let store = &db.store;
 
-    // A batch is at most `limit` rows, oldest first, across organizations.
-    assert_eq!(store.purge(Purge::Requests, 500, 2).await.expect("purge"), 2);
-    assert_eq!(keys(db, "SELECT request_id FROM idempotency").await, ["old-3", "young"]);
+    // A batch is at most `limit` rows of one organization, oldest first.
+    assert_eq!(store.purge(Purge::Requests, Some("o"), 500, 1).await.expect("purge"), 1);
+    assert_eq!(
+        keys(db, "SELECT request_id FROM idempotency").await,
+        ["old-2", "old-3", "young"]
+    );
+    assert_eq!(
+        store.purge(Purge::Requests, Some("o"), 500, 100).await.expect("purge"),
+        1
+    );
+    assert_eq!(
+        keys(db, "SELECT request_id FROM idempotency").await,
+        ["old-2", "young"],
+        "p's is kept"
+    );
+    // The kind decides whether an organization is named: a mismatch is refused.
     for what in Purge::ALL {
-        store.purge(what, 500, 100).await.expect("purge");
+        let wrong = if what.per_organization() { None } else { Some("o") };
+        assert!(
+            matches!(store.purge(what, wrong, 500, 100).await, Err(Error::Misuse(_))),
+            "{}",
+            what.name()
+        );
+    }
+    // The sweep visits organizations in id order, a page at a time.
+    let first = store.organization_ids(None, 1).await.expect("organizations");
+    assert_eq!(first, ["o"]);
+    assert_eq!(
+        store.organization_ids(Some("o"), 1).await.expect("organizations"),
+        ["p"]
+    );
+    assert!(
+        store
+            .organization_ids(Some("p"), 1)
+            .await
+            .expect("organizations")
+            .is_empty()
+    );
+    let orgs = ["o", "p"];
+    for what in Purge::ALL {
+        for org in orgs {
+            store
+                .purge(what, what.per_organization().then_some(org), 500, 100)
+                .await
+                .expect("purge");
+        }
     }
     let expect = [
         ("SELECT request_id FROM idempotency", vec!["young"]),
@@ -68,7 +110,15 @@ async fn purges(db: &TestDb) {
         assert_eq!(keys(db, sql).await, kept, "{sql}");
     }
     for what in Purge::ALL {
-        assert_eq!(store.purge(what, 500, 100).await.expect("purge"), 0, "{}", what.name());
+        for org in orgs {
+            let org = what.per_organization().then_some(org);
+            assert_eq!(
+                store.purge(what, org, 500, 100).await.expect("purge"),
+                0,
+                "{}",
+                what.name()
+            );
+        }
     }
 }
 
