@@ -29,6 +29,10 @@ FIXTURES = Path(os.environ.get("AGENTPROCESS_FIXTURES", REPO.parent / "shared" /
 # This project's own examples, built into `agentprocess`.
 EXAMPLES = REPO / "examples" / "processes"
 PG = os.environ.get("AGENTPROCESS_TEST_PG", "postgres://postgres@127.0.0.1:5432")
+# The suite's own SQL (making databases, reading rows back) connects as another role
+# where scripts/test records the servers' statements (tests/statements), so that
+# only what the servers sent is checked.
+HARNESS_PG = os.environ.get("AGENTPROCESS_TEST_PG_HARNESS", PG)
 
 # The identities dev mode makes; the PostgreSQL seed makes the same.
 IDENTITIES = {
@@ -169,7 +173,7 @@ def start_sqlite(processes: Path | None = FIXTURES, extra: tuple[str, ...] = (),
 
 def psql(sql: str, database: str = "postgres") -> str:
     return subprocess.run(
-        ["psql", f"{PG}/{database}", "-v", "ON_ERROR_STOP=1", "-Atc", sql],
+        ["psql", f"{HARNESS_PG}/{database}", "-v", "ON_ERROR_STOP=1", "-Atc", sql],
         check=True, capture_output=True, text=True,
     ).stdout
 

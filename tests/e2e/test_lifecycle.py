@@ -163,7 +163,7 @@ def test_readiness_waits_for_the_migrations_of_this_build():
 def run_locked(database: str, run_id: str):
     """Holds the run's row lock in a transaction of its own until the block ends, so
     that writes to the run wait in the server."""
-    holder = subprocess.Popen(["psql", f"{servers.PG}/{database}", "-At", "-v", "ON_ERROR_STOP=1"],
+    holder = subprocess.Popen(["psql", f"{servers.HARNESS_PG}/{database}", "-At", "-v", "ON_ERROR_STOP=1"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdin and holder.stdout
     holder.stdin.write(f"BEGIN; SELECT 'locked' FROM runs WHERE id = '{run_id}' FOR UPDATE;\n")
