@@ -12,11 +12,11 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use clap::Parser;
 use serde_json::{Value, json};
 
-use agentprocess_loadtests::client::{Answer, Mcp};
+use agentprocess_loadtests::client::{Mcp, data};
 use agentprocess_loadtests::{micros_since, summarize};
 
 /// Measures single calls one at a time.
@@ -155,12 +155,4 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     println!("{result}");
     Ok(())
-}
-
-/// The data of an answer, or an error naming the tool and the refusal.
-fn data(answer: anyhow::Result<Answer>, tool: &str) -> anyhow::Result<Value> {
-    match answer.with_context(|| format!("{tool} failed"))? {
-        Answer::Ok(data) => Ok(data),
-        Answer::Refused { code, message, issues } => bail!("{tool}: {code}: {message} {issues:?}"),
-    }
 }

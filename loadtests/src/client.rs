@@ -26,6 +26,14 @@ pub enum Answer {
     },
 }
 
+/// The data of an answer, or an error naming the tool and the refusal.
+pub fn data(answer: anyhow::Result<Answer>, tool: &str) -> anyhow::Result<Value> {
+    match answer.with_context(|| format!("{tool} failed"))? {
+        Answer::Ok(data) => Ok(data),
+        Answer::Refused { code, message, issues } => bail!("{tool}: {code}: {message} {issues:?}"),
+    }
+}
+
 /// An MCP endpoint reached over HTTP/1.1 with a pool of keep-alive connections.
 pub struct Mcp {
     http: reqwest::Client,

@@ -12,6 +12,10 @@
 //! with their `at` an hour ahead and then the service's clock is moved forward once,
 //! to two seconds before the first is due; from then on it runs at real speed, so
 //! lateness in the record (`end.at - inputs.at`) is real lateness.
+//!
+//! With `--scheduler`, this process only starts the runs and moves the clocks: the
+//! timers are fired by a real `agentprocess-scheduler` (started `--test-clock`),
+//! whose memory the script reads meanwhile.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -66,6 +70,14 @@ struct Args {
     /// Database connections.
     #[arg(long, default_value_t = 32)]
     connections: u32,
+    /// Fire with a running `agentprocess-scheduler` instead of the service's loop in
+    /// this process: its base URL. It must run with `--test-clock` on the same
+    /// database and Redis prefix; its clock is moved with this process's.
+    #[arg(long, requires = "redis_prefix")]
+    scheduler: Option<String>,
+    /// The Redis key prefix of the timer queue (default: a fresh one).
+    #[arg(long)]
+    redis_prefix: Option<String>,
 }
 
 // As in agentprocess-scheduler, whose loop this runs.
@@ -89,7 +101,10 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     store.migrate().await?;
     let caller = seed(&store).await?;
     let clock = Arc::new(TestClock::default());
-    let prefix = format!("agentprocess-bench:{}", agentprocess_service::random_id("", 6));
+    let prefix = args
+        .redis_prefix
+        .clone()
+        .unwrap_or_else(|| format!("agentprocess-bench:{}", agentprocess_service::random_id("", 6)));
     let queue = Arc::new(RedisQueue::new(&RedisSettings {
         prefix: prefix.clone(),
         max_connections: 32,
@@ -132,13 +147,26 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         per_transaction: args.per_transaction,
         ..SchedulerSettings::default()
     };
-    let tasks = [
-        tokio::spawn(Arc::clone(&service).run_scheduler(scheduler.clone(), stop.clone())),
-        tokio::spawn(Arc::clone(&service).run_reconciler(scheduler, stop.clone())),
-    ];
+    let tasks = if args.scheduler.is_some() {
+        Vec::new()
+    } else {
+        vec![
+            tokio::spawn(Arc::clone(&service).run_scheduler(scheduler.clone(), stop.clone())),
+            tokio::spawn(Arc::clone(&service).run_reconciler(scheduler, stop.clone())),
+        ]
+    };
     // Two seconds before the first timer is due, at real speed from here on.
     let jump = (first_due - 2_000 - clock.now().as_millisecond()) / 1000;
     clock.advance(jump);
+    if let Some(base) = &args.scheduler {
+        reqwest::Client::new()
+            .post(format!("{base}/test/clock"))
+            .json(&json!({ "advanceSeconds": jump }))
+            .send()
+            .await?
+            .error_for_status()
+            .context("moving the scheduler's clock")?;
+    }
     let firing = Instant::now();
     let patience = Duration::from_secs(args.spread_seconds + 180);
     loop {
