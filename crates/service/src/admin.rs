@@ -404,7 +404,7 @@ impl<S: Store> Admin<S> {
         loop {
             let page = self.store.list_runs(org, &filter).await?;
             for stored in &page.items {
-                runs.push(serde_json::from_str::<agentprocess_engine::Run>(&stored.doc).map_err(crate::retry)?);
+                runs.push(crate::stored::load(stored).map_err(crate::retry)?.into_run());
             }
             match page.next {
                 Some(next) => filter.after = Some(next),

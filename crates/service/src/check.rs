@@ -7,12 +7,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Checked, Material, ProcessVersion, Run, Submitted, Transition};
+use agentprocess_engine::{Checked, Material, ProcessVersion, Submitted, Transition};
 use agentprocess_evaluator::{Evaluator, EvaluatorError};
 use agentprocess_format::Question;
 use agentprocess_store::{Store, StoreTx as _};
 use agentprocess_views::RunView;
 
+use crate::stored::Loaded;
 use crate::write::{Change, Write};
 use crate::{Caller, Error, Service, Tool, retry};
 
@@ -137,7 +138,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         caller: &Caller,
         write: &Write,
         tool: Tool,
-        (run, version, now): (&Run, &ProcessVersion, jiff::Timestamp),
+        (run, version, now): (&Loaded, &ProcessVersion, jiff::Timestamp),
         submitted: Submitted,
         audited: Option<(&str, serde_json::Map<String, serde_json::Value>)>,
     ) -> Result<Concluded, Error> {

@@ -10,11 +10,12 @@ use serde_json::Value;
 
 use crate::ids::sha256_hex;
 use crate::millis;
+use crate::stored::Loaded;
 
-/// The row to write for `run`, with its work entries changed since `before` (the run
-/// as it was; `None` for a new run).
+/// The row to write for `run`, with its pieces and work entries new since `before` (the
+/// run as it was read; `None` for a new run).
 pub(crate) fn run_row(
-    before: Option<&Run>,
+    before: Option<&Loaded>,
     run: &Run,
     version: &ProcessVersion,
     settings: &Settings,
@@ -22,6 +23,7 @@ pub(crate) fn run_row(
     let previous = before
         .map(|before| work_rows(before, version, settings))
         .unwrap_or_default();
+    let split = crate::stored::split(before, run)?;
     let current = work_rows(run, version, settings);
     let gone = previous
         .iter()
@@ -37,7 +39,8 @@ pub(crate) fn run_row(
         state: run_state(run, run.updated_at).as_str().to_owned(),
         started_at: millis(run.started_at),
         updated_at: millis(run.updated_at),
-        doc: serde_json::to_string(run)?,
+        doc: split.doc,
+        pieces: split.pieces,
         inputs: run
             .inputs
             .iter()

@@ -16,6 +16,7 @@ mod processes;
 mod retention;
 mod runs;
 mod scheduler;
+mod stored;
 mod versions;
 mod webhooks;
 mod work;

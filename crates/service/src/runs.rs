@@ -134,7 +134,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         org: &str,
         stored: &StoredRun,
     ) -> Result<(Run, Arc<ProcessVersion>), Error> {
-        let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
+        let run = crate::stored::load(stored).map_err(retry)?.into_run();
         let version = self.process_version(org, &run.process, Some(run.version)).await?;
         Ok((run, version))
     }
@@ -156,7 +156,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         let now = self.now();
         let mut items = Vec::with_capacity(page.items.len());
         for stored in page.items {
-            let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
+            let run = crate::stored::load(&stored).map_err(retry)?.into_run();
             items.push(RunListItem::of(run, now));
         }
         Ok(Page {

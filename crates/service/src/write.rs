@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
-use agentprocess_engine::{Code, Effect, ProcessVersion, Run, ToolError, Transition};
+use agentprocess_engine::{Code, Effect, ProcessVersion, ToolError, Transition};
 use agentprocess_store::{DirectoryTx as _, NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use agentprocess_timers::Entry;
 use agentprocess_views::ToolResult;
@@ -22,6 +22,7 @@ use tracing::Instrument as _;
 use crate::ids::token_run;
 use crate::index::run_row;
 use crate::notify::Outgoing;
+use crate::stored::Loaded;
 use crate::{Caller, Error, Service, Tool, invalid, millis, not_found, retry};
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
@@ -68,7 +69,7 @@ pub(crate) use fresh;
 /// A write's transaction holding its run's lock.
 pub(crate) struct Locked<T> {
     pub(crate) tx: T,
-    pub(crate) run: Run,
+    pub(crate) run: Loaded,
     pub(crate) version: Arc<ProcessVersion>,
 }
 
@@ -143,8 +144,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
         tx: &mut S::Tx,
         org: &str,
         stored: &StoredRun,
-    ) -> Result<(Run, Arc<ProcessVersion>), Error> {
-        let run: Run = serde_json::from_str(&stored.doc).map_err(retry)?;
+    ) -> Result<(Loaded, Arc<ProcessVersion>), Error> {
+        let run = crate::stored::load(stored).map_err(retry)?;
         let version = self
             .process_version_in(tx, org, &run.process, Some(run.version))
             .await?;
@@ -376,7 +377,7 @@ pub(crate) struct Written {
 /// transition, and the version it ran on.
 #[derive(Clone, Copy)]
 pub(crate) struct Change<'a> {
-    pub(crate) before: Option<&'a Run>,
+    pub(crate) before: Option<&'a Loaded>,
     pub(crate) transition: &'a Transition,
     pub(crate) version: &'a ProcessVersion,
 }

@@ -21,7 +21,7 @@ pub use directory::{
 pub use grants::{AuthorizationCode, Grant, Grants, GrantsTx, OAuthApp, RefreshToken, Taken};
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
-    NewRequest, NewUpload, NewVersion, Page, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
+    NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
     TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
 };
 pub use retention::Purge;

@@ -139,8 +139,20 @@ pub struct NewVersion {
 pub struct StoredRun {
     /// The run id.
     pub id: String,
-    /// The engine's run as JSON.
+    /// The run as JSON, without the parts kept apart in [`StoredRun::pieces`].
     pub doc: String,
+    /// The run's pieces, by number.
+    pub pieces: Vec<Piece>,
+}
+
+/// A part of a run kept apart from its row: written once, never changed, read with the
+/// run. What a piece holds and how the document refers to it is the writer's business.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// Its number, unique within the run.
+    pub number: i64,
+    /// Its JSON.
+    pub body: String,
 }
 
 /// A run to write, with what the indexes need, derived by the caller from the run.
@@ -160,8 +172,10 @@ pub struct RunRow {
     pub started_at: i64,
     /// When it last changed.
     pub updated_at: i64,
-    /// The engine's run as JSON.
+    /// The run as JSON, without its pieces.
     pub doc: String,
+    /// Pieces new since the run was last written (every piece, for a new run).
+    pub pieces: Vec<Piece>,
     /// Per input field: its name and the SHA-256 of its value's RFC 8785 JSON.
     pub inputs: Vec<(String, String)>,
     /// `get_work` entries that are new or changed since the run was last written.

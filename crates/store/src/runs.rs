@@ -4,18 +4,21 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::model::{
-    Keyset, NewRequest, NewUpload, Page, RunFilter, RunRow, StoredRequest, StoredRun, Upload, WorkKind, WorkLevels,
-    WorkQuery, WorkRow,
+    Keyset, NewRequest, NewUpload, Page, Piece, RunFilter, RunRow, StoredRequest, StoredRun, Upload, WorkKind,
+    WorkLevels, WorkQuery, WorkRow,
 };
 use crate::{Error, Result};
 
 pub(crate) async fn run(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<StoredRun>> {
-    let row = sqlx::query("SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2")
+    let row = sqlx::query("SELECT id, doc, pieces FROM runs WHERE org_id = $1 AND id = $2")
         .bind(org)
         .bind(id)
-        .fetch_optional(connection)
+        .fetch_optional(&mut *connection)
         .await?;
-    row.map(|row| stored_run(&row)).transpose()
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    Ok(with_pieces(connection, org, vec![stored_run(&row)?]).await?.pop())
 }
 
 pub(crate) async fn runs(connection: &mut AnyConnection, org: &str, ids: &[String]) -> Result<Vec<StoredRun>> {
@@ -26,14 +29,21 @@ pub(crate) async fn runs(connection: &mut AnyConnection, org: &str, ids: &[Strin
     let org_bind = query.text(org);
     let binds: Vec<String> = ids.iter().map(|id| query.text(id)).collect();
     query.push(&format!(
-        "SELECT id, doc FROM runs WHERE org_id = {org_bind} AND id IN ({})",
+        "SELECT id, doc, pieces FROM runs WHERE org_id = {org_bind} AND id IN ({})",
         binds.join(", ")
     ));
-    query.fetch(connection).await?.iter().map(stored_run).collect()
+    let found = query
+        .fetch(&mut *connection)
+        .await?
+        .iter()
+        .map(stored_run)
+        .collect::<Result<_>>()?;
+    with_pieces(connection, org, found).await
 }
 
 /// The run, locked (`FOR UPDATE` on PostgreSQL; SQLite's one connection needs no
-/// lock), with what is recorded under `request_id`, in one round trip.
+/// lock), with what is recorded under `request_id`, in one round trip (two when the
+/// run has pieces).
 pub(crate) async fn lock_run(
     connection: &mut AnyConnection,
     org: &str,
@@ -42,14 +52,14 @@ pub(crate) async fn lock_run(
     lock: &str,
 ) -> Result<Option<(StoredRun, Option<StoredRequest>)>> {
     let row = sqlx::query(&format!(
-        "SELECT r.id, r.doc, i.tool, i.args_hash, i.result FROM runs r \
+        "SELECT r.id, r.doc, r.pieces, i.tool, i.args_hash, i.result FROM runs r \
          LEFT JOIN idempotency i ON i.org_id = r.org_id AND i.request_id = $3 \
          WHERE r.org_id = $1 AND r.id = $2{lock}"
     ))
     .bind(org)
     .bind(id)
     .bind(request_id.unwrap_or(""))
-    .fetch_optional(connection)
+    .fetch_optional(&mut *connection)
     .await?;
     let Some(row) = row else {
         return Ok(None);
@@ -62,21 +72,89 @@ pub(crate) async fn lock_run(
         }),
         None => None,
     };
-    Ok(Some((stored_run(&row)?, request)))
+    // A replay answers from the request's record; the run itself is not needed.
+    let (run, count) = stored_run(&row)?;
+    let run = match request {
+        Some(_) => run,
+        None => with_pieces(connection, org, vec![(run, count)]).await?.remove(0),
+    };
+    Ok(Some((run, request)))
 }
 
-fn stored_run(row: &AnyRow) -> Result<StoredRun> {
-    Ok(StoredRun {
+/// A run's row as read, with its piece count; its pieces are read by [`with_pieces`].
+pub(crate) fn stored_run(row: &AnyRow) -> Result<(StoredRun, i64)> {
+    let run = StoredRun {
         id: row.try_get("id")?,
         doc: row.try_get("doc")?,
-    })
+        pieces: Vec::new(),
+    };
+    Ok((run, row.try_get("pieces")?))
+}
+
+/// Fills in the pieces of the runs that have any, in one query. Pieces are written
+/// once and never change, so reading them after the row (outside its lock, too) finds
+/// every piece the row's document names.
+pub(crate) async fn with_pieces(
+    connection: &mut AnyConnection,
+    org: &str,
+    mut runs: Vec<(StoredRun, i64)>,
+) -> Result<Vec<StoredRun>> {
+    let apart: Vec<&str> = runs
+        .iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(run, _)| run.id.as_str())
+        .collect();
+    if !apart.is_empty() {
+        let mut query = Query::new("");
+        let org_bind = query.text(org);
+        let binds: Vec<String> = apart.iter().map(|id| query.text(id)).collect();
+        query.push(&format!(
+            "SELECT run_id, piece, body FROM run_pieces WHERE org_id = {org_bind} AND run_id IN ({}) \
+             ORDER BY run_id, piece",
+            binds.join(", ")
+        ));
+        for row in query.fetch(connection).await? {
+            let run_id: String = row.try_get("run_id")?;
+            let piece = Piece {
+                number: row.try_get("piece")?,
+                body: row.try_get("body")?,
+            };
+            if let Some((run, _)) = runs.iter_mut().find(|(run, _)| run.id == run_id) {
+                run.pieces.push(piece);
+            }
+        }
+    }
+    Ok(runs.into_iter().map(|(run, _)| run).collect())
+}
+
+/// How many pieces a write adds, as the `runs.pieces` increment.
+fn piece_count(run: &RunRow) -> i64 {
+    i64::try_from(run.pieces.len()).unwrap_or(i64::MAX)
+}
+
+/// The insert of a run's new pieces; `None` when it has none.
+fn pieces_insert(query: &mut Query, org_bind: &str, run_bind: &str, pieces: &[Piece]) -> Option<String> {
+    if pieces.is_empty() {
+        return None;
+    }
+    let tuples: Vec<String> = pieces
+        .iter()
+        .map(|piece| {
+            let (number, body) = (query.int(piece.number), query.text(&piece.body));
+            format!("({org_bind}, {run_bind}, {number}, {body})")
+        })
+        .collect();
+    Some(format!(
+        "INSERT INTO run_pieces (org_id, run_id, piece, body) VALUES {}",
+        tuples.join(", ")
+    ))
 }
 
 pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &RunRow, new: bool) -> Result<()> {
     if new {
         sqlx::query(
-            "INSERT INTO runs (org_id, id, process, version, mode, state, started_at, updated_at, doc) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            "INSERT INTO runs (org_id, id, process, version, mode, state, started_at, updated_at, doc, pieces) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(org)
         .bind(&run.id)
@@ -87,6 +165,7 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
         .bind(run.started_at)
         .bind(run.updated_at)
         .bind(&run.doc)
+        .bind(piece_count(run))
         .execute(&mut *connection)
         .await?;
         if !run.inputs.is_empty() {
@@ -107,18 +186,26 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
             query.fetch(&mut *connection).await?;
         }
     } else {
-        let updated =
-            sqlx::query("UPDATE runs SET state = $3, updated_at = $4, doc = $5 WHERE org_id = $1 AND id = $2")
-                .bind(org)
-                .bind(&run.id)
-                .bind(&run.state)
-                .bind(run.updated_at)
-                .bind(&run.doc)
-                .execute(&mut *connection)
-                .await?;
+        let updated = sqlx::query(
+            "UPDATE runs SET state = $3, updated_at = $4, doc = $5, pieces = pieces + $6 WHERE org_id = $1 AND id = $2",
+        )
+        .bind(org)
+        .bind(&run.id)
+        .bind(&run.state)
+        .bind(run.updated_at)
+        .bind(&run.doc)
+        .bind(piece_count(run))
+        .execute(&mut *connection)
+        .await?;
         if updated.rows_affected() != 1 {
             return Err(Error::Corrupt(format!("run {} vanished while locked", run.id)));
         }
+    }
+    let mut query = Query::new("");
+    let (org_bind, run_bind) = (query.text(org), query.text(&run.id));
+    if let Some(insert) = pieces_insert(&mut query, &org_bind, &run_bind, &run.pieces) {
+        query.push(&insert);
+        query.fetch(&mut *connection).await?;
     }
     put_work(connection, org, run).await
 }
@@ -138,10 +225,14 @@ pub(crate) async fn replace_run_in_one_statement(
     let state = query.text(&run.state);
     let updated_at = query.int(run.updated_at);
     let doc = query.text(&run.doc);
+    let added = query.int(piece_count(run));
     let mut parts = vec![format!(
-        "changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc} \
-         WHERE org_id = {org_bind} AND id = {run_bind} RETURNING 1)"
+        "changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc}, \
+         pieces = pieces + {added} WHERE org_id = {org_bind} AND id = {run_bind} RETURNING 1)"
     )];
+    if let Some(insert) = pieces_insert(&mut query, &org_bind, &run_bind, &run.pieces) {
+        parts.push(format!("apart AS ({insert} RETURNING 1)"));
+    }
     if !run.gone.is_empty() {
         let steps: Vec<String> = run.gone.iter().map(|step| query.text(step)).collect();
         parts.push(format!(
@@ -305,7 +396,7 @@ pub(crate) async fn list_runs(
         let field = query.text(field);
         let value = query.text(value);
         query.push(&format!(
-            "SELECT r.id, r.doc, i.started_at AS t FROM run_inputs i JOIN runs r ON r.org_id = i.org_id AND r.id = i.run_id \
+            "SELECT r.id, r.doc, r.pieces, i.started_at AS t FROM run_inputs i JOIN runs r ON r.org_id = i.org_id AND r.id = i.run_id \
              WHERE i.org_id = {org_bind} AND i.field = {field} AND i.value_hash = {value}"
         ));
         for (field, value) in rest {
@@ -319,7 +410,7 @@ pub(crate) async fn list_runs(
         ("i.started_at", "i.run_id")
     } else {
         query.push(&format!(
-            "SELECT r.id, r.doc, r.started_at AS t FROM runs r WHERE r.org_id = {org_bind}"
+            "SELECT r.id, r.doc, r.pieces, r.started_at AS t FROM runs r WHERE r.org_id = {org_bind}"
         ));
         ("r.started_at", "r.id")
     };
@@ -340,17 +431,21 @@ pub(crate) async fn list_runs(
     }
     let limit = query.int(i64::from(filter.limit) + 1);
     query.push(&format!(" ORDER BY {time}, {id} LIMIT {limit}"));
-    let rows = query.fetch(connection).await?;
+    let rows = query.fetch(&mut *connection).await?;
     let mut items = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());
     for row in &rows {
         items.push(stored_run(row)?);
         keys.push(row.try_get::<i64, _>("t")?);
     }
-    Ok(page(items, filter.limit, |run, index| Keyset {
+    let found = page(items, filter.limit, |(run, _), index| Keyset {
         at: keys[index],
         id: run.id.clone(),
-    }))
+    });
+    Ok(Page {
+        items: with_pieces(connection, org, found.items).await?,
+        next: found.next,
+    })
 }
 
 /// Cuts one extra row off and, if there was one, says where the next page starts.

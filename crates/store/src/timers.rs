@@ -94,11 +94,11 @@ pub(crate) async fn lock_run_taking_timer(
     now: i64,
 ) -> Result<Option<(Option<StoredRun>, Option<TakenTimer>)>> {
     let row = fetch_for_timer(
-        connection,
-        "WITH r AS (SELECT id, doc FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
+        &mut *connection,
+        "WITH r AS (SELECT id, doc, pieces FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
          t AS (DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
                AND EXISTS (SELECT 1 FROM r) RETURNING fire_at, trace_parent) \
-         SELECT r.id, r.doc, t.fire_at, t.trace_parent FROM r LEFT JOIN t ON TRUE",
+         SELECT r.id, r.doc, r.pieces, t.fire_at, t.trace_parent FROM r LEFT JOIN t ON TRUE",
         [org, run_id, timer_id],
         now,
     )
@@ -106,11 +106,9 @@ pub(crate) async fn lock_run_taking_timer(
     let Some(row) = row else {
         return Ok(None);
     };
-    let run = StoredRun {
-        id: row.try_get("id")?,
-        doc: row.try_get("doc")?,
-    };
-    Ok(Some((Some(run), taken(&row)?)))
+    let taken = taken(&row)?;
+    let run = crate::runs::with_pieces(connection, org, vec![crate::runs::stored_run(&row)?]).await?;
+    Ok(Some((run.into_iter().next(), taken)))
 }
 
 pub(crate) async fn timers_before(

@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod directory;
+mod pieces;
 mod retention;
 mod rows;
 mod support;

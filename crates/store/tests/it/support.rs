@@ -15,6 +15,7 @@ pub(crate) fn run_row(id: &str, process: &str, state: &str, started_at: i64, inp
         started_at,
         updated_at: started_at,
         doc: format!("{{\"id\":\"{id}\"}}"),
+        pieces: Vec::new(),
         inputs: inputs.iter().map(|(f, v)| ((*f).to_owned(), (*v).to_owned())).collect(),
         work: Vec::new(),
         gone: Vec::new(),
