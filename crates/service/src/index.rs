@@ -13,13 +13,13 @@ use crate::millis;
 use crate::stored::Loaded;
 
 /// The row to write for `run`, with its pieces and work entries new since `before` (the
-/// run as it was read; `None` for a new run).
+/// run as it was read; `None` for a new run), and whether the run keeps any pieces.
 pub(crate) fn run_row(
     before: Option<&Loaded>,
     run: &Run,
     version: &ProcessVersion,
     settings: &Settings,
-) -> Result<RunRow, serde_json::Error> {
+) -> Result<(RunRow, bool), serde_json::Error> {
     let previous = before
         .map(|before| work_rows(before, version, settings))
         .unwrap_or_default();
@@ -31,7 +31,7 @@ pub(crate) fn run_row(
         .map(|old| old.step_id.clone())
         .collect();
     let work = current.into_iter().filter(|row| !previous.contains(row)).collect();
-    Ok(RunRow {
+    let row = RunRow {
         id: run.id.clone(),
         process: run.process.clone(),
         version: run.version,
@@ -48,7 +48,8 @@ pub(crate) fn run_row(
             .collect(),
         work,
         gone,
-    })
+    };
+    Ok((row, split.apart))
 }
 
 /// SHA-256 of a value's RFC 8785 JSON: equal values, equal hashes, whatever the

@@ -13,6 +13,7 @@ mod notify;
 mod observe;
 mod people;
 mod processes;
+mod recorded;
 mod retention;
 mod runs;
 mod scheduler;

@@ -176,6 +176,8 @@ pub(crate) struct Split {
     pub(crate) doc: String,
     /// Pieces to add.
     pub(crate) pieces: Vec<Piece>,
+    /// Whether the run keeps any part as a piece.
+    pub(crate) apart: bool,
 }
 
 /// Splits `run` for storing: parts stored before stay where they are, and each part
@@ -258,7 +260,8 @@ pub(crate) fn split(before: Option<&Loaded>, run: &Run) -> serde_json::Result<Sp
         apart: &layout,
         run: &row,
     })?;
-    Ok(Split { doc, pieces })
+    let apart = layout.inputs.is_some() || !layout.steps.is_empty();
+    Ok(Split { doc, pieces, apart })
 }
 
 /// Whether a step's current completion is the one it had before the write. A

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Effect, ProcessVersion, ToolError, Transition};
-use agentprocess_store::{DirectoryTx as _, NewRequest, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
+use agentprocess_store::{DirectoryTx as _, NewRequest, RunRow, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use agentprocess_timers::Entry;
 use agentprocess_views::ToolResult;
 use serde_json::Value;
@@ -22,6 +22,7 @@ use tracing::Instrument as _;
 use crate::ids::token_run;
 use crate::index::run_row;
 use crate::notify::Outgoing;
+use crate::recorded::{Recorded, RunRowRef};
 use crate::stored::Loaded;
 use crate::{Caller, Error, Service, Tool, invalid, millis, not_found, retry};
 
@@ -95,7 +96,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             .await
             .map_err(retry)?
         {
-            return self.answer(caller, write, tool, stored).map(Opened::Replay);
+            return self.answer(caller, write, tool, stored).await.map(Opened::Replay);
         }
         Ok(Opened::Fresh(self.store.begin().await.map_err(retry)?))
     }
@@ -132,7 +133,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
             });
         };
         if let Some(recorded) = recorded {
-            return self.answer(caller, write, tool, recorded).map(Opened::Replay);
+            // A replay needs no lock, and may read the run's pieces (on SQLite, through
+            // the one connection this transaction holds).
+            drop(tx);
+            return self.answer(caller, write, tool, recorded).await.map(Opened::Replay);
         }
         let (run, version) = self.parse_run(&mut tx, caller.org(), &stored).await?;
         Ok(Opened::Fresh(Locked { tx, run, version }))
@@ -154,7 +158,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// What an earlier write with this `requestId` answered: its result for the same
     /// tool and arguments, `conflict` otherwise.
-    fn answer<R: ToolResult>(
+    async fn answer<R: ToolResult>(
         &self,
         caller: &Caller,
         write: &Write,
@@ -169,38 +173,57 @@ impl<S: Store, B: Blobs> Service<S, B> {
             )));
         }
         // The views read their numbers from the text, so they come back as sent.
-        let result = serde_json::from_str(&recorded.result).map_err(retry)?;
+        let result = match crate::recorded::parse(&recorded.result).map_err(retry)? {
+            Recorded::Whole(result) => result,
+            Recorded::ByReference { row, result } => {
+                let run = self.store.run(caller.org(), &row.id).await.map_err(retry)?;
+                let run = run.ok_or_else(|| retry("the run of a recorded result vanished"))?;
+                crate::recorded::rebuild(row, result, run.pieces).map_err(retry)?
+            }
+        };
         Ok(self.present(caller.org(), result))
     }
 
     /// Writes a change for a write that records no result (a refused submission, a
     /// timer); returns what [`Service::committed`] needs to know after commit.
     pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<Written, Error> {
-        self.write_change(tx, org, change, None).await
+        let (row, _, deliveries) = self.prepare_change(tx, org, change).await?;
+        let recorded = tx
+            .put_run(org, &row, change.before.is_none(), None)
+            .await
+            .map_err(retry)?;
+        Ok(Written { recorded, deliveries })
     }
 
-    /// Writes the run (new when `before` is `None`), its index rows, its timers and its
-    /// notifications, and records `request` with them.
-    async fn write_change(
+    /// Writes the change's timers and notifications, and makes the run's row (new when
+    /// `before` is `None`) with its index rows; returns the row, whether the run keeps
+    /// pieces, and how many webhook deliveries the notifications made.
+    async fn prepare_change(
         &self,
         tx: &mut S::Tx,
         org: &str,
         change: Change<'_>,
-        request: Option<&NewRequest<'_>>,
-    ) -> Result<Written, Error> {
+    ) -> Result<(RunRow, bool, u64), Error> {
         let deliveries = self.apply_effects(tx, org, change.transition).await?;
-        let row = run_row(
+        let (row, apart) = run_row(
             change.before,
             &change.transition.run,
             change.version,
             &self.settings.engine,
         )
         .map_err(retry)?;
-        let recorded = tx
-            .put_run(org, &row, change.before.is_none(), request)
-            .await
-            .map_err(retry)?;
-        Ok(Written { recorded, deliveries })
+        Ok((row, apart, deliveries))
+    }
+
+    /// The record of a write's result under its `requestId`.
+    fn new_request<'a>(&self, write: &'a Write, tool: Tool, result: &'a str) -> NewRequest<'a> {
+        NewRequest {
+            request_id: &write.request_id,
+            tool: tool.name(),
+            args_hash: &write.args_hash,
+            result,
+            at: millis(self.now()),
+        }
     }
 
     /// Writes timer rows and notifications; returns how many webhook deliveries the
@@ -328,22 +351,34 @@ impl<S: Store, B: Blobs> Service<S, B> {
         write: &Write,
         tool: Tool,
         change: Option<Change<'_>>,
-        result: R,
+        mut result: R,
     ) -> Result<R, Error> {
-        let text = serde_json::to_string(&result).map_err(retry)?;
-        let request = NewRequest {
-            request_id: &write.request_id,
-            tool: tool.name(),
-            args_hash: &write.args_hash,
-            result: &text,
-            at: millis(self.now()),
-        };
         let written = match change {
-            Some(change) => self.write_change(&mut tx, caller.org(), change, Some(&request)).await?,
-            None => Written {
-                recorded: tx.record_request(caller.org(), &request).await.map_err(retry)?,
-                deliveries: 0,
-            },
+            Some(change) => {
+                let (row, apart, deliveries) = self.prepare_change(&mut tx, caller.org(), change).await?;
+                // The run data of a run that keeps pieces is recorded by reference.
+                let reference = apart.then(|| RunRowRef {
+                    id: row.id.clone(),
+                    doc: row.doc.clone(),
+                });
+                let text = crate::recorded::text(&mut result, reference.as_ref()).map_err(retry)?;
+                let request = self.new_request(write, tool, &text);
+                Written {
+                    recorded: tx
+                        .put_run(caller.org(), &row, change.before.is_none(), Some(&request))
+                        .await
+                        .map_err(retry)?,
+                    deliveries,
+                }
+            }
+            None => {
+                let text = crate::recorded::text(&mut result, None).map_err(retry)?;
+                let request = self.new_request(write, tool, &text);
+                Written {
+                    recorded: tx.record_request(caller.org(), &request).await.map_err(retry)?,
+                    deliveries: 0,
+                }
+            }
         };
         if !written.recorded {
             drop(tx);
@@ -353,7 +388,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 .await
                 .map_err(retry)?;
             let recorded = recorded.ok_or_else(|| retry("a recorded requestId vanished"))?;
-            return self.answer(caller, write, tool, recorded);
+            return self.answer(caller, write, tool, recorded).await;
         }
         tx.commit().await.map_err(retry)?;
         if let Some(change) = change {

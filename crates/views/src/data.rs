@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// `data`: the run's inputs and every step that completed or has a history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunData {
     /// The inputs, numbers as they were sent.
     #[serde(deserialize_with = "exact::deserialize_object")]

@@ -22,6 +22,12 @@ pub trait ToolResult: serde::Serialize + serde::de::DeserializeOwned {
     fn sign_files(&mut self, url: &dyn Fn(&str) -> String) {
         let _ = url;
     }
+
+    /// The run data this result shows, if it shows any: a recorded result may keep it
+    /// as a reference to the run instead of a copy.
+    fn run_data_mut(&mut self) -> Option<&mut RunData> {
+        None
+    }
 }
 
 /// What a call gives an agent to copy as `requestId`: the caller makes a new one.

@@ -64,6 +64,10 @@ impl crate::ToolResult for ClaimResult {
     fn sign_files(&mut self, url: &dyn Fn(&str) -> String) {
         self.data.sign_files(url);
     }
+
+    fn run_data_mut(&mut self) -> Option<&mut RunData> {
+        Some(&mut self.data)
+    }
 }
 
 /// `step` of a claim result.

@@ -88,6 +88,10 @@ impl crate::ToolResult for RunView {
     fn sign_files(&mut self, url: &dyn Fn(&str) -> String) {
         self.data.sign_files(url);
     }
+
+    fn run_data_mut(&mut self) -> Option<&mut RunData> {
+        Some(&mut self.data)
+    }
 }
 
 /// `run`: who started it, when, and where it stands.

@@ -1,0 +1,143 @@
+//! How a write's result is recorded under its `requestId`, and read back for a replay.
+//!
+//! A result is recorded as its JSON. A `claim` or a run view shows the whole run data,
+//! so on a run with large parts (see [`crate::stored`]) that copy would be as large as
+//! the run, written again by every write. There the result is recorded without its run
+//! data, beside the run's row as this write left it: the pieces that row names are
+//! never changed or removed, so a replay rebuilds exactly the run data the original
+//! call answered with.
+
+use agentprocess_store::StoredRun;
+use agentprocess_views::{RunData, ToolResult};
+use serde::{Deserialize, Serialize};
+
+use crate::stored;
+
+/// How a result recorded by reference starts (no result's JSON starts so).
+const BY_REFERENCE_PREFIX: &str = "{\"runRow\":";
+
+/// The run's row as a write left it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RunRowRef {
+    /// The run id.
+    pub(crate) id: String,
+    /// The row's document.
+    pub(crate) doc: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ByReferenceOut<'a, R> {
+    run_row: &'a RunRowRef,
+    result: &'a R,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ByReferenceIn<R> {
+    run_row: RunRowRef,
+    result: R,
+}
+
+/// The text to record for `result`. `row` is the run's row as this write left it,
+/// given when the run keeps parts as pieces: then a result that shows run data is
+/// recorded without it.
+pub(crate) fn text<R: ToolResult>(result: &mut R, row: Option<&RunRowRef>) -> serde_json::Result<String> {
+    let (Some(row), Some(data)) = (row, result.run_data_mut()) else {
+        return serde_json::to_string(result);
+    };
+    let data = std::mem::take(data);
+    let text = serde_json::to_string(&ByReferenceOut { run_row: row, result });
+    if let Some(slot) = result.run_data_mut() {
+        *slot = data;
+    }
+    text
+}
+
+/// A recorded result as read back: whole, or waiting for its run data from the run's
+/// pieces.
+pub(crate) enum Recorded<R> {
+    /// The result as it was answered.
+    Whole(R),
+    /// The result without its run data, which the row rebuilds with the run's pieces.
+    ByReference { row: RunRowRef, result: R },
+}
+
+/// Reads a recorded result's text.
+pub(crate) fn parse<R: ToolResult>(text: &str) -> serde_json::Result<Recorded<R>> {
+    if !text.starts_with(BY_REFERENCE_PREFIX) {
+        return serde_json::from_str(text).map(Recorded::Whole);
+    }
+    let ByReferenceIn { run_row, result } = serde_json::from_str::<ByReferenceIn<R>>(text)?;
+    Ok(Recorded::ByReference { row: run_row, result })
+}
+
+/// Puts back the run data of a result recorded by reference, from the row it names and
+/// the run's pieces now (a superset of those the row names).
+pub(crate) fn rebuild<R: ToolResult>(
+    row: RunRowRef,
+    mut result: R,
+    pieces: Vec<agentprocess_store::Piece>,
+) -> Result<R, stored::Error> {
+    let run = stored::load(&StoredRun {
+        id: row.id,
+        doc: row.doc,
+        pieces,
+    })?;
+    if let Some(data) = result.run_data_mut() {
+        *data = RunData::of(&run);
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use agentprocess_views::{RunData, ToolResult};
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+
+    use super::{Recorded, RunRowRef, parse, text};
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Shows {
+        token: String,
+        data: RunData,
+    }
+
+    impl ToolResult for Shows {
+        fn run_data_mut(&mut self) -> Option<&mut RunData> {
+            Some(&mut self.data)
+        }
+    }
+
+    fn shows() -> Shows {
+        let data: RunData = serde_json::from_value(json!({ "inputs": { "a": 1 }, "steps": {} })).expect("data");
+        Shows {
+            token: "t".to_owned(),
+            data,
+        }
+    }
+
+    #[test]
+    fn a_result_is_recorded_whole_unless_its_run_keeps_pieces() {
+        let mut result = shows();
+        let whole = text(&mut result, None).expect("text");
+        assert!(matches!(parse::<Shows>(&whole).expect("parse"), Recorded::Whole(read) if read == result));
+
+        let row = RunRowRef {
+            id: "r_1".to_owned(),
+            doc: "{\"apart\":{}}".to_owned(),
+        };
+        let by_reference = text(&mut result, Some(&row)).expect("text");
+        assert_eq!(result, shows(), "the result itself is left as it was");
+        assert!(!by_reference.contains("\"a\":1"), "{by_reference}");
+        match parse::<Shows>(&by_reference).expect("parse") {
+            Recorded::ByReference { row: read, result } => {
+                assert_eq!(read, row);
+                assert_eq!(result.data, RunData::default());
+                assert_eq!(result.token, "t");
+            }
+            Recorded::Whole(_) => panic!("recorded whole: {by_reference}"),
+        }
+    }
+}
