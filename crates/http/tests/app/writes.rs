@@ -57,6 +57,49 @@ async fn replay(app: TestApp) -> TestApp {
     app
 }
 
+on_both!(a_large_run_replays_each_write_exactly, large_run_replays);
+/// A run whose inputs and a completion are large keeps them as pieces and records its
+/// results by reference; every replay still answers byte for byte what the call did.
+async fn large_run_replays(app: TestApp) -> TestApp {
+    let app = app_with_a_process(app).await;
+    let bot = app.mcp_token("bot").await;
+    let item = format!("Chairs: {}", "ergonomic, ".repeat(400));
+    let amount: Value = serde_json::from_str("1080.50").expect("a number");
+    let mut large = inputs(amount);
+    large["item"] = json!(item);
+    let start = json!({ "requestId": "big-start", "process": "purchase-order", "inputs": large });
+    let started = app.call(&bot, "start_run", start.clone()).await;
+    assert_eq!(started["ok"], true, "{started}");
+    assert_eq!(app.call(&bot, "start_run", start).await, started);
+    let run = started["data"]["run"]["id"].as_str().expect("run id").to_owned();
+
+    let claim = json!({ "requestId": "big-claim", "runId": run, "stepId": "check_budget" });
+    let claimed = app.call(&bot, "claim", claim.clone()).await;
+    assert_eq!(claimed["data"]["data"]["inputs"]["item"], json!(item), "{claimed}");
+    assert_eq!(app.call(&bot, "claim", claim).await, claimed);
+
+    let links: Vec<Value> = (0..40)
+        .map(|n| json!({ "kind": "link", "ref": format!("https://erp.example.com/reports/budget/CC-4100/{n}") }))
+        .collect();
+    let submit = json!({
+        "requestId": "big-submit", "token": claimed["data"]["token"],
+        "output": { "budgetRemaining": 25000.00, "supplierActive": true }, "evidence": links,
+        "summary": "Budget covers it", "next": "approval", "reason": "covered",
+    });
+    let submitted = app.call(&bot, "submit", submit.clone()).await;
+    assert_eq!(submitted["ok"], true, "{submitted}");
+    let data = &submitted["data"]["data"];
+    assert_eq!(
+        data["steps"]["check_budget"]["evidence"].as_array().map(Vec::len),
+        Some(40)
+    );
+    assert_eq!(data["inputs"]["amount"].to_string(), "1080.50", "numbers as sent");
+    assert_eq!(app.call(&bot, "submit", submit).await, submitted);
+    let read = app.call(&bot, "get_run", json!({ "runId": run })).await;
+    assert_eq!(read["data"]["data"], *data, "the run reads as the submit answered");
+    app
+}
+
 on_both!(two_agents_claiming_one_step_at_once_get_one_claim, race);
 async fn race(app: TestApp) -> TestApp {
     let app = app_with_a_process(app).await;
