@@ -225,8 +225,8 @@ pub(crate) fn split(before: Option<&Loaded>, run: &Run) -> serde_json::Result<Sp
             kept = old.history.len();
             if step.history.len() > kept {
                 // The completion current before moved to history first.
-                if old.record.is_some() {
-                    debug_assert!(step.history[kept] == *old.record.as_ref().expect("checked"));
+                if let Some(moved) = &old.record {
+                    debug_assert!(step.history[kept] == *moved);
                     places.history.push(old_places.record);
                     kept += 1;
                 }
