@@ -1,8 +1,10 @@
 //! `run-size`: the cost of one agent cycle (`get_work`, `claim`, `submit`) against the
 //! size of the run it writes to, from a kilobyte up to the cap (`runDataBytes`, 1 MiB
 //! by default). Each run of `long-run` first takes notes of the size asked (one
-//! submission), then does twenty small steps, each a measured cycle; the server's CPU
-//! per cycle is read from `/proc` when its pid is given.
+//! submission), then does twenty small steps, each a measured cycle. The server's CPU
+//! per cycle is read from `/proc` when its pid is given; with the database's URL,
+//! PostgreSQL's CPU per cycle (every `postgres` process) and the write-ahead log it
+//! wrote per cycle, which is what a write changed on disk.
 //!
 //! It prints one row per size, and a RESULT line for scripts.
 
@@ -14,7 +16,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 use agentprocess_loadtests::client::{Mcp, data};
-use agentprocess_loadtests::machine::cpu_seconds;
+use agentprocess_loadtests::machine::{CpuSource, CpuWindow};
 use agentprocess_loadtests::{micros_since, summarize};
 
 /// Measures agent cycles against run size.
@@ -36,6 +38,19 @@ struct Cli {
     /// The server's process id, to read its CPU time per cycle.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// The PostgreSQL database the server writes to (postgres://…), to read the
+    /// write-ahead log and PostgreSQL's CPU per cycle. Nothing else should write to that
+    /// PostgreSQL server meanwhile.
+    #[arg(long)]
+    database_url: Option<String>,
+}
+
+/// Where PostgreSQL's write-ahead log stands, in bytes.
+async fn wal_position(connection: &mut sqlx::PgConnection) -> anyhow::Result<i64> {
+    let (position,): (i64,) = sqlx::query_as("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint")
+        .fetch_one(connection)
+        .await?;
+    Ok(position)
 }
 
 const PROCESS: &str = "long-run";
@@ -64,12 +79,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         format!("{what}-{tag}-{request}")
     };
     let token = cli.agent_token.as_str();
-    println!("notes bytes  run bytes  cycles  get_work p50  claim p50 / p99  submit p50 / p99  server CPU ms/cycle");
+    let mut database = match &cli.database_url {
+        Some(url) => Some(<sqlx::PgConnection as sqlx::Connection>::connect(url).await?),
+        None => None,
+    };
+    let mut sources = Vec::new();
+    if let Some(pid) = cli.server_pid {
+        sources.push(CpuSource::Pid("server".to_owned(), pid));
+    }
+    if database.is_some() {
+        sources.push(CpuSource::Named("postgres".to_owned(), "postgres".to_owned()));
+    }
+    println!(
+        "notes bytes  run bytes  cycles  get_work p50  claim p50 / p99  submit p50 / p99  \
+         server / PostgreSQL CPU ms/cycle  WAL bytes/cycle"
+    );
     let mut result = String::from("RESULT");
     for &size in &cli.sizes {
         let notes = size.min(CAP - ROOM);
         let mut timings: [Vec<u64>; 3] = Default::default();
-        let mut cpu_ms = 0.0;
+        let mut cpu_ms = vec![0.0; sources.len()];
+        let mut wal_bytes = 0;
         let mut run_bytes = 0;
         for n in 0..cli.runs {
             let started = data(
@@ -95,7 +125,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 None,
             )
             .await?;
-            let cpu_before = cli.server_pid.and_then(cpu_seconds);
+            let window = CpuWindow::start(sources.clone());
+            let wal_before = match database.as_mut() {
+                Some(connection) => Some(wal_position(connection).await?),
+                None => None,
+            };
             for _ in 0..20 {
                 cycle(
                     &mcp,
@@ -107,25 +141,36 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 )
                 .await?;
             }
-            if let (Some(before), Some(after)) = (cpu_before, cli.server_pid.and_then(cpu_seconds)) {
-                cpu_ms += (after - before) * 1000.0;
+            for (total, (_, used)) in cpu_ms.iter_mut().zip(window.used()) {
+                *total += used * 1000.0;
+            }
+            if let (Some(before), Some(connection)) = (wal_before, database.as_mut()) {
+                wal_bytes += wal_position(connection).await? - before;
             }
             let view = data(mcp.call(token, "get_run", json!({ "runId": run_id })).await, "get_run")?;
             run_bytes = serde_json::to_vec(&view)?.len();
         }
         let cycles = timings[0].len();
         let [get_work, claim, submit] = timings.map(|mut samples| summarize(&mut samples));
-        let per_cycle = if cli.server_pid.is_some() {
-            format!("{:.3}", cpu_ms / cycles as f64)
-        } else {
-            "-".into()
+        let per_cycle = |label: &str| {
+            sources
+                .iter()
+                .zip(&cpu_ms)
+                .find(|(source, _)| matches!(source, CpuSource::Pid(name, _) | CpuSource::Named(name, _) if name == label))
+                .map_or_else(|| "-".to_owned(), |(_, total)| format!("{:.3}", total / cycles as f64))
+        };
+        let (server_cpu, postgres_cpu) = (per_cycle("server"), per_cycle("postgres"));
+        let wal = match database {
+            Some(_) => format!("{}", wal_bytes / i64::try_from(cycles.max(1))?),
+            None => "-".to_owned(),
         };
         println!(
-            "{notes:>11} {run_bytes:>10} {cycles:>7} {:>13.2} {:>9.2} / {:<6.2} {:>10.2} / {:<6.2} {per_cycle:>10}",
-            get_work.p50_ms, claim.p50_ms, claim.p99_ms, submit.p50_ms, submit.p99_ms
+            "{notes:>11} {run_bytes:>10} {cycles:>7} {:>13.2} {:>9.2} / {:<6.2} {:>10.2} / {:<6.2} {:>14} / {:<8} {wal:>15}",
+            get_work.p50_ms, claim.p50_ms, claim.p99_ms, submit.p50_ms, submit.p99_ms, server_cpu, postgres_cpu
         );
         result.push_str(&format!(
-            " bytes{run_bytes}_claim_p50={:.3} bytes{run_bytes}_submit_p50={:.3} bytes{run_bytes}_cpu_ms={per_cycle}",
+            " bytes{run_bytes}_claim_p50={:.3} bytes{run_bytes}_submit_p50={:.3} bytes{run_bytes}_cpu_ms={server_cpu} \
+             bytes{run_bytes}_postgres_cpu_ms={postgres_cpu} bytes{run_bytes}_wal_bytes={wal}",
             claim.p50_ms, submit.p50_ms
         ));
     }
