@@ -255,12 +255,14 @@ pub(crate) fn split(before: Option<&Loaded>, run: &Run) -> serde_json::Result<Sp
         apart: &'a Layout,
         run: &'a Run,
     }
-    let row = in_row(run, &layout);
+    let apart = layout.inputs.is_some() || !layout.steps.is_empty();
+    // A run with nothing apart (most runs, and every write of the agent loop) is
+    // written as it is, without first copying it.
+    let row = apart.then(|| in_row(run, &layout));
     let doc = serde_json::to_string(&Doc {
         apart: &layout,
-        run: &row,
+        run: row.as_ref().unwrap_or(run),
     })?;
-    let apart = layout.inputs.is_some() || !layout.steps.is_empty();
     Ok(Split { doc, pieces, apart })
 }
 
