@@ -147,7 +147,15 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 /// over. These settings vacuum and analyze them after about a thousand changes, or 1
 /// to 2 % of the table. PostgreSQL only, so they are not a migration (the migrations
 /// are shared with SQLite); applying them again changes nothing.
-const POSTGRES_TABLE_SETTINGS: [&str; 2] = [
+///
+/// `runs` keeps 30 % of each page free: a claim, a renew or any write that leaves the
+/// run's state as it was then rewrites the row in its own page (a HOT update, no new
+/// entries in the run's four indexes). Packed full, as runs started in a burst are,
+/// every such write moved the row to another page and added an entry to each index
+/// (measured in the agent loop: HOT updates 31 % → 49 % of run writes, PostgreSQL CPU
+/// per cycle −5 %). It applies to pages written from then on.
+const POSTGRES_TABLE_SETTINGS: [&str; 3] = [
+    "ALTER TABLE runs SET (fillfactor = 70)",
     "ALTER TABLE work_index SET (autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0.02, \
      autovacuum_vacuum_insert_threshold = 1000, autovacuum_vacuum_insert_scale_factor = 0.02, \
      autovacuum_analyze_threshold = 1000, autovacuum_analyze_scale_factor = 0.01)",
