@@ -17,7 +17,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 use agentprocess_loadtests::client::{Mcp, data};
-use agentprocess_loadtests::{micros_since, summarize};
+use agentprocess_loadtests::{RequestIds, micros_since, summarize};
 
 /// Measures single calls one at a time.
 #[derive(Debug, Parser)]
@@ -74,18 +74,13 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let mcp = Mcp::new(&cli.url, 2)?;
-    let tag = jiff::Timestamp::now().as_millisecond();
-    let mut request = 0_u64;
-    let mut request_id = |what: &str| {
-        request += 1;
-        format!("{what}-{tag}-{request}")
-    };
+    let request_ids = RequestIds::new();
     for n in 0..cli.start {
         for process in ["one-step", "one-approval"] {
             let arguments = json!({
                 "process": process,
                 "inputs": { "ref": format!("flat-{n}") },
-                "requestId": request_id("start"),
+                "requestId": request_ids.next("start"),
             });
             data(mcp.call(&cli.person_token, "start_run", arguments).await, "start_run")?;
         }
@@ -123,7 +118,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bail!("no ready one-step step left after {n} samples: start more runs");
         };
         let mut claim = item["claim"]["arguments"].clone();
-        claim["requestId"] = json!(request_id("claim"));
+        claim["requestId"] = json!(request_ids.next("claim"));
         let started = Instant::now();
         let claimed = data(mcp.call(&cli.agent_token, "claim", claim).await, "claim")?;
         samples[4].push(micros_since(started));
@@ -132,7 +127,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             "output": { "result": "ok" },
             "evidence": [],
             "summary": "Measured.",
-            "requestId": request_id("submit"),
+            "requestId": request_ids.next("submit"),
         });
         let started = Instant::now();
         data(mcp.call(&cli.agent_token, "submit", submit).await, "submit")?;

@@ -16,8 +16,8 @@ mod stats;
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use agentprocess_loadtests::client::{Answer, Mcp};
 use agentprocess_loadtests::machine::{CpuSource, CpuWindow, rss_kib};
-use agentprocess_loadtests::{Summary, micros_since, summarize};
+use agentprocess_loadtests::{RequestIds, Rng, Summary, micros_since, nanos_now, summarize};
 
 use crate::stats::Stats;
 
@@ -89,6 +89,13 @@ struct Cli {
     /// (and its wait counts in its latency).
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
+    /// The floor: each cycle is three `describe` calls instead of get_work, claim and
+    /// submit. The same HTTP, bearer token, JSON-RPC and MCP path with no database work,
+    /// so its rate is the most cycles/s any database could let this server and client
+    /// reach on this machine. Starts no runs; the rows of the latency table are the
+    /// first, second and third call.
+    #[arg(long, conflicts_with = "rate")]
+    floor: bool,
     /// A process whose CPU to report per cycle, as LABEL=PID (repeatable).
     #[arg(long, value_parser = labelled::<u32>)]
     cpu_pid: Vec<(String, u32)>,
@@ -123,18 +130,10 @@ struct Bench {
     /// One client per --url.
     mcp: Vec<Mcp>,
     cli: Cli,
-    /// Makes request ids unique across invocations of this program.
-    tag: String,
-    next_request: AtomicU64,
+    request_ids: RequestIds,
 }
 
 impl Bench {
-    /// A new requestId.
-    fn request_id(&self, kind: &str) -> String {
-        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
-        format!("lt-{}-{kind}-{n}", self.tag)
-    }
-
     /// Agent `index`'s server and token.
     fn agent(&self, index: usize) -> (&Mcp, &str) {
         (
@@ -142,28 +141,6 @@ impl Bench {
             self.cli.token[index % self.cli.token.len()].as_str(),
         )
     }
-}
-
-/// splitmix64: enough randomness to spread agents over the listed items.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        // n is at most the page size; the modulo bias is irrelevant here.
-        usize::try_from(z % u64::try_from(n).unwrap_or(1)).unwrap_or(0)
-    }
-}
-
-fn nanos_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(0))
-        .unwrap_or(0)
 }
 
 #[tokio::main]
@@ -199,8 +176,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let bench = Arc::new(Bench {
         mcp,
-        tag: format!("{}-{:x}", std::process::id(), nanos_now()),
-        next_request: AtomicU64::new(0),
+        request_ids: RequestIds::new(),
         cli,
     });
     let cli = &bench.cli;
@@ -216,8 +192,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         cli.process
     );
 
-    let started = prestart(&bench).await?;
-    if started == 0 {
+    let started = if cli.floor {
+        println!("floor: every call is describe (no database work)");
+        0
+    } else {
+        prestart(&bench).await?
+    };
+    if started == 0 && !cli.floor {
         bail!("no run could be started");
     }
     if let Some(url) = &cli.analyze {
@@ -371,7 +352,7 @@ async fn prestart(bench: &Arc<Bench>) -> anyhow::Result<usize> {
                 let arguments = json!({
                     "process": bench.cli.process,
                     "inputs": { "ref": format!("bench-{n}") },
-                    "requestId": bench.request_id("start"),
+                    "requestId": bench.request_ids.next("start"),
                 });
                 match bench.mcp[n % bench.mcp.len()]
                     .call(&bench.cli.starter_token, "start_run", arguments)
@@ -418,7 +399,12 @@ async fn agent(bench: &Bench, index: usize, mut rng: Rng, deadline: Instant) -> 
     let mut stats = Stats::default();
     while Instant::now() < deadline {
         let cycle_start = Instant::now();
-        match cycle(bench, mcp, token, index, &mut rng, &mut stats).await {
+        let ended = if bench.cli.floor {
+            floor_cycle(mcp, token, &mut stats).await
+        } else {
+            cycle(bench, mcp, token, index, &mut rng, &mut stats).await
+        };
+        match ended {
             Cycle::Done => {
                 stats.cycles += 1;
                 stats.cycle_us.push(micros_since(cycle_start));
@@ -471,7 +457,7 @@ async fn cycle(bench: &Bench, mcp: &Mcp, token: &str, index: usize, rng: &mut Rn
         return Cycle::Failed;
     };
 
-    let arguments = json!({ "runId": run_id, "stepId": step_id, "requestId": bench.request_id("claim") });
+    let arguments = json!({ "runId": run_id, "stepId": step_id, "requestId": bench.request_ids.next("claim") });
     let claim_start = Instant::now();
     let answer = mcp.call(token, "claim", arguments).await;
     stats.claim_us.push(micros_since(claim_start));
@@ -496,7 +482,7 @@ async fn cycle(bench: &Bench, mcp: &Mcp, token: &str, index: usize, rng: &mut Rn
         "token": claim_token,
         "output": { "result": "ok" },
         "summary": format!("Load test: agent {index} did the work."),
-        "requestId": bench.request_id("submit"),
+        "requestId": bench.request_ids.next("submit"),
     });
     let submit_start = Instant::now();
     let answer = mcp.call(token, "submit", arguments).await;
@@ -505,6 +491,25 @@ async fn cycle(bench: &Bench, mcp: &Mcp, token: &str, index: usize, rng: &mut Rn
         Some(_) => Cycle::Done,
         None => Cycle::Failed,
     }
+}
+
+/// Three `describe` calls, timed into the three latency rows: the cost of a cycle's
+/// calls without the database.
+async fn floor_cycle(mcp: &Mcp, token: &str, stats: &mut Stats) -> Cycle {
+    for call in 0..3 {
+        let start = Instant::now();
+        let answer = mcp.call(token, "describe", json!({})).await;
+        let row = match call {
+            0 => &mut stats.get_work_us,
+            1 => &mut stats.claim_us,
+            _ => &mut stats.submit_us,
+        };
+        row.push(micros_since(start));
+        if settle(stats, "describe", answer).await.is_none() {
+            return Cycle::Failed;
+        }
+    }
+    Cycle::Done
 }
 
 /// The data of a successful call; otherwise counts the error (and pauses briefly after a

@@ -1,7 +1,7 @@
 //! `run-size`: the cost of one agent cycle (`get_work`, `claim`, `submit`) against the
 //! size of the run it writes to, from a kilobyte up to the cap (`runDataBytes`, 1 MiB
 //! by default). Each run of `long-run` first takes notes of the size asked (one
-//! submission), then does twenty small steps, each a measured cycle. The server's CPU
+//! submission, random text, so that PostgreSQL's compression cannot hide the size), then does twenty small steps, each a measured cycle. The server's CPU
 //! per cycle is read from `/proc` when its pid is given; with the database's URL,
 //! PostgreSQL's CPU per cycle (every `postgres` process) and the write-ahead log it
 //! wrote per cycle, which is what a write changed on disk.
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use agentprocess_loadtests::client::{Mcp, data};
 use agentprocess_loadtests::machine::{CpuSource, CpuWindow};
-use agentprocess_loadtests::{micros_since, summarize};
+use agentprocess_loadtests::{RequestIds, Rng, micros_since, nanos_now, summarize};
 
 /// Measures agent cycles against run size.
 #[derive(Debug, Parser)]
@@ -72,12 +72,8 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let mcp = Mcp::new(&cli.url, 2)?;
-    let tag = jiff::Timestamp::now().as_millisecond();
-    let mut request = 0_u64;
-    let mut request_id = move |what: &str| {
-        request += 1;
-        format!("{what}-{tag}-{request}")
-    };
+    let request_ids = RequestIds::new();
+    let mut rng = Rng(nanos_now());
     let token = cli.agent_token.as_str();
     let mut database = match &cli.database_url {
         Some(url) => Some(<sqlx::PgConnection as sqlx::Connection>::connect(url).await?),
@@ -109,7 +105,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     json!({
                         "process": PROCESS,
                         "inputs": { "ref": format!("size-{size}-{n}") },
-                        "requestId": request_id("start"),
+                        "requestId": request_ids.next("start"),
                     }),
                 )
                 .await,
@@ -120,8 +116,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 &mcp,
                 token,
                 &run_id,
-                json!({ "notes": "n".repeat(notes) }),
-                &mut request_id,
+                json!({ "notes": rng.text(notes) }),
+                &request_ids,
                 None,
             )
             .await?;
@@ -136,7 +132,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     token,
                     &run_id,
                     json!({ "result": "ok" }),
-                    &mut request_id,
+                    &request_ids,
                     Some(&mut timings),
                 )
                 .await?;
@@ -185,7 +181,7 @@ async fn cycle(
     token: &str,
     run_id: &str,
     output: Value,
-    request_id: &mut impl FnMut(&str) -> String,
+    request_ids: &RequestIds,
     mut timings: Option<&mut [Vec<u64>; 3]>,
 ) -> anyhow::Result<()> {
     let mut time = |index: usize, started: Instant| {
@@ -205,7 +201,7 @@ async fn cycle(
         bail!("get_work lists no ready step of {run_id}");
     };
     let mut claim = item["claim"]["arguments"].clone();
-    claim["requestId"] = json!(request_id("claim"));
+    claim["requestId"] = json!(request_ids.next("claim"));
     let started = Instant::now();
     let claimed = data(mcp.call(token, "claim", claim).await, "claim")?;
     time(1, started);
@@ -214,7 +210,7 @@ async fn cycle(
         "output": output,
         "evidence": [],
         "summary": "Measured.",
-        "requestId": request_id("submit"),
+        "requestId": request_ids.next("submit"),
     });
     let started = Instant::now();
     data(mcp.call(token, "submit", submit).await, "submit")?;
