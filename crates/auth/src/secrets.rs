@@ -48,12 +48,22 @@ impl SecretKey {
                 material.len()
             ));
         }
+        Ok(Self::keyed(material))
+    }
+
+    /// The key of a server given no key of its own: derived from its URL-signing
+    /// secret, as [`derived_key_material`] says.
+    pub fn derived_from_url_secret(url_secret: &[u8]) -> Self {
+        Self::keyed(&derived_key_material(url_secret))
+    }
+
+    fn keyed(material: &[u8]) -> Self {
         let key: [u8; 32] = Sha256::digest(material).into();
         let id = sha256_hex(&key)[..8].to_owned();
-        Ok(Self {
+        Self {
             cipher: Aes256Gcm::new(&key.into()),
             id,
-        })
+        }
     }
 
     /// Seals `plaintext` for the place named by `context` (for example
@@ -76,6 +86,13 @@ impl SecretKey {
         let mut bytes = nonce_bytes.to_vec();
         bytes.extend_from_slice(&sealed);
         format!("{SEALED_PREFIX}.{}.{}", self.id, URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// Whether `value` has the form of a sealed value (it may still fail to open).
+    pub fn is_sealed(value: &str) -> bool {
+        value
+            .strip_prefix(SEALED_PREFIX)
+            .is_some_and(|rest| rest.starts_with('.'))
     }
 
     /// Opens a value [`SecretKey::seal`] made under the same `context`.
@@ -105,6 +122,12 @@ impl SecretKey {
             .map_err(|_| SealError::Damaged)?;
         String::from_utf8(plain).map_err(|_| SealError::Damaged)
     }
+}
+
+/// Key material derived from the URL-signing secret, for servers given no key of
+/// their own (the two uses never share the key itself). 64 bytes.
+pub fn derived_key_material(url_secret: &[u8]) -> Vec<u8> {
+    sha256_hex(&[b"agentprocess seal key:".as_slice(), url_secret].concat()).into_bytes()
 }
 
 /// `N` bytes from the operating system's generator.

@@ -432,8 +432,9 @@ fn seconds(text: &str) -> Result<Duration, String> {
 /// providers' client secrets.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AuthArgs {
-    /// Key (base64, at least 32 bytes) that seals secrets kept in the database, such
-    /// as organizations' IdP client secrets. Every API process shares it. Without it,
+    /// Key (base64, at least 32 bytes) that seals secrets kept in the database:
+    /// organizations' IdP client secrets, and the claim tokens recorded for replays.
+    /// Every API process shares it. Without it,
     /// a key derived from --url-secret is used (and changing that secret then makes
     /// sealed secrets unreadable).
     #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
@@ -505,10 +506,27 @@ pub struct AuthArgs {
 /// A sealing key derived from the URL-signing secret, for servers given no
 /// `--secret-key` (the two uses never share the key itself).
 pub fn derived_secret_key(url_secret: &[u8]) -> Vec<u8> {
-    agentprocess_auth::secrets::sha256_hex(&[b"agentprocess seal key:".as_slice(), url_secret].concat()).into_bytes()
+    agentprocess_auth::secrets::derived_key_material(url_secret)
 }
 
 impl AuthArgs {
+    /// The key that seals secrets at rest: `--secret-key`, else `fallback_key` (the
+    /// embedded mode keeps one in its data folder; the API derives one from
+    /// `--url-secret`); without either, an error.
+    pub fn key(&self, fallback_key: Option<&[u8]>) -> anyhow::Result<agentprocess_auth::SecretKey> {
+        use base64::Engine as _;
+        let material = match (&self.secret_key, fallback_key) {
+            (Some(text), _) => base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .map_err(|_| anyhow::anyhow!("--secret-key must be base64"))?,
+            (None, Some(key)) => key.to_vec(),
+            (None, None) => {
+                anyhow::bail!("give --secret-key (base64, at least 32 bytes): it seals secrets kept in the database")
+            }
+        };
+        agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))
+    }
+
     /// Identity over `store`. `fallback_key` seals secrets when no `--secret-key` is
     /// given (the embedded mode keeps one in its data folder); without either, the
     /// server refuses to start.
@@ -518,18 +536,7 @@ impl AuthArgs {
         public_url: &str,
         fallback_key: Option<&[u8]>,
     ) -> anyhow::Result<agentprocess_auth::Auth<S>> {
-        use base64::Engine as _;
-        let material = match (&self.secret_key, fallback_key) {
-            (Some(text), _) => base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .map_err(|_| anyhow::anyhow!("--secret-key must be base64"))?,
-            (None, Some(key)) => key.to_vec(),
-            (None, None) => anyhow::bail!(
-                "give --secret-key (base64, at least 32 bytes): it seals identity providers' client secrets"
-            ),
-        };
-        let key =
-            agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))?;
+        let key = self.key(fallback_key)?;
         if self.signup == agentprocess_auth::SignupPolicy::Invite && self.signup_codes.is_empty() {
             anyhow::bail!("--signup invite needs at least one --signup-code");
         }

@@ -218,6 +218,9 @@ pub struct Settings {
     /// How long a bearer token's identity is remembered between calls, so most calls
     /// need no lookup. A revoked token or changed group stays in effect this long.
     pub identity_cache_seconds: u32,
+    /// The key that seals the claim tokens kept in recorded results; every API process
+    /// of a deployment shares it.
+    pub seal_key: agentprocess_auth::SecretKey,
 }
 
 impl std::fmt::Debug for Settings {
@@ -229,14 +232,16 @@ impl std::fmt::Debug for Settings {
             .field("url_secret", &"<secret>")
             .field("url_seconds", &self.url_seconds)
             .field("identity_cache_seconds", &self.identity_cache_seconds)
+            .field("seal_key", &self.seal_key)
             .finish()
     }
 }
 
 impl Settings {
-    /// Defaults around a public URL and a URL secret.
+    /// Defaults around a public URL and a URL secret (the sealing key derived from it).
     pub fn new(public_url: impl Into<String>, url_secret: Vec<u8>) -> Self {
         Self {
+            seal_key: agentprocess_auth::SecretKey::derived_from_url_secret(&url_secret),
             engine: agentprocess_engine::Settings::default(),
             max_upload_bytes: 10 << 20,
             public_url: public_url.into(),

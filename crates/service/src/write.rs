@@ -22,7 +22,7 @@ use tracing::Instrument as _;
 use crate::ids::token_run;
 use crate::index::run_row;
 use crate::notify::Outgoing;
-use crate::recorded::{Recorded, RunRowRef};
+use crate::recorded::{Recorded, RunRowRef, Sealing};
 use crate::stored::Loaded;
 use crate::{Caller, Error, Service, Tool, invalid, millis, not_found, retry};
 
@@ -173,7 +173,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             )));
         }
         // The views read their numbers from the text, so they come back as sent.
-        let result = match crate::recorded::parse(&recorded.result).map_err(retry)? {
+        let mut result = match crate::recorded::parse(&recorded.result).map_err(retry)? {
             Recorded::Whole(result) => result,
             Recorded::ByReference { row, result } => {
                 let run = self.store.run(caller.org(), &row.id).await.map_err(retry)?;
@@ -181,6 +181,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 crate::recorded::rebuild(row, result, run.pieces).map_err(retry)?
             }
         };
+        crate::recorded::open_credential(&mut result, &self.sealing(caller.org(), write)).map_err(retry)?;
         Ok(self.present(caller.org(), result))
     }
 
@@ -213,6 +214,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
         )
         .map_err(retry)?;
         Ok((row, apart, deliveries))
+    }
+
+    /// How the credential in the record of `write` is sealed.
+    fn sealing(&self, org: &str, write: &Write) -> Sealing<'_> {
+        Sealing::of(&self.settings.seal_key, org, &write.request_id)
     }
 
     /// The record of a write's result under its `requestId`.
@@ -361,7 +367,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
                     id: row.id.clone(),
                     doc: row.doc.clone(),
                 });
-                let text = crate::recorded::text(&mut result, reference.as_ref()).map_err(retry)?;
+                let text = crate::recorded::text(&mut result, reference.as_ref(), &self.sealing(caller.org(), write))
+                    .map_err(retry)?;
                 let request = self.new_request(write, tool, &text);
                 Written {
                     recorded: tx
@@ -372,7 +379,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 }
             }
             None => {
-                let text = crate::recorded::text(&mut result, None).map_err(retry)?;
+                let text =
+                    crate::recorded::text(&mut result, None, &self.sealing(caller.org(), write)).map_err(retry)?;
                 let request = self.new_request(write, tool, &text);
                 Written {
                     recorded: tx.record_request(caller.org(), &request).await.map_err(retry)?,

@@ -28,6 +28,12 @@ pub trait ToolResult: serde::Serialize + serde::de::DeserializeOwned {
     fn run_data_mut(&mut self) -> Option<&mut RunData> {
         None
     }
+
+    /// The credential this result hands out (a claim token), if any: a recorded result
+    /// keeps it sealed, so the database alone yields no usable token.
+    fn credential_mut(&mut self) -> Option<&mut String> {
+        None
+    }
 }
 
 /// What a call gives an agent to copy as `requestId`: the caller makes a new one.

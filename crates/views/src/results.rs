@@ -68,6 +68,10 @@ impl crate::ToolResult for ClaimResult {
     fn run_data_mut(&mut self) -> Option<&mut RunData> {
         Some(&mut self.data)
     }
+
+    fn credential_mut(&mut self) -> Option<&mut String> {
+        Some(&mut self.token)
+    }
 }
 
 /// `step` of a claim result.
@@ -107,7 +111,11 @@ impl From<Renewed> for RenewResult {
     }
 }
 
-impl crate::ToolResult for RenewResult {}
+impl crate::ToolResult for RenewResult {
+    fn credential_mut(&mut self) -> Option<&mut String> {
+        Some(&mut self.token)
+    }
+}
 
 /// `upload`'s result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

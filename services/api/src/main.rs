@@ -130,6 +130,11 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         .context("--url-secret must be base64")?;
     anyhow::ensure!(secret.len() >= 32, "--url-secret must hold at least 32 bytes");
     let mut settings = agentprocess_service::Settings::new(serve.public_url.clone(), secret);
+    // Identity and the service seal with one key: --secret-key, or the one derived
+    // from --url-secret.
+    settings.seal_key = serve.auth.key(Some(&agentprocess_http::config::derived_secret_key(
+        &settings.url_secret,
+    )))?;
     settings.engine.lease_seconds = serve.lease_seconds;
     settings.engine.run_data_bytes = serve.run_data_bytes;
     settings.max_upload_bytes = serve.max_upload_bytes;

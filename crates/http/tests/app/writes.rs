@@ -57,6 +57,45 @@ async fn replay(app: TestApp) -> TestApp {
     app
 }
 
+on_both!(claim_tokens_are_kept_sealed_and_replayed_in_clear, sealed_tokens);
+/// A claim or renew result is recorded for replays with its token sealed: the
+/// database holds no usable token, and a replay still answers with the token.
+async fn sealed_tokens(app: TestApp) -> TestApp {
+    use agentprocess_store::Store as _;
+    let app = app_with_a_process(app).await;
+    let bot = app.mcp_token("bot").await;
+    let start = json!({ "requestId": "s-1", "process": "purchase-order", "inputs": inputs(json!(1200)) });
+    let started = app.call(&bot, "start_run", start).await;
+    let run = started["data"]["run"]["id"].as_str().expect("run id").to_owned();
+    let claim = json!({ "requestId": "c-1", "runId": run, "stepId": "check_budget" });
+    let claimed = app.call(&bot, "claim", claim.clone()).await;
+    let token = claimed["data"]["token"].as_str().expect("a token").to_owned();
+    let renew = json!({ "requestId": "n-1", "token": token });
+    let renewed = app.call(&bot, "renew", renew.clone()).await;
+    let renewed_token = renewed["data"]["token"].as_str().expect("a new token").to_owned();
+    for (request_id, token) in [("c-1", &token), ("n-1", &renewed_token)] {
+        let recorded = app.service.store().request(&app.org, request_id).await.expect("read");
+        let recorded = recorded.expect("recorded").result;
+        let secret = token.split_once('.').map_or(token.as_str(), |(_, secret)| secret);
+        assert!(!recorded.contains(secret), "{request_id} holds its token: {recorded}");
+    }
+    assert_eq!(
+        app.call(&bot, "claim", claim).await,
+        claimed,
+        "the replay answers the token"
+    );
+    assert_eq!(app.call(&bot, "renew", renew).await, renewed);
+    let submit = json!({
+        "requestId": "u-1", "token": renewed_token,
+        "output": { "budgetRemaining": 25000.00, "supplierActive": true },
+        "evidence": [{ "kind": "link", "ref": "https://erp.example.com/reports/budget/CC-4100" }],
+        "summary": "Budget covers it", "next": "approval", "reason": "covered",
+    });
+    let submitted = app.call(&bot, "submit", submit).await;
+    assert_eq!(submitted["ok"], true, "the renewed token still works: {submitted}");
+    app
+}
+
 on_both!(a_large_run_replays_each_write_exactly, large_run_replays);
 /// A run whose inputs and a completion are large keeps them as pieces and records its
 /// results by reference; every replay still answers byte for byte what the call did.
