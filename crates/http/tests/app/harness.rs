@@ -178,6 +178,38 @@ impl TestApp {
             .expect("token")
     }
 
+    /// Every text value in every table of the database, for looking for what must
+    /// not be kept in clear.
+    pub(crate) async fn every_stored_text(&self) -> Vec<String> {
+        use sqlx::{Column as _, Connection as _, Row as _};
+        let mut connection = sqlx::AnyConnection::connect(&self.db.url).await.expect("connect");
+        let listing = if self.db.url.starts_with("sqlite:") {
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> '_sqlx_migrations'"
+        } else {
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name <> '_sqlx_migrations'"
+        };
+        let tables: Vec<String> = sqlx::query_scalar(listing)
+            .fetch_all(&mut connection)
+            .await
+            .expect("tables");
+        let mut texts = Vec::new();
+        for table in tables {
+            let rows = sqlx::query(&format!("SELECT * FROM \"{table}\""))
+                .fetch_all(&mut connection)
+                .await
+                .expect("rows");
+            for row in &rows {
+                for column in row.columns() {
+                    if let Ok(Some(text)) = row.try_get::<Option<String>, _>(column.ordinal()) {
+                        texts.push(text);
+                    }
+                }
+            }
+        }
+        texts
+    }
+
     /// A new API token of a person, with `scope`.
     pub(crate) async fn api_token(&self, person: &str, scope: &str) -> String {
         let maker = self

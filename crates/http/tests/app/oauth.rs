@@ -340,6 +340,48 @@ async fn rotation(app: TestApp) -> TestApp {
     app
 }
 
+on_both!(
+    no_credential_the_server_hands_out_is_kept_in_clear,
+    kept_hashed_or_sealed
+);
+/// A static MCP token, a person's API token, an OAuth client's secret and its access
+/// token: none of them appears in any row (claim tokens: see `writes`).
+async fn kept_hashed_or_sealed(app: TestApp) -> TestApp {
+    let (app, admin, id, secret) = with_client(app).await;
+    app.publish(&admin, "sign-off", SIGN_OFF.as_bytes(), "unused").await;
+    let (status, issued) = token_request(&app, &[("grant_type", "client_credentials")], Some((&id, &secret))).await;
+    assert_eq!(status, StatusCode::OK, "{issued}");
+    let access = issued["access_token"].as_str().expect("token").to_owned();
+    let mcp = app.mcp_token("bot").await;
+    let started = app
+        .call(
+            &access,
+            "start_run",
+            json!({ "requestId": "r1", "process": "sign-off", "inputs": { "approver": "ann@acme.test" } }),
+        )
+        .await;
+    assert_eq!(started["ok"], true, "{started}");
+    let stored = app.every_stored_text().await;
+    assert!(
+        stored.iter().any(|text| text.contains("sign-off")),
+        "the scan reads the rows"
+    );
+    // Each credential's secret part: what follows its prefix.
+    for (what, credential) in [
+        ("the admin's API token", admin.as_str()),
+        ("the client secret", secret.as_str()),
+        ("the access token", access.as_str()),
+        ("the static MCP token", mcp.as_str()),
+    ] {
+        let secret_part = &credential[credential.len().saturating_sub(24)..];
+        assert!(
+            !stored.iter().any(|text| text.contains(secret_part)),
+            "{what} is kept in clear"
+        );
+    }
+    app
+}
+
 on_both!(a_disabled_agent_gets_no_token, disabled);
 async fn disabled(app: TestApp) -> TestApp {
     let (app, admin, id, secret) = with_client(app).await;
