@@ -434,9 +434,8 @@ fn seconds(text: &str) -> Result<Duration, String> {
 pub struct AuthArgs {
     /// Key (base64, at least 32 bytes) that seals secrets kept in the database:
     /// organizations' IdP client secrets, and the claim tokens recorded for replays.
-    /// Every API process shares it. Without it,
-    /// a key derived from --url-secret is used (and changing that secret then makes
-    /// sealed secrets unreadable).
+    /// Every API process shares it. Without it, a key derived from --url-secret is
+    /// used (and changing that secret then makes sealed secrets unreadable).
     #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
     /// Who may sign up an organization: `open`, `invite` (with a sign-up code) or
@@ -503,12 +502,6 @@ pub struct AuthArgs {
     pub client_metadata_timeout_seconds: Duration,
 }
 
-/// A sealing key derived from the URL-signing secret, for servers given no
-/// `--secret-key` (the two uses never share the key itself).
-pub fn derived_secret_key(url_secret: &[u8]) -> Vec<u8> {
-    agentprocess_auth::secrets::derived_key_material(url_secret)
-}
-
 impl AuthArgs {
     /// The key that seals secrets at rest: `--secret-key`, else `fallback_key` (the
     /// embedded mode keeps one in its data folder; the API derives one from
@@ -527,16 +520,20 @@ impl AuthArgs {
         agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))
     }
 
-    /// Identity over `store`. `fallback_key` seals secrets when no `--secret-key` is
-    /// given (the embedded mode keeps one in its data folder); without either, the
-    /// server refuses to start.
+    /// The API's key: `--secret-key`, else one derived from its URL-signing secret
+    /// (the two uses never share the key itself).
+    pub fn key_or_derived_from(&self, url_secret: &[u8]) -> anyhow::Result<agentprocess_auth::SecretKey> {
+        self.key(Some(&agentprocess_auth::secrets::derived_key_material(url_secret)))
+    }
+
+    /// Identity over `store`, sealing with `key` (see [`AuthArgs::key`]; the service
+    /// seals with the same one).
     pub fn auth<S>(
         &self,
         store: S,
         public_url: &str,
-        fallback_key: Option<&[u8]>,
+        key: agentprocess_auth::SecretKey,
     ) -> anyhow::Result<agentprocess_auth::Auth<S>> {
-        let key = self.key(fallback_key)?;
         if self.signup == agentprocess_auth::SignupPolicy::Invite && self.signup_codes.is_empty() {
             anyhow::bail!("--signup invite needs at least one --signup-code");
         }

@@ -247,7 +247,7 @@ fn identity(
     allow_private_issuers: bool,
 ) -> anyhow::Result<agentprocess_auth::Auth<SqlStore>> {
     let throwaway = agentprocess_auth::secrets::random_bytes::<32>();
-    agentprocess_http::config::AuthArgs {
+    let args = agentprocess_http::config::AuthArgs {
         secret_key,
         signup: agentprocess_auth::SignupPolicy::Closed,
         signup_codes: Vec::new(),
@@ -263,8 +263,9 @@ fn identity(
         client_registrations_per_hour: 20,
         decide_sign_in_seconds: std::time::Duration::from_secs(28800),
         access_token_seconds: std::time::Duration::from_secs(3600),
-    }
-    .auth(store, "http://localhost", Some(&throwaway))
+    };
+    let key = args.key(Some(&throwaway))?;
+    args.auth(store, "http://localhost", key)
 }
 
 pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {

@@ -183,9 +183,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     .auth(
         service.store().clone(),
         &public_url,
-        Some(&agentprocess_http::config::derived_secret_key(
-            &service.settings().url_secret,
-        )),
+        service.settings().seal_key.clone(),
     )?;
     if let (Some(issuer), Some(client_id)) = (&dev.oidc_issuer, &dev.oidc_client_id) {
         sso(&auth, &dev, issuer, client_id).await?;

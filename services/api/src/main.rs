@@ -132,9 +132,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     let mut settings = agentprocess_service::Settings::new(serve.public_url.clone(), secret);
     // Identity and the service seal with one key: --secret-key, or the one derived
     // from --url-secret.
-    settings.seal_key = serve.auth.key(Some(&agentprocess_http::config::derived_secret_key(
-        &settings.url_secret,
-    )))?;
+    settings.seal_key = serve.auth.key_or_derived_from(&settings.url_secret)?;
     settings.engine.lease_seconds = serve.lease_seconds;
     settings.engine.run_data_bytes = serve.run_data_bytes;
     settings.max_upload_bytes = serve.max_upload_bytes;
@@ -181,9 +179,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
             std::sync::Arc::new(serve.auth.auth(
                 service.store().clone(),
                 &serve.public_url,
-                Some(&agentprocess_http::config::derived_secret_key(
-                    &service.settings().url_secret,
-                )),
+                service.settings().seal_key.clone(),
             )?),
             &http,
         ),

@@ -107,7 +107,11 @@ impl TestApp {
                 decide_sign_in_seconds: std::time::Duration::from_secs(600),
                 access_token_seconds: std::time::Duration::from_secs(3600),
             }
-            .auth(service.store().clone(), public_url, Some(&[9; 32]))
+            .auth(
+                service.store().clone(),
+                public_url,
+                agentprocess_auth::SecretKey::new(&[9; 32]).expect("a key"),
+            )
             .expect("auth"),
         );
         let router = agentprocess_http::router(Arc::clone(&service), Arc::clone(&auth), &http_settings(None, true));
