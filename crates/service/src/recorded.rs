@@ -50,16 +50,19 @@ struct ByReferenceIn<R> {
 /// belongs to.
 pub(crate) struct Sealing<'a> {
     key: &'a SecretKey,
-    context: String,
+    org: &'a str,
+    request_id: &'a str,
 }
 
 impl<'a> Sealing<'a> {
     /// For the record of `request_id` in `org`.
-    pub(crate) fn of(key: &'a SecretKey, org: &str, request_id: &str) -> Self {
-        Self {
-            key,
-            context: format!("recorded-credential:{org}:{request_id}"),
-        }
+    pub(crate) fn of(key: &'a SecretKey, org: &'a str, request_id: &'a str) -> Self {
+        Self { key, org, request_id }
+    }
+
+    /// What binds a sealed credential to its record.
+    fn context(&self) -> String {
+        format!("recorded-credential:{}:{}", self.org, self.request_id)
     }
 }
 
@@ -72,7 +75,7 @@ pub(crate) fn text<R: ToolResult>(
     sealing: &Sealing<'_>,
 ) -> serde_json::Result<String> {
     let clear = result.credential_mut().map(|credential| {
-        let sealed = sealing.key.seal(credential, &sealing.context);
+        let sealed = sealing.key.seal(credential, &sealing.context());
         std::mem::replace(credential, sealed)
     });
     let text = text_as_it_is(result, row);
@@ -118,7 +121,7 @@ pub(crate) fn open_credential<R: ToolResult>(result: &mut R, sealing: &Sealing<'
     if let Some(credential) = result.credential_mut()
         && SecretKey::is_sealed(credential)
     {
-        *credential = sealing.key.open(credential, &sealing.context)?;
+        *credential = sealing.key.open(credential, &sealing.context())?;
     }
     Ok(())
 }

@@ -217,7 +217,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// How the credential in the record of `write` is sealed.
-    fn sealing(&self, org: &str, write: &Write) -> Sealing<'_> {
+    fn sealing<'a>(&'a self, org: &'a str, write: &'a Write) -> Sealing<'a> {
         Sealing::of(&self.settings.seal_key, org, &write.request_id)
     }
 
