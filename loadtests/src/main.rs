@@ -196,11 +196,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         println!("floor: every call is describe (no database work)");
         0
     } else {
-        prestart(&bench).await?
+        match prestart(&bench).await? {
+            0 => bail!("no run could be started"),
+            started => started,
+        }
     };
-    if started == 0 && !cli.floor {
-        bail!("no run could be started");
-    }
     if let Some(url) = &cli.analyze {
         use sqlx::Connection as _;
         let mut connection = sqlx::PgConnection::connect(url)
