@@ -372,6 +372,12 @@ pub struct ProcessArgs {
     /// so load balancers stop sending calls before the listener closes.
     #[arg(long, env = "AGENTPROCESS_SHUTDOWN_DELAY_SECONDS", default_value = "0", value_parser = seconds_or_zero)]
     pub shutdown_delay_seconds: Duration,
+    /// The longest a call, or one pass of a background loop, may take, in seconds; past
+    /// it the work is dropped and a tool call is answered `retry` (other requests 503),
+    /// so no caller waits for ever on a database that stopped answering. Keep it above
+    /// --evaluator-timeout-seconds.
+    #[arg(long, env = "AGENTPROCESS_CALL_DEADLINE_SECONDS", default_value = "60", value_parser = seconds)]
+    pub call_deadline_seconds: Duration,
 }
 
 impl ProcessArgs {

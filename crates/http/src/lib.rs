@@ -159,10 +159,11 @@ where
         .route("/files/{org}/{id}", get(download::<S, B>))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready::<S, B>))
-        .with_state(service)
+        .with_state(Arc::clone(&service))
         .merge(authenticated)
         .merge(oauth::routes(Arc::clone(&web)))
         .merge(identity::routes(web))
+        .layer(middleware::from_fn_with_state(service, backstop::<S, B>))
 }
 
 /// Resolves `Authorization: Bearer …` to a caller and leaves it on the request for
@@ -182,7 +183,7 @@ async fn authenticate<S: Store, B: Blobs>(
     let Some(token) = token else {
         return unauthorized(&service.settings().public_url, false, "a bearer token is required");
     };
-    match service.authenticate(token).await {
+    match service.within_deadline(service.authenticate(token)).await {
         Ok(Some(mut caller)) => {
             caller.address = request
                 .extensions()
@@ -199,10 +200,41 @@ async fn authenticate<S: Store, B: Blobs>(
         Err(error) => {
             // Logs the cause, once.
             let _retry = error.into_tool_error();
-            (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response()
+            try_again_shortly()
         }
     }
 }
+
+/// 503 with `Retry-After`: the server could not answer now (its database is down or
+/// slow); the same request may be sent again.
+fn try_again_shortly() -> Response {
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, "try again shortly").into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Past the call deadline (and a margin, so that a tool call's own deadline answers
+/// first, in the protocol's terms), any request is answered 503: the backstop for
+/// every page and REST operation.
+async fn backstop<S: Store, B: Blobs>(
+    State(service): State<Arc<Service<S, B>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limit = service.settings().call_deadline + BACKSTOP_MARGIN;
+    match service.bounded_by(limit, next.run(request)).await {
+        Some(response) => response,
+        None => {
+            tracing::error!(?limit, "a request did not finish within the deadline");
+            try_again_shortly()
+        }
+    }
+}
+
+/// How much longer than the call deadline the backstop waits.
+const BACKSTOP_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// 401 with the challenge that tells an MCP client where to get a token.
 fn unauthorized(public_url: &str, token_presented: bool, message: &'static str) -> Response {

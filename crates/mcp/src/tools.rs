@@ -41,7 +41,8 @@ pub async fn call<S: Store, B: Blobs>(
     spec: &ToolSpec,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    answer(service, caller, spec, arguments)
+    service
+        .within_deadline(answer(service, caller, spec, arguments))
         .await
         .map_err(agentprocess_service::Error::into_tool_error)
 }

@@ -5,6 +5,7 @@ mod agent;
 mod check;
 mod clock;
 mod cursor;
+mod deadline;
 mod error;
 mod files;
 mod ids;
@@ -35,6 +36,7 @@ use tokio::sync::Notify;
 
 pub use admin::Admin;
 pub use clock::{Clock, SystemClock, TestClock};
+pub use deadline::DeadlinePassed;
 pub use error::{Cause, Error, RETRY_MESSAGE};
 pub use files::FileDownload;
 pub use ids::{random_id, sha256_hex, token_run};
@@ -221,6 +223,9 @@ pub struct Settings {
     /// The key that seals the claim tokens kept in recorded results; every API process
     /// of a deployment shares it.
     pub seal_key: agentprocess_auth::SecretKey,
+    /// The longest a call, or one pass of a background loop, may take; past it the
+    /// work is dropped and a call is answered `retry`.
+    pub call_deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for Settings {
@@ -233,9 +238,15 @@ impl std::fmt::Debug for Settings {
             .field("url_seconds", &self.url_seconds)
             .field("identity_cache_seconds", &self.identity_cache_seconds)
             .field("seal_key", &self.seal_key)
+            .field("call_deadline", &self.call_deadline)
             .finish()
     }
 }
+
+/// The call deadline unless configured: longer than the slowest work a call may wait
+/// on by design (a check-1 evaluator answers within 30 s by default), so only a stuck
+/// dependency reaches it.
+pub const DEFAULT_CALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Settings {
     /// Defaults around a public URL and a URL secret (the sealing key derived from it).
@@ -248,6 +259,7 @@ impl Settings {
             url_secret,
             url_seconds: 300,
             identity_cache_seconds: 10,
+            call_deadline: DEFAULT_CALL_DEADLINE,
         }
     }
 }

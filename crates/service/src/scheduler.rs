@@ -73,7 +73,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// the timer queue when the service has one, else from the rows.
     pub async fn run_scheduler(self: Arc<Self>, settings: SchedulerSettings, stop: CancellationToken) {
         loop {
-            let pause = match self.scheduler_pass(&settings).await {
+            let pass = self.bounded(self.scheduler_pass(&settings)).await;
+            let pause = match pass.unwrap_or_else(|| Err(self.past_deadline())) {
                 Ok(taken) if taken >= settings.batch => Duration::ZERO,
                 Ok(_) => self.until_next_timer(&settings).await,
                 Err(error) => after_failure("timer pass", &error, settings.poll),
@@ -91,7 +92,8 @@ impl<S: Store, B: Blobs> Service<S, B> {
             return;
         };
         loop {
-            match self.reconcile(queue.as_ref()).await {
+            let pass = self.bounded(self.reconcile(queue.as_ref())).await;
+            match pass.unwrap_or_else(|| Err(self.past_deadline())) {
                 Ok(0) => {}
                 Ok(restored) => tracing::info!(restored, "reconciler re-added timers missing from the queue"),
                 Err(error) => tracing::warn!(%error, "reconciler pass failed; trying again"),

@@ -107,9 +107,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
         // taken again afterwards.
         let hold_until = now.saturating_add(duration_millis(settings.timeout).saturating_mul(3));
         let taken = self
-            .store
-            .take_deliveries(now, hold_until, settings.batch)
+            .bounded(self.store.take_deliveries(now, hold_until, settings.batch))
             .await
+            .ok_or_else(|| self.past_deadline())?
             .map_err(|error| error.to_string())?;
         let count = taken.len();
         futures_util::stream::iter(taken)
@@ -130,7 +130,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 );
                 let result = self.attempt(client, settings, &delivery).instrument(span).await;
                 crate::observe::delivery(result.status);
-                if let Err(error) = self.store.record_attempt(&delivery, &result).await {
+                let recorded = match self.bounded(self.store.record_attempt(&delivery, &result)).await {
+                    Some(recorded) => recorded.map_err(|error| error.to_string()),
+                    None => Err(self.past_deadline()),
+                };
+                if let Err(error) = recorded {
                     // The delivery is taken again when its hold ends.
                     tracing::warn!(%error, notification = %delivery.notification_id, "delivery outcome not recorded");
                 }

@@ -6,6 +6,7 @@ mod directory;
 mod grants;
 mod model;
 mod outbox;
+mod release;
 mod retention;
 mod runs;
 mod sql;
@@ -63,6 +64,11 @@ pub trait Store: Directory + Grants {
 
     /// Whether the database answers.
     fn ping(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// Work holding connections was dropped unfinished (past its deadline, or its
+    /// caller went away): for a while, connections coming back to the pool are
+    /// checked with a time limit, and one that does not answer is closed.
+    fn suspect_connections(&self);
 
     /// The versions of this build's migrations the database has not applied (a
     /// database ahead of this build, during an upgrade, is current for it).

@@ -18,6 +18,7 @@ use crate::model::{
     RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkLevels,
     WorkQuery, WorkRow,
 };
+use crate::release::{RELEASE_CHECK, Suspicion};
 use crate::{Result, Store, StoreTx, admin, outbox, runs, timers};
 
 /// Connections idle longer than this are checked before use.
@@ -47,6 +48,7 @@ impl Dialect {
 pub struct SqlStore {
     pool: AnyPool,
     dialect: Dialect,
+    suspicion: Suspicion,
 }
 
 impl SqlStore {
@@ -60,6 +62,7 @@ impl SqlStore {
         } else {
             Dialect::Postgres
         };
+        let suspicion = Suspicion::new();
         let pool = match dialect {
             Dialect::Postgres => {
                 // A ping before every acquire costs a round trip on every call; only
@@ -75,6 +78,22 @@ impl SqlStore {
                             }
                             Ok(true)
                         })
+                    })
+                    .after_release({
+                        let suspicion = suspicion.clone();
+                        move |connection, _| {
+                            let check = suspicion.active();
+                            Box::pin(async move {
+                                if !check {
+                                    return Ok(true);
+                                }
+                                match tokio::time::timeout(RELEASE_CHECK, connection.ping()).await {
+                                    Ok(answered) => answered.map(|()| true),
+                                    // Closed without a word: it would not hear one.
+                                    Err(_) => Err(sqlx::Error::Io(std::io::ErrorKind::TimedOut.into())),
+                                }
+                            })
+                        }
                     })
                     .acquire_timeout(Duration::from_secs(10))
                     .connect_with(options)
@@ -100,7 +119,11 @@ impl SqlStore {
                     .await?
             }
         };
-        Ok(Self { pool, dialect })
+        Ok(Self {
+            pool,
+            dialect,
+            suspicion,
+        })
     }
 
     /// Applies every migration in `migrations/` not yet applied, then (on PostgreSQL)
@@ -170,6 +193,10 @@ impl Store for SqlStore {
     async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+
+    fn suspect_connections(&self) {
+        self.suspicion.raise();
     }
 
     async fn pending_migrations(&self) -> Result<Vec<i64>> {

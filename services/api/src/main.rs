@@ -133,6 +133,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     // Identity and the service seal with one key: --secret-key, or the one derived
     // from --url-secret.
     settings.seal_key = serve.auth.key_or_derived_from(&settings.url_secret)?;
+    settings.call_deadline = serve.process.call_deadline_seconds;
     settings.engine.lease_seconds = serve.lease_seconds;
     settings.engine.run_data_bytes = serve.run_data_bytes;
     settings.max_upload_bytes = serve.max_upload_bytes;

@@ -79,7 +79,11 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     agentprocess_http::observe_pool(&store);
     let (clock, test_clock) = agentprocess_http::clock(serve.process.test_clock);
     // The scheduler presents no files, so it needs no public URL or URL key.
-    let mut service = Service::new(store, NoBlobs, clock, Settings::new("", Vec::new()));
+    let settings = Settings {
+        call_deadline: serve.process.call_deadline_seconds,
+        ..Settings::new("", Vec::new())
+    };
+    let mut service = Service::new(store, NoBlobs, clock, settings);
     match serve.queue.queue()? {
         Some(queue) => service = service.with_timer_queue(queue),
         None => tracing::warn!("no --redis-url: firing timers from the database rows"),

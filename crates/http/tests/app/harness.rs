@@ -51,15 +51,31 @@ impl TestApp {
 
     /// A server that runs check-1 with the test-double evaluator.
     pub(crate) async fn checking(dialect: Dialect) -> Self {
-        Self::built(dialect, PUBLIC_URL, Some(TestEvaluator::start(true).await)).await
+        Self::built(dialect, settings(PUBLIC_URL), Some(TestEvaluator::start(true).await)).await
     }
 
     /// The same, for a server whose public URL is `public_url`.
     pub(crate) async fn reached_at(dialect: Dialect, public_url: &str) -> Self {
-        Self::built(dialect, public_url, None).await
+        Self::built(dialect, settings(public_url), None).await
     }
 
-    async fn built(dialect: Dialect, public_url: &str, evaluator: Option<TestEvaluator>) -> Self {
+    /// A server whose calls may take at most `deadline`.
+    pub(crate) async fn with_call_deadline(dialect: Dialect, deadline: std::time::Duration) -> Self {
+        let settings = Settings {
+            call_deadline: deadline,
+            ..settings(PUBLIC_URL)
+        };
+        Self::built(dialect, settings, None).await
+    }
+
+    /// The database the server's store connects to.
+    pub(crate) fn database_url(&self) -> &str {
+        &self.db.url
+    }
+
+    async fn built(dialect: Dialect, settings: Settings, evaluator: Option<TestEvaluator>) -> Self {
+        let public_url = settings.public_url.clone();
+        let public_url = public_url.as_str();
         let db = TestDb::new(dialect).await;
         let files = std::env::temp_dir().join(agentprocess_testkit::random_name("agentprocess-files-"));
         let clock = Arc::new(TestClock::default());
@@ -68,7 +84,7 @@ impl TestApp {
             8,
             false,
             &Storage::Dir(files.clone()),
-            Settings::new(public_url, vec![7; 32]),
+            settings,
             clock.clone(),
             agentprocess_http::Extras {
                 queue: None,
@@ -362,6 +378,10 @@ impl TestApp {
         let _ = std::fs::remove_dir_all(&self.files);
         self.db.drop_database().await;
     }
+}
+
+fn settings(public_url: &str) -> Settings {
+    Settings::new(public_url, vec![7; 32])
 }
 
 /// Runs `body(TestApp) -> TestApp` once on SQLite and once on PostgreSQL; the app it

@@ -3,6 +3,7 @@
 
 mod admin_pages;
 mod checks;
+mod deadline;
 mod direct;
 mod harness;
 mod idempotency;
