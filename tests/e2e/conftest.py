@@ -74,3 +74,12 @@ def intruder_token(server):
 async def intruder(server, intruder_token):
     async with AsyncExitStack() as stack:
         yield await connect(stack, server.mcp_url(), intruder_token, "intruder")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The chaos cases' table, when any ran."""
+    import chaos
+
+    if chaos.ROWS:
+        terminalreporter.write_sep("=", "chaos")
+        terminalreporter.write_line(chaos.table(chaos.ROWS))

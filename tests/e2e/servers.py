@@ -171,9 +171,10 @@ def start_sqlite(processes: Path | None = FIXTURES, extra: tuple[str, ...] = (),
     return server
 
 
-def psql(sql: str, database: str = "postgres") -> str:
+def psql(sql: str, database: str = "postgres", base: str | None = None) -> str:
+    """Runs `sql` as the harness (on the suite's PostgreSQL, or the server at `base`)."""
     return subprocess.run(
-        ["psql", f"{HARNESS_PG}/{database}", "-v", "ON_ERROR_STOP=1", "-Atc", sql],
+        ["psql", f"{base or HARNESS_PG}/{database}", "-v", "ON_ERROR_STOP=1", "-Atc", sql],
         check=True, capture_output=True, text=True,
     ).stdout
 
@@ -188,13 +189,15 @@ def admin(database_url: str, *args: str) -> str:
     return completed.stdout
 
 
-def seed_postgres(folders: list[Path], with_check: bool = False) -> tuple[str, str, dict[str, str], dict[str, str]]:
+def seed_postgres(folders: list[Path], with_check: bool = False,
+                  pg: str | None = None) -> tuple[str, str, dict[str, str], dict[str, str]]:
     """A fresh migrated database with organization `acme`, the usual identities and
     `folders` published (roles bound to `people`; processes with `check:` only
-    `with_check`): (database, url, tokens, persons)."""
+    `with_check`), on the suite's PostgreSQL or the server at `pg`: (database, url,
+    tokens, persons)."""
     database = f"e2e_{secrets.token_hex(6)}"
-    psql(f"CREATE DATABASE {database}")
-    url = f"{PG}/{database}"
+    psql(f"CREATE DATABASE {database}", base=pg)
+    url = f"{pg or PG}/{database}"
     admin(url, "migrate")
     admin(url, "create-org", "acme", "--name", "Acme")
     tokens, persons = {}, {}

@@ -5,8 +5,6 @@ at once."""
 
 from __future__ import annotations
 
-import glob
-import os
 import secrets
 import shutil
 import signal
@@ -24,6 +22,7 @@ import pytest
 
 import rawmcp
 import servers
+from faults import PrivatePostgres
 from client import request_id
 from servers import eventually
 
@@ -36,44 +35,6 @@ def status(base: str, path: str = "/readyz") -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-class PrivatePostgres:
-    """A PostgreSQL server of the test's own (initdb in a temporary directory, another
-    port), so that stopping it touches nothing else."""
-
-    def __init__(self) -> None:
-        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-        self.bin = Path(os.environ.get("AGENTPROCESS_PG_BIN", bins[-1] if bins else "/usr/bin"))
-        self.dir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pgdata-"))
-        self.port = servers.free_port()
-        # PostgreSQL refuses to run as root.
-        self.as_owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self.as_owner:
-            shutil.chown(self.dir, "postgres", "postgres")
-        self.run("initdb", "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres", "--no-sync")
-        self.start()
-
-    def run(self, tool: str, *args: str) -> None:
-        subprocess.run([*self.as_owner, str(self.bin / tool), *args], check=True, capture_output=True)
-
-    @property
-    def url(self) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self.run("pg_ctl", "-D", str(self.dir / "data"), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
-
-    def stop(self) -> None:
-        self.run("pg_ctl", "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
-
-    def close(self) -> None:
-        try:
-            self.stop()
-        except subprocess.CalledProcessError:
-            pass
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Api:

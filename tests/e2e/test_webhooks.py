@@ -28,9 +28,10 @@ pytestmark = pytest.mark.anyio
 
 
 class Receiver:
-    """Collects posts; fails the first attempt of each `webhook-id` with a 500."""
+    """Collects posts; fails the first attempt of each `webhook-id` with a 500 (unless
+    not `fail_first`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_first: bool = True) -> None:
         self.posts: list[dict] = []
         self.lock = threading.Lock()
         receiver = self
@@ -40,7 +41,8 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["content-length"])).decode()
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 with receiver.lock:
-                    first = not any(p["headers"]["webhook-id"] == headers.get("webhook-id") for p in receiver.posts)
+                    first = fail_first and not any(
+                        p["headers"]["webhook-id"] == headers.get("webhook-id") for p in receiver.posts)
                     receiver.posts.append({"headers": headers, "body": body, "answered": 500 if first else 204})
                 self.send_response(500 if first else 204)
                 self.end_headers()
