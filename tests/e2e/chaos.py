@@ -134,7 +134,7 @@ class Layout:
         self.database, direct_url, self.tokens, _ = servers.seed_postgres([CYCLE], pg=self.pg.application_base)
         self.url = direct_url.replace(f":{self.pg.port}/", f":{self.proxy.port}/") if self.proxy else direct_url
         self.receiver = Receiver(fail_first=False)
-        servers.admin(direct_url, "add-webhook", "--org", "acme", self.receiver.url)
+        servers.add_webhook(direct_url, self.receiver.url)
         self.prefix = f"agentprocess-chaos:{secrets.token_hex(4)}"
         self.secret = secrets.token_bytes(32)
         self.api_flags = [] if not self.s3_proxy else [
@@ -186,7 +186,7 @@ class Layout:
             [
                 str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", self.url,
                 "--listen", f"127.0.0.1:{self.scheduler_ports[index]}", *self.queue_flags(),
-                *scheduling.SCHEDULER_FLAGS, "--webhook-allow-private-networks",
+                *scheduling.SCHEDULER_FLAGS, "--webhook-allow-private-networks", "--secret-key", servers.SECRET_KEY,
                 "--call-deadline-seconds", SERVER_DEADLINE,
             ],
             stdout=log, stderr=subprocess.STDOUT,

@@ -187,6 +187,8 @@ class Deployment:
         self.queue = queue
         self.prefix = f"agentprocess-e2e:{secrets.token_hex(6)}"
         self.advanced = 0
+        # The key the schedulers are given; a test that rotates it changes this.
+        self.secret_key = servers.SECRET_KEY
         port = servers.free_port()
         self.server = servers.Server("postgres", [f"http://127.0.0.1:{port}"], tokens, persons, database, url,
                                      "acme", self.workdir)
@@ -214,6 +216,7 @@ class Deployment:
             [
                 str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", self.server.database_url,
                 "--listen", f"127.0.0.1:{self.scheduler_ports[index]}", *self.queue_flags(), *self.flags,
+                "--secret-key", self.secret_key,
             ],
             stdout=log, stderr=subprocess.STDOUT,
         )

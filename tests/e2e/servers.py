@@ -34,6 +34,10 @@ PG = os.environ.get("AGENTPROCESS_TEST_PG", "postgres://postgres@127.0.0.1:5432"
 # only what the servers sent is checked.
 HARNESS_PG = os.environ.get("AGENTPROCESS_TEST_PG_HARNESS", PG)
 
+# The key that seals secrets kept in the database (--secret-key), shared by every API
+# process, scheduler and `agentprocess admin` command of the session, as a deployment's are.
+SECRET_KEY = base64.b64encode(secrets.token_bytes(32)).decode()
+
 # The identities dev mode makes; the PostgreSQL seed makes the same.
 IDENTITIES = {
     "agent-1": ("agent", None, []),
@@ -224,14 +228,21 @@ def seed_postgres(folders: list[Path], with_check: bool = False,
 
 def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) -> list[str]:
     """An API process's command line; evidence under `workdir/files` unless `extra`
-    names an S3 bucket."""
+    names an S3 bucket; secrets sealed with SECRET_KEY unless `extra` names a key."""
     storage = [] if "--s3-bucket" in extra else ["--blob-dir", str(workdir / "files")]
+    key = [] if "--secret-key" in extra else ["--secret-key", SECRET_KEY]
     return [
         str(BIN / "agentprocess-api"), "serve", "--database-url", url,
         "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port}",
-        "--url-secret", base64.b64encode(secret).decode(), *storage,
+        "--url-secret", base64.b64encode(secret).decode(), *storage, *key,
         "--max-connections", "8", "--test-clock", *extra,
     ]
+
+
+def add_webhook(database_url: str, url: str, org: str = "acme") -> dict:
+    """`agentprocess admin add-webhook`, sealing with SECRET_KEY: the new endpoint's
+    id, URL and secret."""
+    return json.loads(admin(database_url, "add-webhook", "--org", org, url, "--secret-key", SECRET_KEY))
 
 
 def start_postgres(processes: int = 2, extra: tuple[str, ...] = ()) -> Server:

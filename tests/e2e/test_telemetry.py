@@ -225,7 +225,7 @@ def test_a_webhook_attempt_continues_the_trace_through_the_timer_that_ended_the_
     # A deployment of its own: its webhook must not reach the other tests' runs.
     traced = Traced("http/protobuf")
     try:
-        servers.admin(traced.url, "add-webhook", "--org", "acme", "http://127.0.0.1:9/hook")
+        servers.add_webhook(traced.url, "http://127.0.0.1:9/hook")
         trace_id, _, run_id, _ = start_traced(traced)
         post_advance(traced.base, 120)
         fired = traced.receiver.wait_for(
@@ -396,7 +396,7 @@ def test_prometheus_metrics_cover_every_series_of_the_dashboard():
     try:
         base, tokens = deployment.server.base, deployment.server.tokens
         # A webhook that cannot be reached: a delivery attempt to retry.
-        servers.admin(deployment.server.database_url, "add-webhook", "--org", "acme", "http://127.0.0.1:9/hook")
+        servers.add_webhook(deployment.server.database_url, "http://127.0.0.1:9/hook")
         for process in ("pause", "signoff"):
             rawmcp.call(base, tokens["alice"], "start_run",
                         {"process": process, "inputs": {}, "requestId": request_id()})

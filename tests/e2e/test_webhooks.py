@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import http.server
 import json
+import secrets
 import threading
 import time
 from contextlib import AsyncExitStack
@@ -82,7 +83,7 @@ def setup():
         flags=("--webhook-max-attempts", "3", "--webhook-allow-private-networks"),
     )
     receiver = Receiver()
-    added = json.loads(servers.admin(deployment.server.database_url, "add-webhook", "--org", "acme", receiver.url))
+    added = servers.add_webhook(deployment.server.database_url, receiver.url)
     yield deployment, receiver, added
     receiver.close()
     deployment.close()
@@ -161,11 +162,11 @@ async def test_a_failing_endpoint_is_given_up_after_the_last_attempt(setup):
     deployment, receiver, webhook = setup
     database = deployment.server.database_url
     servers.admin(database, "remove-webhook", "--org", "acme", webhook["id"])
-    dead = json.loads(servers.admin(database, "add-webhook", "--org", "acme", "http://127.0.0.1:9/nothing-listens"))
+    dead = servers.add_webhook(database, "http://127.0.0.1:9/nothing-listens")
     # Refused: not a URL a delivery could go to.
     for bad in ["ftp://example.com/x", "not a url", "http://user:pw@example.com/"]:
         with pytest.raises(RuntimeError, match="url:"):
-            servers.admin(database, "add-webhook", "--org", "acme", bad)
+            servers.add_webhook(database, bad)
     async with AsyncExitStack() as stack:
         alice = (await clients_of(stack, deployment))["alice"]
         await start(alice, "signoff")
@@ -200,9 +201,8 @@ def guarded():
 async def test_endpoints_on_private_networks_are_refused_by_default(guarded):
     deployment, receiver = guarded
     database = deployment.server.database_url
-    loopback = json.loads(servers.admin(database, "add-webhook", "--org", "acme", receiver.url))
-    named = json.loads(servers.admin(database, "add-webhook", "--org", "acme",
-                                     receiver.url.replace("127.0.0.1", "localhost")))
+    loopback = servers.add_webhook(database, receiver.url)
+    named = servers.add_webhook(database, receiver.url.replace("127.0.0.1", "localhost"))
     async with AsyncExitStack() as stack:
         alice = (await clients_of(stack, deployment))["alice"]
         await start(alice, "signoff")
@@ -211,3 +211,36 @@ async def test_endpoints_on_private_networks_are_refused_by_default(guarded):
     assert rows[loopback["id"]][4] == "failed" and "not a public address" in rows[loopback["id"]][7], listing
     assert rows[named["id"]][4] == "failed" and "no public address" in rows[named["id"]][7], listing
     assert receiver.posts == [], "nothing reached the receiver"
+
+
+async def test_signing_secrets_are_kept_sealed_and_survive_a_key_rotation(setup):
+    """The secret is kept sealed; after `agentprocess admin reseal` with a new key and
+    the old one as previous, a scheduler given the new key alone signs with the same
+    secret, so receivers notice nothing."""
+    deployment, receiver, webhook = setup
+    database = deployment.server.database_url
+    kept = deployment.sql(f"SELECT secret FROM webhooks WHERE id = '{webhook['id']}'").strip()
+    assert kept.startswith("v1.") and webhook["secret"] not in kept, "sealed, not in clear"
+    new_key = base64.b64encode(secrets.token_bytes(32)).decode()
+    # The new key alone cannot open it: the old one is needed as a previous key.
+    with pytest.raises(RuntimeError, match="sealed with another secret key"):
+        servers.admin(database, "reseal", "--secret-key", new_key)
+    resealed = servers.admin(database, "reseal", "--secret-key", new_key, "--previous-secret-key", servers.SECRET_KEY)
+    assert "resealed 1 webhook secret(s)" in resealed, resealed
+    rekept = deployment.sql(f"SELECT secret FROM webhooks WHERE id = '{webhook['id']}'").strip()
+    assert rekept.split(".")[1] != kept.split(".")[1], "sealed with the new key"
+    again = servers.admin(database, "reseal", "--secret-key", new_key, "--previous-secret-key", servers.SECRET_KEY)
+    assert "resealed 0 webhook secret(s)" in again, again
+
+    deployment.kill_scheduler(0)
+    deployment.secret_key = new_key
+    deployment.start_scheduler(0)
+    async with AsyncExitStack() as stack:
+        alice = (await clients_of(stack, deployment))["alice"]
+        run = await start(alice, "signoff")
+
+    async def delivered():
+        return [body for body in (verify(webhook["secret"], post) for post in receiver.delivered())
+                if body["type"] == "work_item.created" and body["run"]["id"] == run]
+
+    assert await eventually(delivered, what="delivered, signed with the same secret")

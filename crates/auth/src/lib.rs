@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use agentprocess_store::{Identity, IdentityKind, Role};
 pub use error::Error;
 pub use oidc::{Oidc, OidcSettings};
-pub use secrets::SecretKey;
+pub use secrets::{SealError, SecretKey};
 
 /// A role as requests and answers name it (its schema; the type is [`Role`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]

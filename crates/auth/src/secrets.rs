@@ -9,9 +9,18 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq as _;
 
-/// The key that seals secrets at rest. Every API process of a deployment shares it.
+/// The key that seals secrets at rest, with the keys it replaced: every server
+/// process of a deployment shares it. It seals with the current key and opens what
+/// any of them sealed, so a key is rotated by making the old one a previous key,
+/// resealing (`agentprocess admin reseal`), and then dropping it.
 #[derive(Clone)]
 pub struct SecretKey {
+    current: KeyPart,
+    previous: Vec<KeyPart>,
+}
+
+#[derive(Clone)]
+struct KeyPart {
     cipher: Aes256Gcm,
     /// Names the key in sealed values, so a value sealed with another key is told apart
     /// from a tampered one.
@@ -20,8 +29,10 @@ pub struct SecretKey {
 
 impl std::fmt::Debug for SecretKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let previous: Vec<&str> = self.previous.iter().map(|part| part.id.as_str()).collect();
         f.debug_struct("SecretKey")
-            .field("id", &self.id)
+            .field("id", &self.current.id)
+            .field("previous", &previous)
             .finish_non_exhaustive()
     }
 }
@@ -61,9 +72,29 @@ impl SecretKey {
         let key: [u8; 32] = Sha256::digest(material).into();
         let id = sha256_hex(&key)[..8].to_owned();
         Self {
-            cipher: Aes256Gcm::new(&key.into()),
-            id,
+            current: KeyPart {
+                cipher: Aes256Gcm::new(&key.into()),
+                id,
+            },
+            previous: Vec::new(),
         }
+    }
+
+    /// This key, opening also what `previous` keys sealed.
+    #[must_use]
+    pub fn with_previous(mut self, previous: impl IntoIterator<Item = SecretKey>) -> Self {
+        for key in previous {
+            if key.current.id != self.current.id {
+                self.previous.push(key.current);
+            }
+        }
+        self
+    }
+
+    /// Whether `sealed` was sealed with a previous key, so that sealing it again with
+    /// the current one lets that key be dropped.
+    pub fn sealed_with_previous(&self, sealed: &str) -> bool {
+        key_id(sealed).is_some_and(|id| self.previous.iter().any(|part| part.id == id))
     }
 
     /// Seals `plaintext` for the place named by `context` (for example
@@ -73,6 +104,7 @@ impl SecretKey {
         let nonce_bytes = random_bytes::<12>();
         let nonce = Nonce::from(nonce_bytes);
         let sealed = self
+            .current
             .cipher
             .encrypt(
                 &nonce,
@@ -85,7 +117,7 @@ impl SecretKey {
             .unwrap_or_default();
         let mut bytes = nonce_bytes.to_vec();
         bytes.extend_from_slice(&sealed);
-        format!("{SEALED_PREFIX}.{}.{}", self.id, URL_SAFE_NO_PAD.encode(bytes))
+        format!("{SEALED_PREFIX}.{}.{}", self.current.id, URL_SAFE_NO_PAD.encode(bytes))
     }
 
     /// Whether `value` has the form of a sealed value (it may still fail to open).
@@ -101,16 +133,19 @@ impl SecretKey {
         let (Some(SEALED_PREFIX), Some(id), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(SealError::Damaged);
         };
-        if id != self.id {
+        let Some(part) = std::iter::once(&self.current)
+            .chain(&self.previous)
+            .find(|part| part.id == id)
+        else {
             return Err(SealError::OtherKey(id.to_owned()));
-        }
+        };
         let bytes = URL_SAFE_NO_PAD.decode(body).map_err(|_| SealError::Damaged)?;
         if bytes.len() < 12 {
             return Err(SealError::Damaged);
         }
         let (nonce, message) = bytes.split_at(12);
         let nonce: [u8; 12] = nonce.try_into().map_err(|_| SealError::Damaged)?;
-        let plain = self
+        let plain = part
             .cipher
             .decrypt(
                 &Nonce::from(nonce),
@@ -121,6 +156,15 @@ impl SecretKey {
             )
             .map_err(|_| SealError::Damaged)?;
         String::from_utf8(plain).map_err(|_| SealError::Damaged)
+    }
+}
+
+/// The id of the key that sealed `sealed`, if it has the form of a sealed value.
+fn key_id(sealed: &str) -> Option<&str> {
+    let mut parts = sealed.splitn(3, '.');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(SEALED_PREFIX), Some(id), Some(_)) => Some(id),
+        _ => None,
     }
 }
 
@@ -184,6 +228,25 @@ mod tests {
         tampered.push(if sealed.ends_with('A') { 'B' } else { 'A' });
         assert_eq!(key(1).open(&tampered, "idp-secret:acme"), Err(SealError::Damaged));
         assert_ne!(key(1).seal("x", "c"), key(1).seal("x", "c"), "a fresh nonce each time");
+    }
+
+    #[test]
+    fn a_rotated_key_opens_what_its_previous_keys_sealed_and_seals_with_the_new_one() {
+        let old = key(1).seal("client-secret", "c");
+        let rotated = key(2).with_previous([key(1)]);
+        assert_eq!(rotated.open(&old, "c").as_deref(), Ok("client-secret"));
+        assert!(rotated.sealed_with_previous(&old));
+        let resealed = rotated.seal("client-secret", "c");
+        assert!(!rotated.sealed_with_previous(&resealed));
+        assert!(
+            matches!(key(1).open(&resealed, "c"), Err(SealError::OtherKey(_))),
+            "sealed with the new key"
+        );
+        assert!(
+            matches!(key(2).open(&old, "c"), Err(SealError::OtherKey(_))),
+            "once the old key is dropped, what it sealed no longer opens"
+        );
+        assert!(!rotated.sealed_with_previous("whsec_not-sealed"));
     }
 
     #[test]

@@ -297,6 +297,31 @@ impl<S: Store + Clone> Auth<S> {
         Ok(())
     }
 
+    /// Seals `org`'s identity provider client secret again with the current key when
+    /// a previous key sealed it; returns whether it did.
+    pub async fn reseal_provider(&self, org: &str, now: jiff::Timestamp) -> Result<bool, Error> {
+        let Some(mut provider) = self.store.provider(org).await? else {
+            return Ok(false);
+        };
+        let Some(sealed) = provider.sealed_secret.as_deref() else {
+            return Ok(false);
+        };
+        let context = provider_context(org);
+        // It must open (with the current key or a previous one) before anything changes.
+        let secret = self.key.open(sealed, &context)?;
+        if !self.key.sealed_with_previous(sealed) {
+            return Ok(false);
+        }
+        provider.sealed_secret = Some(self.key.seal(&secret, &context));
+        let mut tx = self.store.begin().await?;
+        if tx.lock_org(org).await?.is_none() {
+            return Ok(false);
+        }
+        tx.put_provider(&provider, millis(now)).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// The provider's answer, checked: the ID token's claims and the verified email.
     async fn verified_claims(
         &self,

@@ -434,16 +434,92 @@ fn seconds(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(value))
 }
 
-/// Identity: who may sign up, how long sessions last, the key that seals identity
-/// providers' client secrets.
-#[derive(Debug, Clone, clap::Args)]
-pub struct AuthArgs {
+/// The key that seals secrets kept in the database, and the keys it replaced.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SealArgs {
     /// Key (base64, at least 32 bytes) that seals secrets kept in the database:
-    /// organizations' IdP client secrets, and the claim tokens recorded for replays.
-    /// Every API process shares it. Without it, a key derived from --url-secret is
-    /// used (and changing that secret then makes sealed secrets unreadable).
+    /// organizations' IdP client secrets, webhook signing secrets, and the claim tokens
+    /// recorded for replays. Every API process and scheduler shares it. Without it, the
+    /// API uses a key derived from --url-secret (and changing that secret then makes
+    /// sealed secrets unreadable).
     #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
+    /// A key --secret-key replaced (base64; repeat, or separate with commas): what it
+    /// sealed still opens, and `agentprocess admin reseal` seals it again with the
+    /// current key, after which the old key can be dropped.
+    #[arg(
+        long = "previous-secret-key",
+        env = "AGENTPROCESS_PREVIOUS_SECRET_KEYS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub previous_secret_keys: Vec<String>,
+}
+
+impl SealArgs {
+    /// The key that seals secrets at rest: `--secret-key`, else `fallback_key` (the
+    /// embedded mode keeps one in its data folder; the API derives one from
+    /// `--url-secret`); without either, an error. It opens what the previous keys sealed.
+    pub fn key(&self, fallback_key: Option<&[u8]>) -> anyhow::Result<agentprocess_auth::SecretKey> {
+        let material = match (&self.secret_key, fallback_key) {
+            (Some(text), _) => decode_key(text, "--secret-key")?,
+            (None, Some(key)) => key.to_vec(),
+            (None, None) => {
+                anyhow::bail!("give --secret-key (base64, at least 32 bytes): it seals secrets kept in the database")
+            }
+        };
+        let previous = self
+            .previous_secret_keys
+            .iter()
+            .map(|text| {
+                let material = decode_key(text, "--previous-secret-key")?;
+                agentprocess_auth::SecretKey::new(&material)
+                    .map_err(|error| anyhow::anyhow!("--previous-secret-key: {error}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let key =
+            agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))?;
+        Ok(key.with_previous(previous))
+    }
+
+    /// The API's key: `--secret-key`, else one derived from its URL-signing secret
+    /// (the two uses never share the key itself).
+    pub fn key_or_derived_from(&self, url_secret: &[u8]) -> anyhow::Result<agentprocess_auth::SecretKey> {
+        self.key(Some(&agentprocess_auth::secrets::derived_key_material(url_secret)))
+    }
+
+    /// For a process beside the API (the scheduler): the API's key, given as
+    /// `--secret-key` or, where the API derives its key, as the API's `url_secret`
+    /// (base64). Without either, a throwaway key, with a warning: what the API sealed
+    /// does not open, and webhook deliveries fail, recorded as such, until one is given.
+    pub fn key_of_the_api(&self, url_secret: Option<&str>) -> anyhow::Result<agentprocess_auth::SecretKey> {
+        match url_secret {
+            Some(text) => self.key_or_derived_from(&decode_key(text, "--url-secret")?),
+            None if self.secret_key.is_some() => self.key(None),
+            None => {
+                tracing::warn!(
+                    "neither --secret-key nor --url-secret: the webhook signing secrets the API processes sealed \
+                     cannot be opened, and deliveries fail until the key is given"
+                );
+                self.key(Some(&agentprocess_auth::secrets::random_bytes::<32>()))
+            }
+        }
+    }
+}
+
+fn decode_key(text: &str, flag: &str) -> anyhow::Result<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| anyhow::anyhow!("{flag} must be base64"))
+}
+
+/// Identity: who may sign up, how long sessions last, the key that seals secrets.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuthArgs {
+    /// The key that seals secrets kept in the database.
+    #[command(flatten)]
+    pub seal: SealArgs,
     /// Who may sign up an organization: `open`, `invite` (with a sign-up code) or
     /// `closed` (`agentprocess admin create-org` only).
     #[arg(long, env = "AGENTPROCESS_SIGNUP", default_value = "closed")]
@@ -509,30 +585,7 @@ pub struct AuthArgs {
 }
 
 impl AuthArgs {
-    /// The key that seals secrets at rest: `--secret-key`, else `fallback_key` (the
-    /// embedded mode keeps one in its data folder; the API derives one from
-    /// `--url-secret`); without either, an error.
-    pub fn key(&self, fallback_key: Option<&[u8]>) -> anyhow::Result<agentprocess_auth::SecretKey> {
-        use base64::Engine as _;
-        let material = match (&self.secret_key, fallback_key) {
-            (Some(text), _) => base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .map_err(|_| anyhow::anyhow!("--secret-key must be base64"))?,
-            (None, Some(key)) => key.to_vec(),
-            (None, None) => {
-                anyhow::bail!("give --secret-key (base64, at least 32 bytes): it seals secrets kept in the database")
-            }
-        };
-        agentprocess_auth::SecretKey::new(&material).map_err(|error| anyhow::anyhow!("--secret-key: {error}"))
-    }
-
-    /// The API's key: `--secret-key`, else one derived from its URL-signing secret
-    /// (the two uses never share the key itself).
-    pub fn key_or_derived_from(&self, url_secret: &[u8]) -> anyhow::Result<agentprocess_auth::SecretKey> {
-        self.key(Some(&agentprocess_auth::secrets::derived_key_material(url_secret)))
-    }
-
-    /// Identity over `store`, sealing with `key` (see [`AuthArgs::key`]; the service
+    /// Identity over `store`, sealing with `key` (see [`SealArgs::key`]; the service
     /// seals with the same one).
     pub fn auth<S>(
         &self,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use agentprocess_auth::SecretKey;
 use agentprocess_auth::idempotency::{Idempotent, remember};
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Capabilities, Options, ValidatedProcess};
@@ -13,7 +14,7 @@ use agentprocess_store::{
 };
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
-use crate::{CAPABILITIES, Clock, Error, invalid, millis, not_found};
+use crate::{CAPABILITIES, Clock, Error, invalid, millis, not_found, webhooks};
 
 /// A draft after import or binding.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -46,6 +47,9 @@ pub struct Admin<S> {
     clock: Arc<dyn Clock>,
     person: PersonFormat,
     capabilities: Capabilities,
+    /// Seals the secrets it makes and keeps (webhook signing secrets); without it,
+    /// nothing that keeps a secret can be done.
+    seal_key: Option<SecretKey>,
 }
 
 impl<S: Store> Admin<S> {
@@ -56,7 +60,21 @@ impl<S: Store> Admin<S> {
             clock,
             person,
             capabilities: CAPABILITIES,
+            seal_key: None,
         }
+    }
+
+    /// Seals the secrets it keeps with `key` (the servers' `--secret-key`).
+    #[must_use]
+    pub fn with_seal_key(mut self, key: SecretKey) -> Self {
+        self.seal_key = Some(key);
+        self
+    }
+
+    fn seal_key(&self) -> Result<&SecretKey, Error> {
+        self.seal_key
+            .as_ref()
+            .ok_or_else(|| Error::internal("no secret key to seal with: give --secret-key"))
     }
 
     /// Publishes processes that use `capabilities` (check-1 only where the servers of
@@ -421,7 +439,8 @@ impl<S: Store> Admin<S> {
     }
 
     /// Adds a webhook endpoint that receives every notification of the organization
-    /// from now on, signed with a new `whsec_…` secret (returned, with the id).
+    /// from now on, signed with a new `whsec_…` secret (returned, with the id; kept
+    /// sealed, and recorded sealed for a replay, which [`Admin::revealed`] opens).
     pub async fn add_webhook(&self, org: &str, url: &str, request: Option<&Idempotent>) -> Result<Webhook, Error> {
         let mut issues = Vec::new();
         match reqwest::Url::parse(url) {
@@ -438,17 +457,50 @@ impl<S: Store> Admin<S> {
             Err(error) => issues.push(format!("url: {url:?} is not a URL ({error})")),
         }
         refuse(issues)?;
-        let webhook = Webhook {
-            id: random_id("wh_", 8),
+        let id = random_id("wh_", 8);
+        let secret = webhook_secret();
+        let kept = Webhook {
+            secret: self.seal_key()?.seal(&secret, &webhooks::secret_context(org, &id)),
+            id,
             url: url.to_owned(),
-            secret: webhook_secret(),
             created_at: millis(self.now()),
         };
         let mut tx = self.store.begin().await?;
-        tx.add_webhook(org, &webhook).await?;
-        remember(request, &mut tx, org, &webhook, webhook.created_at).await?;
+        tx.add_webhook(org, &kept).await?;
+        remember(request, &mut tx, org, &kept, kept.created_at).await?;
         tx.commit().await?;
-        Ok(webhook)
+        Ok(Webhook { secret, ..kept })
+    }
+
+    /// Seals again, with the current key, every webhook signing secret of `org` that
+    /// a previous key sealed or that was kept before secrets were sealed; returns how
+    /// many.
+    pub async fn reseal_webhooks(&self, org: &str) -> Result<usize, Error> {
+        let key = self.seal_key()?;
+        let kept = self.store.webhooks(org).await?;
+        let mut tx = self.store.begin().await?;
+        let mut resealed = 0;
+        for webhook in kept {
+            // Each must open: one sealed with a key given neither as current nor as
+            // previous stops the reseal, before it changes anything of `org`.
+            let secret = webhooks::open_secret(key, org, &webhook.id, &webhook.secret)
+                .map_err(|error| Error::internal(format!("webhook {} of {org}: {error}", webhook.id)))?;
+            if SecretKey::is_sealed(&webhook.secret) && !key.sealed_with_previous(&webhook.secret) {
+                continue;
+            }
+            let sealed = key.seal(&secret, &webhooks::secret_context(org, &webhook.id));
+            tx.set_webhook_secret(org, &webhook.id, &sealed).await?;
+            resealed += 1;
+        }
+        tx.commit().await?;
+        Ok(resealed)
+    }
+
+    /// A webhook as it was kept or recorded, with its signing secret opened.
+    pub fn revealed(&self, org: &str, webhook: Webhook) -> Result<Webhook, Error> {
+        let secret =
+            webhooks::open_secret(self.seal_key()?, org, &webhook.id, &webhook.secret).map_err(Error::internal)?;
+        Ok(Webhook { secret, ..webhook })
     }
 
     /// Sends one delivery again (one more attempt, due now), whatever became of it.

@@ -406,6 +406,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     {
         Admin::new(self.store.clone(), Arc::clone(&self.clock), self.settings.engine.person)
             .with_capabilities(self.capabilities())
+            .with_seal_key(self.settings.seal_key.clone())
     }
 
     /// The store.

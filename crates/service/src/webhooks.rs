@@ -22,6 +22,7 @@ use tracing::Instrument as _;
 use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
 use agentprocess_auth::outbound::{PublicOnly, literal_refusal};
+use agentprocess_auth::{SealError, SecretKey};
 
 /// How webhooks are delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +58,22 @@ impl Default for WebhookSettings {
             poll: Duration::from_secs(1),
             allow_private_networks: false,
         }
+    }
+}
+
+/// Where an endpoint's signing secret is sealed: bound to its organization and
+/// endpoint, so a sealed secret copied to another row does not open.
+pub(crate) fn secret_context(org: &str, webhook_id: &str) -> String {
+    format!("webhook-secret:{org}:{webhook_id}")
+}
+
+/// An endpoint's signing secret as kept: sealed, opened with `key` (or a previous key
+/// it holds); one kept before secrets were sealed, as it is.
+pub(crate) fn open_secret(key: &SecretKey, org: &str, webhook_id: &str, kept: &str) -> Result<String, SealError> {
+    if SecretKey::is_sealed(kept) {
+        key.open(kept, &secret_context(org, webhook_id))
+    } else {
+        Ok(kept.to_owned())
     }
 }
 
@@ -150,14 +167,22 @@ impl<S: Store, B: Blobs> Service<S, B> {
         delivery: &Delivery,
     ) -> AttemptResult {
         let timestamp = self.now().as_second();
-        let signature = sign_webhook(&delivery.secret, &delivery.notification_id, timestamp, &delivery.body);
+        let signature = open_secret(
+            &self.settings.seal_key,
+            &delivery.org,
+            &delivery.webhook_id,
+            &delivery.secret,
+        )
+        .map_err(|error| format!("the endpoint's secret cannot be opened: {error}"))
+        .map(|secret| sign_webhook(&secret, &delivery.notification_id, timestamp, &delivery.body));
         let refused = (!settings.allow_private_networks)
             .then(|| literal_refusal(&delivery.url))
             .flatten();
         let answer = match (signature, refused) {
             (_, Some(refused)) => Err(format!("refused: {refused} (private networks are not allowed)")),
-            (None, None) => Err("the endpoint's secret is not a whsec_ key".to_owned()),
-            (Some(signature), None) => client
+            (Err(unopened), None) => Err(unopened),
+            (Ok(None), None) => Err("the endpoint's secret is not a whsec_ key".to_owned()),
+            (Ok(Some(signature)), None) => client
                 .post(&delivery.url)
                 .header("content-type", "application/json")
                 .header("webhook-id", &delivery.notification_id)

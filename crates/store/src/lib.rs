@@ -269,6 +269,9 @@ pub trait StoreTx: DirectoryTx + GrantsTx {
     /// was there.
     fn remove_webhook(&mut self, org: &str, id: &str, now: i64) -> impl Future<Output = Result<bool>> + Send;
 
+    /// Replaces a webhook endpoint's kept signing secret (sealed again).
+    fn set_webhook_secret(&mut self, org: &str, id: &str, secret: &str) -> impl Future<Output = Result<()>> + Send;
+
     /// Makes a delivery of a notification to a webhook that still exists due again at
     /// `now`, whatever became of it: one more attempt, with the notification's `id`
     /// unchanged so the endpoint can tell it from a new one. Says whether there was

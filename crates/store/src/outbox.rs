@@ -22,6 +22,21 @@ pub(crate) async fn add_webhook(connection: &mut AnyConnection, org: &str, webho
 }
 
 /// Removes an endpoint; its pending deliveries are given up.
+pub(crate) async fn set_webhook_secret(
+    connection: &mut AnyConnection,
+    org: &str,
+    id: &str,
+    secret: &str,
+) -> Result<()> {
+    sqlx::query("UPDATE webhooks SET secret = $3 WHERE org_id = $1 AND id = $2")
+        .bind(org)
+        .bind(id)
+        .bind(secret)
+        .execute(connection)
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn remove_webhook(connection: &mut AnyConnection, org: &str, id: &str, now: i64) -> Result<bool> {
     let removed = sqlx::query("DELETE FROM webhooks WHERE org_id = $1 AND id = $2")
         .bind(org)

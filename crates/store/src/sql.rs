@@ -456,6 +456,10 @@ impl StoreTx for SqlTx {
         outbox::remove_webhook(&mut self.tx, org, id, now).await
     }
 
+    async fn set_webhook_secret(&mut self, org: &str, id: &str, secret: &str) -> Result<()> {
+        outbox::set_webhook_secret(&mut self.tx, org, id, secret).await
+    }
+
     async fn redeliver(&mut self, org: &str, notification_id: &str, webhook_id: &str, now: i64) -> Result<bool> {
         outbox::redeliver(&mut self.tx, org, notification_id, webhook_id, now).await
     }

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentprocess_engine::PersonFormat;
+use agentprocess_http::config::SealArgs;
 use agentprocess_service::{Admin, SystemClock};
-use agentprocess_store::{Role, SqlStore};
+use agentprocess_store::{Role, SqlStore, Store as _};
 use anyhow::Context as _;
 use clap::{Subcommand, ValueEnum};
 
@@ -200,6 +201,20 @@ enum Action {
         org: String,
         /// The endpoint (http:// or https://).
         url: String,
+        /// The servers' key, which seals the signing secret (--secret-key is required).
+        #[command(flatten)]
+        seal: SealArgs,
+    },
+    /// Seal again with --secret-key every secret kept in the database that a
+    /// --previous-secret-key sealed (identity providers' client secrets, webhook signing
+    /// secrets), and seal webhook secrets kept in clear by earlier versions. Run it
+    /// after rotating the key; the old key can be dropped once it has run and the
+    /// replay window (--request-retention-seconds) has passed, since results recorded
+    /// for replays keep what they sealed until they expire.
+    Reseal {
+        /// The current key and the keys it replaced.
+        #[command(flatten)]
+        seal: SealArgs,
     },
     /// Remove a webhook endpoint; its pending deliveries are given up.
     RemoveWebhook {
@@ -239,16 +254,16 @@ enum Kind {
     Admin,
 }
 
-/// Identity's operations over `store`, sealing with `secret_key` (a throwaway key when
+/// Identity's operations over `store`, sealing with `seal`'s key (a throwaway key when
 /// none is given: then nothing sealed can be read or written usefully).
 fn identity(
     store: SqlStore,
-    secret_key: Option<String>,
+    seal: Option<SealArgs>,
     allow_private_issuers: bool,
 ) -> anyhow::Result<agentprocess_auth::Auth<SqlStore>> {
     let throwaway = agentprocess_auth::secrets::random_bytes::<32>();
     let args = agentprocess_http::config::AuthArgs {
-        secret_key,
+        seal: seal.unwrap_or_default(),
         signup: agentprocess_auth::SignupPolicy::Closed,
         signup_codes: Vec::new(),
         session_idle_seconds: std::time::Duration::from_secs(3600),
@@ -264,7 +279,7 @@ fn identity(
         decide_sign_in_seconds: std::time::Duration::from_secs(28800),
         access_token_seconds: std::time::Duration::from_secs(3600),
     };
-    let key = args.key(Some(&throwaway))?;
+    let key = args.seal.key(Some(&throwaway))?;
     args.auth(store, "http://localhost", key)
 }
 
@@ -296,7 +311,11 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             secret_key,
             allow_private_issuers,
         } => {
-            let auth = identity(store.clone(), Some(secret_key), allow_private_issuers)?;
+            let seal = SealArgs {
+                secret_key: Some(secret_key),
+                previous_secret_keys: Vec::new(),
+            };
+            let auth = identity(store.clone(), Some(seal), allow_private_issuers)?;
             let actor = agentprocess_auth::audit::Actor {
                 id: "agentprocess-admin".to_owned(),
                 address: None,
@@ -449,10 +468,32 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 print!("{}", crate::agreement::text(&report));
             }
         }
-        Action::AddWebhook { org, url } => {
-            let webhook = admin.add_webhook(&org, &url, None).await?;
+        Action::AddWebhook { org, url, seal } => {
+            let webhook = admin
+                .with_seal_key(seal.key(None)?)
+                .add_webhook(&org, &url, None)
+                .await?;
             let added = serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret });
             println!("{added}");
+        }
+        Action::Reseal { seal } => {
+            let key = seal.key(None)?;
+            let auth = identity(store.clone(), Some(seal), false)?;
+            let admin = admin.with_seal_key(key);
+            let (mut webhooks, mut providers) = (0, 0);
+            let mut after: Option<String> = None;
+            loop {
+                let orgs = store.organization_ids(after.as_deref(), 100).await?;
+                for org in &orgs {
+                    webhooks += admin.reseal_webhooks(org).await?;
+                    providers += usize::from(auth.reseal_provider(org, jiff::Timestamp::now()).await?);
+                }
+                match orgs.last() {
+                    Some(last) if orgs.len() == 100 => after = Some(last.clone()),
+                    _ => break,
+                }
+            }
+            println!("resealed {webhooks} webhook secret(s) and {providers} identity provider secret(s)");
         }
         Action::RemoveWebhook { org, id } => {
             admin.remove_webhook(&org, &id).await?;

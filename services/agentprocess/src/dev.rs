@@ -164,7 +164,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     // Anyone may sign up an organization against an identity provider of their own,
     // on this machine too; secrets are sealed with a key derived from the data folder's.
     let auth = agentprocess_http::config::AuthArgs {
-        secret_key: None,
+        seal: agentprocess_http::config::SealArgs::default(),
         signup: agentprocess_auth::SignupPolicy::Open,
         signup_codes: Vec::new(),
         session_idle_seconds: std::time::Duration::from_secs(8 * 3600),

@@ -132,7 +132,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     let mut settings = agentprocess_service::Settings::new(serve.public_url.clone(), secret);
     // Identity and the service seal with one key: --secret-key, or the one derived
     // from --url-secret.
-    settings.seal_key = serve.auth.key_or_derived_from(&settings.url_secret)?;
+    settings.seal_key = serve.auth.seal.key_or_derived_from(&settings.url_secret)?;
     settings.call_deadline = serve.process.call_deadline_seconds;
     settings.engine.lease_seconds = serve.lease_seconds;
     settings.engine.run_data_bytes = serve.run_data_bytes;
@@ -146,7 +146,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
         dev_sign_in_org: serve.dangerously_allow_dev_sign_in.clone(),
         direct_tool_calls: !serve.no_direct_tool_calls,
     };
-    if serve.auth.secret_key.is_none() {
+    if serve.auth.seal.secret_key.is_none() {
         tracing::warn!(
             "no --secret-key: secrets are sealed with a key derived from --url-secret, so changing that \
              secret makes them unreadable"

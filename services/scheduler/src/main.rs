@@ -56,6 +56,13 @@ struct Serve {
     background: agentprocess_http::config::BackgroundArgs,
     #[command(flatten)]
     process: agentprocess_http::config::ProcessArgs,
+    /// The API processes' key, which opens the webhook signing secrets they sealed.
+    #[command(flatten)]
+    seal: agentprocess_http::config::SealArgs,
+    /// The API processes' --url-secret, when they derive their key from it (no
+    /// --secret-key).
+    #[arg(long, env = "AGENTPROCESS_URL_SECRET", hide_env_values = true)]
+    url_secret: Option<String>,
 }
 
 // glibc's allocator spends a large share of a busy server's time; mimalloc does not.
@@ -81,6 +88,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     // The scheduler presents no files, so it needs no public URL or URL key.
     let settings = Settings {
         call_deadline: serve.process.call_deadline_seconds,
+        seal_key: serve.seal.key_of_the_api(serve.url_secret.as_deref())?,
         ..Settings::new("", Vec::new())
     };
     let mut service = Service::new(store, NoBlobs, clock, settings);

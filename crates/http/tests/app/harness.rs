@@ -18,7 +18,7 @@ use axum::http::{Method, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-const PUBLIC_URL: &str = "http://localhost";
+pub(crate) const PUBLIC_URL: &str = "http://localhost";
 
 /// The test servers' HTTP settings: `localhost` only, no browser origins.
 fn http_settings(dev_sign_in_org: Option<String>, direct_tool_calls: bool) -> HttpSettings {
@@ -105,31 +105,11 @@ impl TestApp {
         )
         .await
         .expect("service");
-        let auth = Arc::new(
-            AuthArgs {
-                secret_key: None,
-                signup: agentprocess_auth::SignupPolicy::Closed,
-                signup_codes: Vec::new(),
-                session_idle_seconds: std::time::Duration::from_secs(3600),
-                session_absolute_seconds: std::time::Duration::from_secs(3600),
-                oidc_allow_private_issuers: false,
-                oidc_timeout_seconds: std::time::Duration::from_secs(2),
-                dns_nameservers: Vec::new(),
-                no_client_metadata_documents: false,
-                client_metadata_allow_hosts: Vec::new(),
-                client_metadata_ca_file: None,
-                client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
-                client_registrations_per_hour: 20,
-                decide_sign_in_seconds: std::time::Duration::from_secs(600),
-                access_token_seconds: std::time::Duration::from_secs(3600),
-            }
-            .auth(
-                service.store().clone(),
-                public_url,
-                agentprocess_auth::SecretKey::new(&[9; 32]).expect("a key"),
-            )
-            .expect("auth"),
-        );
+        let auth = Arc::new(auth_over(
+            service.store().clone(),
+            public_url,
+            agentprocess_auth::SecretKey::new(&AUTH_KEY).expect("a key"),
+        ));
         let router = agentprocess_http::router(Arc::clone(&service), Arc::clone(&auth), &http_settings(None, true));
         Self {
             router,
@@ -378,6 +358,32 @@ impl TestApp {
         let _ = std::fs::remove_dir_all(&self.files);
         self.db.drop_database().await;
     }
+}
+
+/// The key material the app's identity seals with.
+pub(crate) const AUTH_KEY: [u8; 32] = [9; 32];
+
+/// Identity over `store`, sealing with `key`.
+pub(crate) fn auth_over(store: SqlStore, public_url: &str, key: agentprocess_auth::SecretKey) -> Auth<SqlStore> {
+    AuthArgs {
+        seal: agentprocess_http::config::SealArgs::default(),
+        signup: agentprocess_auth::SignupPolicy::Closed,
+        signup_codes: Vec::new(),
+        session_idle_seconds: std::time::Duration::from_secs(3600),
+        session_absolute_seconds: std::time::Duration::from_secs(3600),
+        oidc_allow_private_issuers: false,
+        oidc_timeout_seconds: std::time::Duration::from_secs(2),
+        dns_nameservers: Vec::new(),
+        no_client_metadata_documents: false,
+        client_metadata_allow_hosts: Vec::new(),
+        client_metadata_ca_file: None,
+        client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
+        client_registrations_per_hour: 20,
+        decide_sign_in_seconds: std::time::Duration::from_secs(600),
+        access_token_seconds: std::time::Duration::from_secs(3600),
+    }
+    .auth(store, public_url, key)
+    .expect("auth")
 }
 
 fn settings(public_url: &str) -> Settings {

@@ -9,6 +9,7 @@ mod harness;
 mod idempotency;
 mod oauth;
 mod people_oauth;
+mod reseal;
 mod rest;
 mod web;
 mod writes;

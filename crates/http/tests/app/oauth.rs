@@ -345,9 +345,28 @@ on_both!(
     kept_hashed_or_sealed
 );
 /// A static MCP token, a person's API token, an OAuth client's secret and its access
-/// token: none of them appears in any row (claim tokens: see `writes`).
+/// token, a webhook's signing secret: none of them appears in any row (claim tokens:
+/// see `writes`).
 async fn kept_hashed_or_sealed(app: TestApp) -> TestApp {
     let (app, admin, id, secret) = with_client(app).await;
+    let hook = json!({ "url": "https://hooks.example.com/agentprocess" });
+    let (status, webhook) = app
+        .rest_keyed(&admin, Method::POST, "/webhooks", Some(hook.clone()), Some("hook-1"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{webhook}");
+    let signing = webhook["secret"]
+        .as_str()
+        .expect("the signing secret, shown once")
+        .to_owned();
+    assert!(signing.starts_with("whsec_"), "{signing}");
+    let (_, replayed) = app
+        .rest_keyed(&admin, Method::POST, "/webhooks", Some(hook), Some("hook-1"))
+        .await;
+    assert_eq!(
+        replayed["secret"],
+        signing.as_str(),
+        "a replay shows the same secret, opened"
+    );
     app.publish(&admin, "sign-off", SIGN_OFF.as_bytes(), "unused").await;
     let (status, issued) = token_request(&app, &[("grant_type", "client_credentials")], Some((&id, &secret))).await;
     assert_eq!(status, StatusCode::OK, "{issued}");
@@ -372,6 +391,7 @@ async fn kept_hashed_or_sealed(app: TestApp) -> TestApp {
         ("the client secret", secret.as_str()),
         ("the access token", access.as_str()),
         ("the static MCP token", mcp.as_str()),
+        ("the webhook signing secret", signing.as_str()),
     ] {
         let secret_part = &credential[credential.len().saturating_sub(24)..];
         assert!(

@@ -315,7 +315,8 @@ where
     let new = body(new)?;
     let request = idempotent(&web, &headers, "webhook.add", &new)?;
     let webhook: Webhook = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(webhook) => webhook,
+        // Recorded with its secret sealed.
+        Some(webhook) => web.service.admin().revealed(caller.org(), webhook)?,
         None => {
             let webhook = web
                 .service
