@@ -682,12 +682,15 @@ def test_secrets_stay_out_of_configmaps(tmp_path):
             "key": name,
             **({"optional": True} if name not in required else {}),
         }
-    # The scheduler signs no URLs, touches no evidence and signs nobody in.
+    # The scheduler signs no URLs, touches no evidence and signs nobody in; it opens the
+    # webhook signing secrets the API sealed.
     assert set(env_of(scheduler)) & set(secrets) == {
         "AGENTPROCESS_DATABASE_URL",
         "AGENTPROCESS_REDIS_URL",
+        "AGENTPROCESS_SECRET_KEY",
         "OTEL_EXPORTER_OTLP_HEADERS",
     }
+    assert env_of(scheduler)["AGENTPROCESS_SECRET_KEY"] == env_of(api)["AGENTPROCESS_SECRET_KEY"]
 
 
 @pytest.mark.parametrize(
@@ -701,6 +704,17 @@ def test_key_given_is_kept(value, name):
         assert base64.b64decode(secret["data"][name]).decode() == key
         (api,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
         assert env_of(api)[name]["valueFrom"]["secretKeyRef"] == {"name": secret["metadata"]["name"], "key": name}
+
+
+def test_previous_secret_keys_are_kept_for_the_api_and_the_scheduler(tmp_path):
+    previous = [base64.b64encode(bytes([n]) * 32).decode() for n in (1, 2)]
+    docs = render(DEFAULT, extra={"previousSecretKeys": previous}, tmp_path=tmp_path)
+    secret = named(docs, "Secret", RELEASE + "-agentprocess")
+    assert base64.b64decode(secret["data"]["AGENTPROCESS_PREVIOUS_SECRET_KEYS"]).decode() == ",".join(previous)
+    for component in ("-api", "-scheduler"):
+        (container,) = named(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"]
+        assert env_of(container)["AGENTPROCESS_PREVIOUS_SECRET_KEYS"]["valueFrom"]["secretKeyRef"] == {
+            "name": secret["metadata"]["name"], "key": "AGENTPROCESS_PREVIOUS_SECRET_KEYS", "optional": True}
 
 
 def test_existing_secret_is_read_and_none_is_made(tmp_path):
@@ -718,10 +732,16 @@ def test_existing_secret_is_read_and_none_is_made(tmp_path):
                     assert reference["name"] == "mine"
     (api,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
     (scheduler,) = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]["containers"]
-    # The sealing key is required there, like the URL key; sign-up codes are optional.
+    # The sealing key is required there, like the URL key (which the scheduler does not
+    # get); previous keys and sign-up codes are optional.
     for name in ("AGENTPROCESS_URL_SECRET", "AGENTPROCESS_SECRET_KEY"):
         assert env_of(api)[name]["valueFrom"]["secretKeyRef"] == {"name": "mine", "key": name}
-        assert name not in env_of(scheduler)
+    assert "AGENTPROCESS_URL_SECRET" not in env_of(scheduler)
+    for container in (api, scheduler):
+        assert env_of(container)["AGENTPROCESS_SECRET_KEY"]["valueFrom"]["secretKeyRef"] == {
+            "name": "mine", "key": "AGENTPROCESS_SECRET_KEY"}
+        assert env_of(container)["AGENTPROCESS_PREVIOUS_SECRET_KEYS"]["valueFrom"]["secretKeyRef"] == {
+            "name": "mine", "key": "AGENTPROCESS_PREVIOUS_SECRET_KEYS", "optional": True}
     codes = {"name": "mine", "key": "AGENTPROCESS_SIGNUP_CODES", "optional": True}
     assert env_of(api)["AGENTPROCESS_SIGNUP_CODES"]["valueFrom"]["secretKeyRef"] == codes
     assert "AGENTPROCESS_SIGNUP_CODES" not in env_of(scheduler)

@@ -187,6 +187,17 @@ own, never derived from the URL-signing key.
       name: {{ include "agentprocess.secretName" . }}
       key: AGENTPROCESS_REDIS_URL
       optional: true
+- name: AGENTPROCESS_SECRET_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "agentprocess.secretName" . }}
+      key: AGENTPROCESS_SECRET_KEY
+- name: AGENTPROCESS_PREVIOUS_SECRET_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "agentprocess.secretName" . }}
+      key: AGENTPROCESS_PREVIOUS_SECRET_KEYS
+      optional: true
 - name: OTEL_EXPORTER_OTLP_HEADERS
   valueFrom:
     secretKeyRef:
