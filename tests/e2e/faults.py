@@ -7,6 +7,7 @@ None of them touches the machine's shared PostgreSQL or Redis."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import glob
 import os
 import shutil
@@ -93,11 +94,21 @@ class PrivatePostgres:
                               capture_output=True).returncode == 0
 
     def fill_disk(self, leave_bytes: int) -> None:
-        """Takes all but `leave_bytes` of the data directory's file system."""
-        stat = os.statvfs(self.disk)
-        size = stat.f_bavail * stat.f_frsize - leave_bytes
+        """Takes all but about `leave_bytes` of the data directory's file system (the
+        server writes meanwhile, so what is free is measured again after a miss)."""
         with open(self.disk / "filler", "wb") as filler:
-            os.posix_fallocate(filler.fileno(), 0, max(size, 1))
+            for _ in range(20):
+                stat = os.statvfs(self.disk)
+                free = stat.f_bavail * stat.f_frsize - leave_bytes
+                if free <= 0:
+                    return
+                try:
+                    os.posix_fallocate(filler.fileno(), filler.seek(0, os.SEEK_END), free)
+                    return
+                except OSError as error:
+                    if error.errno != errno.ENOSPC:
+                        raise
+            raise RuntimeError("could not fill the disk")
 
     def free_disk(self) -> None:
         (self.disk / "filler").unlink(missing_ok=True)
