@@ -23,6 +23,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
 
 # Seconds of load before and after each fault (loadtests/run-chaos sets more).
 SECONDS = float(os.environ.get("CHAOS_SECONDS", "4"))
+# How long the idle transaction holds its snapshot under load.
+HOLD_SECONDS = float(os.environ.get("CHAOS_HOLD_SECONDS", SECONDS * 2))
 
 
 @pytest.fixture
@@ -196,7 +198,7 @@ async def test_a_session_idle_in_transaction_holds_back_vacuum(layouts):
         seen["before"] = await chaos.acknowledged_per_second(load, SECONDS)
         seen["size before"] = layout.table_bytes()
         holder = await off_thread(IdleInTransaction, layout.pg, layout.database)
-        seen["during"] = await chaos.acknowledged_per_second(load, SECONDS * 2)
+        seen["during"] = await chaos.acknowledged_per_second(load, HOLD_SECONDS)
         seen["vacuum while held"] = await off_thread(layout.vacuum)
         seen["size held"] = layout.table_bytes()
         seen["held back"] = holder.held_back()
@@ -207,8 +209,8 @@ async def test_a_session_idle_in_transaction_holds_back_vacuum(layouts):
     (removed_held, kept_held), (removed_after, kept_after) = seen["vacuum while held"], await off_thread(layout.vacuum)
     row.notes += [
         f"acknowledged calls/s: {seen['before']:.0f} before, {seen['during']:.0f} while the session held its "
-        f"snapshot ({seen['during'] / seen['before']:.2f} of before), its snapshot {seen['held back']} "
-        "transactions behind at the end",
+        f"snapshot for {HOLD_SECONDS:.0f} s ({seen['during'] / seen['before']:.2f} of before), its snapshot "
+        f"{seen['held back']} transactions behind at the end",
         f"VACUUM while held: {removed_held} row versions removed, {kept_held} dead but not removable; "
         f"once released: {removed_after} removed, {kept_after} not removable",
         f"tables and indexes: {seen['size before'] / 1e6:.1f} MB before, {seen['size held'] / 1e6:.1f} MB while held",
