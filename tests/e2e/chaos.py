@@ -479,20 +479,27 @@ def delivered_ends(layout: Layout) -> dict[str, set[str]]:
 
 async def views_of(layout: Layout, runs: list[str]) -> dict[str, dict | str]:
     """Every run's view through get_run, each checked against the official schemas (a
-    problem is kept as text)."""
+    problem is kept as text); several at once, spread over the API processes, since a
+    long run leaves many thousands."""
     token = layout.tokens["agent-1"]
     headers = dict(rawmcp.HEADERS, Authorization=f"Bearer {token}")
     views: dict[str, dict | str] = {}
-    async with httpx.AsyncClient() as http:
-        for run in runs:
+
+    async def read(http: httpx.AsyncClient, shard: list[str]) -> None:
+        for run in shard:
             body = rawmcp.call_body("get_run", {"runId": run})
-            response = await http.post(f"{layout.base(0)}/mcp", content=body, headers=headers, timeout=CALL_DEADLINE)
+            response = await http.post(f"{layout.next_base()}/mcp", content=body, headers=headers,
+                                       timeout=CALL_DEADLINE)
             try:
                 answer = response.json()["result"]
                 check_result("get_run", answer["structuredContent"], bool(answer.get("isError")))
                 views[run] = answer["structuredContent"]["data"]
             except Exception as error:  # noqa: BLE001 - kept as a finding
                 views[run] = f"{response.status_code}: {error}"
+
+    async with httpx.AsyncClient() as http, anyio.create_task_group() as group:
+        for index in range(WORKERS):
+            group.start_soon(read, http, runs[index::WORKERS])
     return views
 
 
