@@ -147,14 +147,19 @@ async def test_redis_flushed_then_restarted(layouts):
     (await under_load(layout, "Redis flushed, then restarted empty", flush_then_restart)).assert_sound()
 
 
+async def slowed(proxy, load, delay: float) -> None:
+    """Every packet through `proxy` `delay` seconds late for SECONDS, then repaired."""
+    proxy.delay = delay
+    await anyio.sleep(SECONDS)
+    proxy.heal()
+    load.repaired()
+
+
 async def test_latency_to_the_database(layouts):
     layout = layouts(proxied=True)
 
     async def slow(load):
-        layout.proxy.delay = 0.05
-        await anyio.sleep(SECONDS)
-        layout.proxy.heal()
-        load.repaired()
+        await slowed(layout.proxy, load, 0.05)
 
     (await under_load(layout, "50 ms added to each database packet", slow)).assert_sound()
 
@@ -251,10 +256,7 @@ async def test_the_evidence_store_slow_then_down(layouts):
 
     async def slow_then_down(load):
         # Each packet 3 s late: past the servers' --s3-timeout-seconds of 2.
-        layout.s3_proxy.delay = 3.0
-        await anyio.sleep(SECONDS)
-        layout.s3_proxy.heal()
-        load.repaired()
+        await slowed(layout.s3_proxy, load, 3.0)
         await anyio.sleep(SECONDS)
         await off_thread(layout.s3.stop)
         await anyio.sleep(SECONDS)

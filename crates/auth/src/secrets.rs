@@ -94,7 +94,7 @@ impl SecretKey {
     /// Whether `sealed` was sealed with a previous key, so that sealing it again with
     /// the current one lets that key be dropped.
     pub fn sealed_with_previous(&self, sealed: &str) -> bool {
-        key_id(sealed).is_some_and(|id| self.previous.iter().any(|part| part.id == id))
+        split_sealed(sealed).is_some_and(|(id, _)| self.previous.iter().any(|part| part.id == id))
     }
 
     /// Seals `plaintext` for the place named by `context` (for example
@@ -129,8 +129,7 @@ impl SecretKey {
 
     /// Opens a value [`SecretKey::seal`] made under the same `context`.
     pub fn open(&self, sealed: &str, context: &str) -> Result<String, SealError> {
-        let mut parts = sealed.splitn(3, '.');
-        let (Some(SEALED_PREFIX), Some(id), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
+        let Some((id, body)) = split_sealed(sealed) else {
             return Err(SealError::Damaged);
         };
         let Some(part) = std::iter::once(&self.current)
@@ -159,11 +158,12 @@ impl SecretKey {
     }
 }
 
-/// The id of the key that sealed `sealed`, if it has the form of a sealed value.
-fn key_id(sealed: &str) -> Option<&str> {
+/// The id of the key that sealed `sealed` and the sealed bytes (base64), if it has the
+/// form of a sealed value.
+fn split_sealed(sealed: &str) -> Option<(&str, &str)> {
     let mut parts = sealed.splitn(3, '.');
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(SEALED_PREFIX), Some(id), Some(_)) => Some(id),
+        (Some(SEALED_PREFIX), Some(id), Some(body)) => Some((id, body)),
         _ => None,
     }
 }
