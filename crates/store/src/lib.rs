@@ -4,6 +4,7 @@ mod admin;
 mod clients;
 mod directory;
 mod grants;
+mod limits;
 mod model;
 mod outbox;
 mod release;
@@ -20,6 +21,7 @@ pub use directory::{
     TokenRow,
 };
 pub use grants::{AuthorizationCode, Grant, Grants, GrantsTx, OAuthApp, RefreshToken, Taken};
+pub use limits::{Limit, LimitLayer, LimitValues, Limits, LimitsTx, OrgLimits};
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
     NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
@@ -58,7 +60,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Reads, and the start of every write. Implemented for PostgreSQL and SQLite by
 /// [`SqlStore`]; every method filters by organization.
-pub trait Store: Directory + Grants {
+pub trait Store: Directory + Grants + Limits {
     /// A write transaction.
     type Tx: StoreTx;
 
@@ -189,7 +191,7 @@ pub trait Store: Directory + Grants {
 /// One write transaction. Nothing is visible to others until [`StoreTx::commit`];
 /// dropping it rolls everything back. Reads a write needs go through it: on SQLite
 /// the transaction holds the only connection.
-pub trait StoreTx: DirectoryTx + GrantsTx {
+pub trait StoreTx: DirectoryTx + GrantsTx + LimitsTx {
     /// Records the result of this write under `(org, request_id)`. Returns `false`,
     /// recording nothing, when the id is already recorded: then another write with the
     /// same id committed first (a concurrent one is waited for), and the caller must

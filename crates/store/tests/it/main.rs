@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod directory;
+mod limits;
 mod pieces;
 mod retention;
 mod rows;
