@@ -13,6 +13,7 @@ pub mod domains;
 mod error;
 pub mod groups;
 pub mod idempotency;
+pub mod limits;
 pub mod members;
 pub mod metadata_documents;
 pub mod oidc;

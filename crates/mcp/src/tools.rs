@@ -41,8 +41,14 @@ pub async fn call<S: Store, B: Blobs>(
     spec: &ToolSpec,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    let admitted = async {
+        // Held until the call is answered: its place among its organization's calls
+        // in progress.
+        let _admission = service.admit(&caller.identity, spec.tool.writes()).await?;
+        answer(service, caller, spec, arguments).await
+    };
     service
-        .within_deadline(answer(service, caller, spec, arguments))
+        .within_deadline(admitted)
         .await
         .map_err(agentprocess_service::Error::into_tool_error)
 }

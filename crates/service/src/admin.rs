@@ -9,8 +9,8 @@ use agentprocess_auth::idempotency::{Idempotent, remember};
 use agentprocess_engine::PersonFormat;
 use agentprocess_format::{Capabilities, Options, ValidatedProcess};
 use agentprocess_store::{
-    Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, NewVersion, Role, Store, StoreTx,
-    StoredVersion, TokenRow, Webhook,
+    Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, Limit, LimitLayer, LimitValues, LimitsTx as _,
+    NewVersion, OrgLimits, Role, Store, StoreTx, StoredVersion, TokenRow, Webhook,
 };
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
@@ -524,6 +524,35 @@ impl<S: Store> Admin<S> {
             return Err(not_found(format!("there is no webhook {id:?}")));
         }
         Ok(tx.commit().await?)
+    }
+
+    /// Grants `org` limits in place of the server's defaults (0: no limit): those
+    /// `changes` names, kept with what was granted before unless `reset`. Its admins
+    /// may then lower them, never raise them. Returns the organization's overrides.
+    pub async fn grant_limits(&self, org: &str, changes: &LimitValues, reset: bool) -> Result<OrgLimits, Error> {
+        if self.store.organization(org).await?.is_none() {
+            return Err(not_found(format!("there is no organization {org:?}")));
+        }
+        let mut granted = if reset {
+            LimitValues::default()
+        } else {
+            self.store.org_limits(org).await?.granted
+        };
+        for limit in Limit::ALL {
+            if let Some(value) = changes.get(limit) {
+                granted.set(limit, Some(value));
+            }
+        }
+        let mut tx = self.store.begin().await?;
+        tx.put_org_limits(org, LimitLayer::Granted, &granted, millis(self.now()))
+            .await?;
+        tx.commit().await?;
+        Ok(self.store.org_limits(org).await?)
+    }
+
+    /// The organization's limits as the platform granted them and its admins chose.
+    pub async fn org_limits(&self, org: &str) -> Result<OrgLimits, Error> {
+        Ok(self.store.org_limits(org).await?)
     }
 
     /// The organization's webhook endpoints.

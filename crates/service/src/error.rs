@@ -18,6 +18,10 @@ pub enum Error {
     /// nothing and may be retried.
     #[error("the server failed")]
     Internal(#[source] Cause),
+    /// The organization is at one of its limits; nothing changed, and the call may be
+    /// made again later (`retry`; 429 with `Retry-After` over HTTP).
+    #[error(transparent)]
+    OverLimit(#[from] crate::OverLimit),
 }
 
 /// The message of `retry`: the same for every internal failure, so nothing of the cause
@@ -49,7 +53,7 @@ impl Error {
     pub fn refusal(&self) -> Option<&ToolError> {
         match self {
             Self::Refused(error) => Some(error),
-            Self::Internal(_) => None,
+            Self::Internal(_) | Self::OverLimit(_) => None,
         }
     }
 
@@ -63,6 +67,7 @@ impl Error {
     pub fn into_tool_error(self) -> ToolError {
         match self {
             Self::Refused(error) => error,
+            Self::OverLimit(over) => over.to_tool_error(),
             Self::Internal(cause) => {
                 tracing::error!(error = %agentprocess_auth::oidc::chain(cause.as_ref()), "the server failed");
                 ToolError::new(Code::Retry, RETRY_MESSAGE, Vec::new())

@@ -10,7 +10,7 @@ use hmac::{KeyInit, Mac};
 
 use crate::ids::{hex, random_id, sha256_hex};
 use crate::write::{Write, fresh};
-use crate::{Caller, Error, Service, Tool, forbidden, invalid, millis, retry};
+use crate::{Caller, Error, Limit, Service, Tool, forbidden, invalid, millis, retry};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -58,7 +58,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
         if !issues.is_empty() {
             return Err(invalid("the upload was refused; nothing was stored", issues));
         }
-        let mut tx = fresh!(self.open(caller, write, Tool::Upload).await?);
+        let mut tx = fresh!(
+            self.open(caller, write, Tool::Upload, (Limit::StoredBytes, bytes.len() as u64))
+                .await?
+        );
         let id = random_id("f_", 8);
         let upload = Upload {
             sha256: sha256_hex(&bytes),

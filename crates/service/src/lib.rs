@@ -10,6 +10,7 @@ mod error;
 mod files;
 mod ids;
 mod index;
+mod limits;
 mod notify;
 mod observe;
 mod people;
@@ -40,6 +41,7 @@ pub use deadline::DeadlinePassed;
 pub use error::{Cause, Error, RETRY_MESSAGE};
 pub use files::FileDownload;
 pub use ids::{random_id, sha256_hex, token_run};
+pub use limits::{Admission, Limit, LimitValues, LimitsReport, OrgLimits, OverLimit};
 pub use retention::{Retention, SweepSettings};
 pub use runs::{ListRuns, PendingTimer, RunDetails, StartRunArgs};
 pub use scheduler::SchedulerSettings;
@@ -141,6 +143,14 @@ impl Tool {
             | Tool::ListRuns => Scope::Work,
         }
     }
+
+    /// Whether a call may change something (so it counts against the writes limit).
+    pub fn writes(self) -> bool {
+        !matches!(
+            self,
+            Tool::Describe | Tool::ListProcesses | Tool::GetRun | Tool::GetWork | Tool::ListRuns
+        )
+    }
 }
 
 /// What an OAuth access token for `/mcp` may do. A token an admin issued carries no
@@ -226,6 +236,9 @@ pub struct Settings {
     /// The longest a call, or one pass of a background loop, may take; past it the
     /// work is dropped and a call is answered `retry`.
     pub call_deadline: std::time::Duration,
+    /// The limits of every organization unless the platform granted it others
+    /// (`None`: no limit). [`DEFAULT_LIMITS`] in a server; none by default here.
+    pub limits: LimitValues,
 }
 
 impl std::fmt::Debug for Settings {
@@ -239,6 +252,7 @@ impl std::fmt::Debug for Settings {
             .field("identity_cache_seconds", &self.identity_cache_seconds)
             .field("seal_key", &self.seal_key)
             .field("call_deadline", &self.call_deadline)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -260,9 +274,21 @@ impl Settings {
             url_seconds: 300,
             identity_cache_seconds: 10,
             call_deadline: DEFAULT_CALL_DEADLINE,
+            limits: LimitValues::default(),
         }
     }
 }
+
+/// The limits a server sets for every organization unless told otherwise (the bound
+/// on calls in progress follows the database pool; see the API's `--help`).
+pub const DEFAULT_LIMITS: LimitValues = LimitValues {
+    calls_per_second: Some(1000),
+    identity_calls_per_second: Some(300),
+    writes_per_second: Some(500),
+    concurrent_calls: None,
+    open_runs: Some(100_000),
+    stored_bytes: Some(100 << 30),
+};
 
 /// Who is calling: an identity of one organization.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,6 +371,8 @@ pub struct Service<S, B> {
     evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
     /// Whether the evaluator answered its last probe or question.
     evaluator_answering: AtomicBool,
+    /// Every organization's limits, and what each used.
+    gate: limits::Gate,
 }
 
 /// The most identities remembered at once; past it the memory starts afresh.
@@ -353,7 +381,12 @@ const CALLERS_KEPT: usize = 10_000;
 impl<S: Store, B: Blobs> Service<S, B> {
     /// A service over `store` and `blobs`.
     pub fn new(store: S, blobs: B, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+        let gate = limits::Gate::new(
+            settings.limits,
+            std::time::Duration::from_secs(u64::from(settings.identity_cache_seconds)),
+        );
         Self {
+            gate,
             store,
             blobs,
             clock,

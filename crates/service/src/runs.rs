@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
 use crate::write::{Change, Locked, Target, Write, fresh, no_run};
-use crate::{Caller, Error, Service, Tool, cursor, retry};
+use crate::{Caller, Error, Limit, Service, Tool, cursor, retry};
 
 /// The arguments of `start_run` after decoding.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +93,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `start_run`.
     pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<RunView, Error> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;
-        let tx = fresh!(self.open(caller, write, Tool::StartRun).await?);
+        let tx = fresh!(self.open(caller, write, Tool::StartRun, (Limit::OpenRuns, 1)).await?);
         let now = self.now();
         let actor = caller.actor();
         let run_id = random_id("r_", 10);

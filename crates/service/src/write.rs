@@ -24,7 +24,7 @@ use crate::index::run_row;
 use crate::notify::Outgoing;
 use crate::recorded::{Recorded, RunRowRef, Sealing};
 use crate::stored::Loaded;
-use crate::{Caller, Error, Service, Tool, invalid, millis, not_found, retry};
+use crate::{Caller, Error, Limit, Service, Tool, invalid, millis, not_found, retry};
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +89,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         caller: &Caller,
         write: &Write,
         tool: Tool,
+        adds: (Limit, u64),
     ) -> Result<Opened<S::Tx, R>, Error> {
         if let Some(stored) = self
             .store
@@ -98,6 +99,10 @@ impl<S: Store, B: Blobs> Service<S, B> {
         {
             return self.answer(caller, write, tool, stored).await.map(Opened::Replay);
         }
+        // After the replay (a write already made is answered whatever the cap), before
+        // the transaction (so the count does not wait on a second connection).
+        let (limit, amount) = adds;
+        self.within_cap(caller.org(), limit, amount).await?;
         Ok(Opened::Fresh(self.store.begin().await.map_err(retry)?))
     }
 
