@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentprocess_service::{SchedulerSettings, WebhookSettings};
+use agentprocess_service::{DEFAULT_LIMITS, SchedulerSettings, WebhookSettings};
 use agentprocess_timers::{RedisQueue, RedisSettings, TimerQueue};
 
 use crate::{Background, SqlService};
@@ -339,6 +339,57 @@ impl StorageArgs {
         match &self.blob_dir {
             Some(dir) => Ok(crate::Storage::Dir(dir.clone())),
             None => anyhow::bail!("give --blob-dir or --s3-bucket"),
+        }
+    }
+}
+
+/// The limits of every organization, so one cannot take what the others need (0: no
+/// limit). The platform's operators grant one organization others with `agentprocess
+/// admin set-limits`; its admins may lower them (`PUT /api/v1/organization/limits`).
+/// Rates and calls in progress hold in each API process; open runs and stored bytes
+/// over the organization.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// Tool calls and REST requests per second of one organization. A bucket holds two
+    /// seconds' worth, so bursts pass.
+    #[arg(long, env = "AGENTPROCESS_ORG_CALLS_PER_SECOND", default_value_t = DEFAULT_LIMITS.calls_per_second.unwrap_or(0))]
+    pub org_calls_per_second: u64,
+    /// Calls per second of each identity (agent or person) of an organization.
+    #[arg(long, env = "AGENTPROCESS_IDENTITY_CALLS_PER_SECOND", default_value_t = DEFAULT_LIMITS.identity_calls_per_second.unwrap_or(0))]
+    pub identity_calls_per_second: u64,
+    /// Writes (start_run, claim, submit, upload and the other tools that change
+    /// something; unsafe REST requests) per second of one organization.
+    #[arg(long, env = "AGENTPROCESS_ORG_WRITES_PER_SECOND", default_value_t = DEFAULT_LIMITS.writes_per_second.unwrap_or(0))]
+    pub org_writes_per_second: u64,
+    /// Calls of one organization in progress at once; a call waits up to two seconds for
+    /// a place. Default: three quarters of --max-connections, so every other
+    /// organization finds a database connection.
+    #[arg(long, env = "AGENTPROCESS_ORG_CONCURRENT_CALLS")]
+    pub org_concurrent_calls: Option<u64>,
+    /// Runs of one organization not yet ended or cancelled; `start_run` past it
+    /// answers `retry`.
+    #[arg(long, env = "AGENTPROCESS_ORG_OPEN_RUNS", default_value_t = DEFAULT_LIMITS.open_runs.unwrap_or(0))]
+    pub org_open_runs: u64,
+    /// Bytes of uploaded files one organization keeps; an upload past it answers
+    /// `retry`.
+    #[arg(long, env = "AGENTPROCESS_ORG_STORED_BYTES", default_value_t = DEFAULT_LIMITS.stored_bytes.unwrap_or(0))]
+    pub org_stored_bytes: u64,
+}
+
+impl LimitArgs {
+    /// The limits, for a process with `max_connections` database connections.
+    pub fn limits(&self, max_connections: u32) -> agentprocess_service::LimitValues {
+        let limit = |value: u64| (value > 0).then_some(value);
+        let concurrent = self
+            .org_concurrent_calls
+            .unwrap_or_else(|| (u64::from(max_connections) * 3 / 4).max(1));
+        agentprocess_service::LimitValues {
+            calls_per_second: limit(self.org_calls_per_second),
+            identity_calls_per_second: limit(self.identity_calls_per_second),
+            writes_per_second: limit(self.org_writes_per_second),
+            concurrent_calls: limit(concurrent),
+            open_runs: limit(self.org_open_runs),
+            stored_bytes: limit(self.org_stored_bytes),
         }
     }
 }

@@ -233,6 +233,16 @@ async fn backstop<S: Store, B: Blobs>(
     }
 }
 
+/// `response` as 429 with `Retry-After`: the caller's organization is at one of its
+/// limits.
+pub(crate) fn too_many_requests(over: &agentprocess_service::OverLimit, mut response: Response) -> Response {
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(over.retry_after_seconds()));
+    response
+}
+
 /// How much longer than the call deadline the backstop waits.
 const BACKSTOP_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 

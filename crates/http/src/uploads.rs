@@ -34,12 +34,21 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
     let result = upload_form(&service, &caller, &headers, multipart)
         .instrument(span.clone())
         .await;
+    let over_limit = match &result {
+        Err(agentprocess_service::Error::OverLimit(over)) => Some(over.clone()),
+        _ => None,
+    };
+    let result = result.map_err(agentprocess_service::Error::into_tool_error);
     agentprocess_mcp::record_outcome(&span, "upload", caller.org(), &result);
     let status = match &result {
         Ok(_) => StatusCode::CREATED,
         Err(error) => status_of(error.code),
     };
-    (status, Json(agentprocess_mcp::tools::envelope(result))).into_response()
+    let response = (status, Json(agentprocess_mcp::tools::envelope(result))).into_response();
+    match over_limit {
+        Some(over) => crate::too_many_requests(&over, response),
+        None => response,
+    }
 }
 
 async fn upload_form<S: Store, B: Blobs>(
@@ -47,7 +56,9 @@ async fn upload_form<S: Store, B: Blobs>(
     caller: &Caller,
     headers: &HeaderMap,
     multipart: Multipart,
-) -> Result<serde_json::Value, ToolError> {
+) -> Result<serde_json::Value, agentprocess_service::Error> {
+    // Before the body is read: a refused upload costs no more than its headers.
+    let _admission = service.admit(&caller.identity, true).await?;
     match read(service, headers, multipart).await {
         Ok(form) => {
             let mut arguments = Map::new();
@@ -60,12 +71,10 @@ async fn upload_form<S: Store, B: Blobs>(
             let write = Write::from_arguments(form.request_id, &arguments);
             let uploaded = service
                 .upload(caller, &form.file_name, &form.content_type, form.bytes, &write)
-                .await
-                .map_err(agentprocess_service::Error::into_tool_error)?;
-            agentprocess_format::exact::to_value(&uploaded)
-                .map_err(|error| agentprocess_service::Error::internal(error).into_tool_error())
+                .await?;
+            agentprocess_format::exact::to_value(&uploaded).map_err(agentprocess_service::Error::internal)
         }
-        Err(error) => Err(error),
+        Err(error) => Err(error.into()),
     }
 }
 

@@ -216,6 +216,29 @@ enum Action {
         #[command(flatten)]
         seal: SealArgs,
     },
+    /// Grant an organization limits in place of the API processes' defaults
+    /// (--org-calls-per-second and the others): raise or lower any; 0 means no limit.
+    /// Limits not named keep what was granted before. Its admins may lower them further
+    /// (PUT /api/v1/organization/limits), never raise them. Each API process applies
+    /// the change within 10 s. Prints what is granted and chosen, as JSON.
+    SetLimits {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        #[command(flatten)]
+        limits: LimitFlags,
+        /// Drop what was granted before first (back to the defaults).
+        #[arg(long)]
+        reset: bool,
+    },
+    /// Show what an organization was granted and what its admins chose, as JSON (the
+    /// limits in force are these over the API processes' defaults:
+    /// GET /api/v1/organization/limits shows them).
+    Limits {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+    },
     /// Remove a webhook endpoint; its pending deliveries are given up.
     RemoveWebhook {
         /// The organization.
@@ -495,6 +518,13 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             }
             println!("resealed {webhooks} webhook secret(s) and {providers} identity provider secret(s)");
         }
+        Action::SetLimits { org, limits, reset } => {
+            let limits = admin.grant_limits(&org, &limits.values(), reset).await?;
+            println!("{}", limits_json(&limits));
+        }
+        Action::Limits { org } => {
+            println!("{}", limits_json(&admin.org_limits(&org).await?));
+        }
         Action::RemoveWebhook { org, id } => {
             admin.remove_webhook(&org, &id).await?;
             println!("webhook {id} removed");
@@ -528,4 +558,48 @@ fn time(millis: i64) -> String {
     jiff::Timestamp::from_millisecond(millis)
         .map(|at| at.to_string())
         .unwrap_or_default()
+}
+
+/// Limits to grant an organization (0: no limit).
+#[derive(Debug, clap::Args)]
+struct LimitFlags {
+    /// Tool calls and REST requests per second, in each API process.
+    #[arg(long)]
+    calls_per_second: Option<u64>,
+    /// Calls per second of each identity, in each API process.
+    #[arg(long)]
+    identity_calls_per_second: Option<u64>,
+    /// Writes per second, in each API process.
+    #[arg(long)]
+    writes_per_second: Option<u64>,
+    /// Calls in progress at once, in each API process.
+    #[arg(long)]
+    concurrent_calls: Option<u64>,
+    /// Runs not yet ended or cancelled.
+    #[arg(long)]
+    open_runs: Option<u64>,
+    /// Bytes of uploaded files kept.
+    #[arg(long)]
+    stored_bytes: Option<u64>,
+}
+
+impl LimitFlags {
+    fn values(&self) -> agentprocess_store::LimitValues {
+        agentprocess_store::LimitValues {
+            calls_per_second: self.calls_per_second,
+            identity_calls_per_second: self.identity_calls_per_second,
+            writes_per_second: self.writes_per_second,
+            concurrent_calls: self.concurrent_calls,
+            open_runs: self.open_runs,
+            stored_bytes: self.stored_bytes,
+        }
+    }
+}
+
+fn limits_json(limits: &agentprocess_store::OrgLimits) -> serde_json::Value {
+    serde_json::json!({
+        "granted": limits.granted,
+        "chosen": limits.chosen,
+        "updatedAt": limits.updated_at.map(time),
+    })
 }

@@ -75,6 +75,8 @@ pub(crate) struct Dev {
     lease_seconds: u32,
     #[command(flatten)]
     check: agentprocess_http::config::CheckArgs,
+    #[command(flatten)]
+    limits: agentprocess_http::config::LimitArgs,
     /// Turn off the development sign-in (`/dev/sign-in`, which lets anyone sign in as
     /// any person of the dev organization with no identity provider).
     #[arg(long)]
@@ -126,6 +128,12 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let mut settings = agentprocess_service::Settings::new(public_url.clone(), url_secret(&dev.data_dir)?);
     settings.engine.lease_seconds = dev.lease_seconds;
     settings.engine.check = dev.check.limits();
+    settings.limits = dev.limits.limits(1);
+    if dev.limits.org_concurrent_calls.is_none() {
+        // One SQLite connection serves every call in turn anyway; bounded at one, a
+        // second caller would be refused after a second instead of waiting its turn.
+        settings.limits.concurrent_calls = None;
+    }
     let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
     let (clock, test_clock) = agentprocess_http::clock(dev.test_clock);
     let service = agentprocess_http::assemble(

@@ -94,6 +94,8 @@ struct Serve {
     auth: agentprocess_http::config::AuthArgs,
     #[command(flatten)]
     check: agentprocess_http::config::CheckArgs,
+    #[command(flatten)]
+    limits: agentprocess_http::config::LimitArgs,
     /// Offer `/dev/sign-in` for this organization: anyone may sign in as any of its
     /// people with no identity provider. Only for development and tests.
     #[arg(long, env = "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN", value_name = "ORG")]
@@ -138,6 +140,7 @@ async fn run(serve: Serve) -> anyhow::Result<()> {
     settings.engine.run_data_bytes = serve.run_data_bytes;
     settings.max_upload_bytes = serve.max_upload_bytes;
     settings.engine.check = serve.check.limits();
+    settings.limits = serve.limits.limits(serve.max_connections);
     let mut hosts = serve.allowed_host.clone();
     hosts.extend(agentprocess_http::host_of(&serve.public_url));
     let http = agentprocess_http::HttpSettings {

@@ -13,6 +13,8 @@ use axum::response::{IntoResponse, Response};
 pub(crate) struct ApiError {
     status: StatusCode,
     error: ToolError,
+    /// Set when the organization is at one of its limits: 429 with `Retry-After`.
+    over_limit: Option<agentprocess_service::OverLimit>,
 }
 
 impl ApiError {
@@ -24,6 +26,7 @@ impl ApiError {
         Self {
             status: status_of(error.code),
             error,
+            over_limit: None,
         }
     }
 
@@ -45,6 +48,7 @@ impl ApiError {
         Self {
             status: StatusCode::UNAUTHORIZED,
             error: ToolError::new(Code::Forbidden, message, Vec::new()),
+            over_limit: None,
         }
     }
 
@@ -82,7 +86,20 @@ impl From<agentprocess_auth::Error> for ApiError {
 
 impl From<agentprocess_service::Error> for ApiError {
     fn from(error: agentprocess_service::Error) -> Self {
-        Self::from_tool(error.into_tool_error())
+        match error {
+            agentprocess_service::Error::OverLimit(over) => over.into(),
+            error => Self::from_tool(error.into_tool_error()),
+        }
+    }
+}
+
+impl From<agentprocess_service::OverLimit> for ApiError {
+    fn from(over: agentprocess_service::OverLimit) -> Self {
+        Self {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            error: over.to_tool_error(),
+            over_limit: Some(over),
+        }
     }
 }
 
@@ -118,7 +135,11 @@ impl IntoResponse for ApiError {
             message: self.error.message,
             issues: self.error.issues,
         };
-        let mut response = (self.status, Json(body)).into_response();
+        let response = (self.status, Json(body)).into_response();
+        if let Some(over) = &self.over_limit {
+            return crate::too_many_requests(over, response);
+        }
+        let mut response = response;
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -167,6 +188,7 @@ pub(crate) async fn json_errors(request: axum::extract::Request, next: axum::mid
     let mut answer = ApiError {
         status,
         error: ToolError::new(code, message, Vec::new()),
+        over_limit: None,
     }
     .into_response();
     for (name, value) in &parts.headers {

@@ -135,6 +135,9 @@ pub(crate) struct ApiCaller {
     pub(crate) identity: Identity,
     pub(crate) via: Via,
     pub(crate) address: Option<String>,
+    /// Its place among its organization's calls in progress, held until the handler
+    /// that took the caller returns.
+    _admission: Arc<agentprocess_service::Admission>,
 }
 
 impl ApiCaller {
@@ -279,17 +282,23 @@ where
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim);
+        let writes = is_unsafe(&parts.method);
+        let admitted = |identity: Identity, via: Via| async move {
+            let admission = web.service.admit(&identity, writes).await?;
+            Ok(Self(ApiCaller {
+                identity,
+                via,
+                address,
+                _admission: Arc::new(admission),
+            }))
+        };
         if let Some(token) = bearer {
             let Some((identity, scope)) = web.auth.api_caller(token, web.now()).await.map_err(ApiError::from)? else {
                 return Err(ApiError::unauthenticated(
                     "the API token is not valid (unknown, expired or revoked)",
                 ));
             };
-            return Ok(Self(ApiCaller {
-                identity,
-                via: Via::Token(scope),
-                address,
-            }));
+            return admitted(identity, Via::Token(scope)).await;
         }
         let session = Session::from_request_parts(parts, web)
             .await
@@ -301,10 +310,6 @@ where
             let echoed = parts.headers.get("x-csrf-token").and_then(|value| value.to_str().ok());
             check_csrf(&parts.headers, &web.origin, &session, echoed).await?;
         }
-        Ok(Self(ApiCaller {
-            identity,
-            via: Via::Session,
-            address,
-        }))
+        admitted(identity, Via::Session).await
     }
 }

@@ -7,6 +7,7 @@ mod deadline;
 mod direct;
 mod harness;
 mod idempotency;
+mod limits;
 mod oauth;
 mod people_oauth;
 mod reseal;

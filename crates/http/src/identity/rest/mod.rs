@@ -5,6 +5,7 @@ mod agents;
 mod apps;
 mod archive;
 mod clients;
+mod limits;
 pub(crate) mod openapi;
 mod organization;
 mod processes;
@@ -36,6 +37,7 @@ where
         )
         .merge(agents::routes())
         .merge(clients::routes())
+        .merge(limits::routes())
         .merge(apps::routes())
         .merge(processes::routes())
         .merge(runs::routes())

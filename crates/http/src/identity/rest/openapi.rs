@@ -7,7 +7,7 @@ use utoipa::Modify;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{agents, apps, clients, organization, processes, runs};
+use super::{agents, apps, clients, limits, organization, processes, runs};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -44,6 +44,8 @@ use super::{agents, apps, clients, organization, processes, runs};
         organization::revoke_token,
         organization::audit,
         organization::audit_export,
+        limits::limits,
+        limits::choose,
         agents::agents,
         agents::agent,
         agents::create,
