@@ -836,6 +836,19 @@ def test_large_numbers_are_written_as_the_server_parses_them(tmp_path):
     assert api["AGENTPROCESS_RUN_DATA_BYTES"] == "4194304"
 
 
+def test_limits_per_organization(tmp_path):
+    api = named(render(DEFAULT), "ConfigMap", "-api")["data"]
+    assert api["AGENTPROCESS_ORG_CALLS_PER_SECOND"] == "1000"
+    assert api["AGENTPROCESS_ORG_STORED_BYTES"] == "107374182400"
+    # Unset, the server bounds calls in progress by its own pool.
+    assert "AGENTPROCESS_ORG_CONCURRENT_CALLS" not in api
+    limits = {"callsPerSecond": 0, "concurrentCalls": 12, "openRuns": 5000}
+    api = named(render(DEFAULT, extra={"limits": limits}, tmp_path=tmp_path), "ConfigMap", "-api")["data"]
+    assert (api["AGENTPROCESS_ORG_CALLS_PER_SECOND"], api["AGENTPROCESS_ORG_CONCURRENT_CALLS"]) == ("0", "12")
+    assert api["AGENTPROCESS_ORG_OPEN_RUNS"] == "5000"
+    assert "AGENTPROCESS_ORG_CALLS_PER_SECOND" not in named(render(DEFAULT), "ConfigMap", "-scheduler")["data"]
+
+
 def test_resource_attributes_name_the_pod(rendered):
     _, docs = rendered
     for suffix in ("-api", "-scheduler"):

@@ -42,8 +42,9 @@ def test_the_served_document_is_the_checked_in_one(site):
 
 # The operations that can take away the fuzzer's own credential (revoke the API token it
 # uses; demote or deactivate the person whose session or token it is, once it has
-# learnt their id from a response). They are fuzzed alone, each with a fresh credential.
-SELF_DESTRUCTIVE = ["PATCH /api/v1/members/{id}", "DELETE /api/v1/tokens/{id}"]
+# learnt their id from a response), or its room to call (lower its organization's limits
+# to one call a second). They are fuzzed alone, each with a fresh credential.
+SELF_DESTRUCTIVE = ["PATCH /api/v1/members/{id}", "DELETE /api/v1/tokens/{id}", "PUT /api/v1/organization/limits"]
 
 
 def schemathesis(site: Site, headers: list[str], *selection: str) -> subprocess.CompletedProcess:
@@ -153,6 +154,7 @@ def concrete(path: str, values: dict, ids: dict) -> str:
 # A body each operation accepts, so that what is refused is the caller, not the body.
 BODIES = {
     ("PATCH", "/api/v1/organization"): {"name": "Renamed"},
+    ("PUT", "/api/v1/organization/limits"): {"writesPerSecond": 100},
     ("PUT", "/api/v1/organization/sign-in"): {"issuer": "https://idp.example.com", "clientId": "c"},
     ("POST", "/api/v1/organization/domains"): {"domain": "other.test"},
     ("POST", "/api/v1/members"): {"email": "new@acme.test", "role": "member"},
