@@ -3,7 +3,7 @@
 
 use agentprocess_store::{LimitLayer, LimitValues, Limits as _, LimitsTx as _, Store as _, StoreTx as _};
 
-use crate::support::{TestDb, on_both};
+use crate::support::{TestDb, on_both, seed};
 
 const ROWS: &str = "
 INSERT INTO organizations (id, name, created_at) VALUES ('o', 'O', 1), ('p', 'P', 1);
@@ -21,11 +21,7 @@ on_both!(
     limits
 );
 async fn limits(db: &TestDb) {
-    sqlx::any::install_default_drivers();
-    let mut connection = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
-        .await
-        .expect("connect");
-    sqlx::raw_sql(ROWS).execute(&mut connection).await.expect("rows");
+    seed(db, ROWS).await;
     let store = &db.store;
 
     let none = store.org_limits("o").await.expect("read");

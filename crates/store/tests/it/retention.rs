@@ -3,7 +3,7 @@
 
 use agentprocess_store::{Error, Purge, Store as _};
 
-use crate::support::{TestDb, on_both};
+use crate::support::{TestDb, on_both, seed};
 
 /// Rows of every purged table, old (at 10) and young (at 1000), written as raw SQL so
 /// the test reads exactly what each purge keeps.
@@ -41,11 +41,7 @@ async fn keys(db: &TestDb, sql: &str) -> Vec<String> {
 
 on_both!(purges_remove_only_what_is_old_and_settled, purges);
 async fn purges(db: &TestDb) {
-    sqlx::any::install_default_drivers();
-    let mut connection = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
-        .await
-        .expect("connect");
-    sqlx::raw_sql(ROWS).execute(&mut connection).await.expect("rows");
+    seed(db, ROWS).await;
     let store = &db.store;
 
     // A batch is at most `limit` rows of one organization, oldest first.

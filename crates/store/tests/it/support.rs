@@ -70,3 +70,13 @@ pub(crate) fn mcp_token(org: &str, identity: &str, hash: &str) -> agentprocess_s
         revoked_at: None,
     }
 }
+
+/// Writes `rows` (SQL statements) straight into the test's database, so a test reads
+/// exactly what the store makes of them.
+pub(crate) async fn seed(db: &TestDb, rows: &str) {
+    sqlx::any::install_default_drivers();
+    let mut connection = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .expect("connect");
+    sqlx::raw_sql(rows).execute(&mut connection).await.expect("rows");
+}
