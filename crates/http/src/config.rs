@@ -362,8 +362,10 @@ pub struct LimitArgs {
     #[arg(long, env = "AGENTPROCESS_ORG_WRITES_PER_SECOND", default_value_t = DEFAULT_LIMITS.writes_per_second.unwrap_or(0))]
     pub org_writes_per_second: u64,
     /// Calls of one organization in progress at once; a call waits up to two seconds for
-    /// a place. Default: three quarters of --max-connections, so every other
-    /// organization finds a database connection.
+    /// a place. Default: 3, and at most three quarters of --max-connections, so one
+    /// organization's transactions cannot take the database's CPUs (or every
+    /// connection) from the others. Raise it where one organization has the server to
+    /// itself.
     #[arg(long, env = "AGENTPROCESS_ORG_CONCURRENT_CALLS")]
     pub org_concurrent_calls: Option<u64>,
     /// Runs of one organization not yet ended or cancelled; `start_run` past it
@@ -380,9 +382,12 @@ impl LimitArgs {
     /// The limits, for a process with `max_connections` database connections.
     pub fn limits(&self, max_connections: u32) -> agentprocess_service::LimitValues {
         let limit = |value: u64| (value > 0).then_some(value);
-        let concurrent = self
-            .org_concurrent_calls
-            .unwrap_or_else(|| (u64::from(max_connections) * 3 / 4).max(1));
+        let concurrent = self.org_concurrent_calls.unwrap_or_else(|| {
+            let pool = (u64::from(max_connections) * 3 / 4).max(1);
+            DEFAULT_LIMITS
+                .concurrent_calls
+                .map_or(pool, |default| default.min(pool))
+        });
         agentprocess_service::LimitValues {
             calls_per_second: limit(self.org_calls_per_second),
             identity_calls_per_second: limit(self.identity_calls_per_second),
