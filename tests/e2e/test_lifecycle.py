@@ -178,7 +178,9 @@ class Calls:
 
 def test_sigterm_under_load_finishes_every_call_in_flight_and_exits_0(seeded):
     database, url, tokens = seeded
-    api = Api(url, "--shutdown-delay-seconds", "2", "--shutdown-grace-seconds", "30")
+    # Ten calls of one organization in flight at once: its bound on calls in progress
+    # is lifted, so that they all reach the run's lock.
+    api = Api(url, "--shutdown-delay-seconds", "2", "--shutdown-grace-seconds", "30", "--org-concurrent-calls", "0")
     try:
         run_id = start_pause(api.base, tokens["alice"])
         # A load balancer's view: no new calls once /readyz fails.
