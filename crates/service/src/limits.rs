@@ -195,7 +195,11 @@ impl Gate {
 
     fn org(&self, org: &str) -> Arc<OrgGate> {
         let mut orgs = self.orgs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !orgs.contains_key(org) && orgs.len() >= KEPT {
+        // Every call comes here: a known organization costs a lookup, not a new key.
+        if let Some(gate) = orgs.get(org) {
+            return Arc::clone(gate);
+        }
+        if orgs.len() >= KEPT {
             orgs.clear();
         }
         Arc::clone(orgs.entry(org.to_owned()).or_default())
