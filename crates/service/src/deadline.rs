@@ -8,6 +8,7 @@
 //! connections coming back to its pool (`Store::suspect_connections`).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use agentprocess_blobs::Blobs;
@@ -41,25 +42,32 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// `work`'s output, or `None` once `limit` has passed.
     pub async fn bounded_by<F: Future>(&self, limit: Duration, work: F) -> Option<F::Output> {
-        let mut watch = Unfinished {
+        let mut watched = Unfinished {
             store: &self.store,
+            work: Box::pin(work),
             finished: false,
         };
-        let output = tokio::time::timeout(limit, work).await.ok();
-        watch.finished = output.is_some();
+        let output = tokio::time::timeout(limit, watched.work.as_mut()).await.ok();
+        watched.finished = output.is_some();
         output
     }
 }
 
-/// Tells the store when the work it watches is dropped unfinished, whether by the
-/// deadline or by its caller.
-struct Unfinished<'a, S: Store> {
+/// Work the deadline watches. Dropped unfinished, whether by the deadline or by its
+/// caller, it tells the store before the work goes: the connections the work held go
+/// back to the pool as it is dropped, and a release task may run at once on another
+/// thread, so the store must already know to check them (told after, the pool's own
+/// unbounded check could wait for good on a silent connection, and a transaction's
+/// locks stay held on the server meanwhile).
+struct Unfinished<'a, S: Store, F> {
     store: &'a S,
+    work: Pin<Box<F>>,
     finished: bool,
 }
 
-impl<S: Store> Drop for Unfinished<'_, S> {
+impl<S: Store, F> Drop for Unfinished<'_, S, F> {
     fn drop(&mut self) {
+        // Fields, the work among them, are dropped after this.
         if !self.finished {
             self.store.suspect_connections();
         }

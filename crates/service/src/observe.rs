@@ -89,7 +89,9 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// the gauges, until `stop`.
     pub async fn run_gauges(self: Arc<Self>, stop: CancellationToken) {
         loop {
-            self.sample_levels().await;
+            if self.bounded(self.sample_levels()).await.is_none() {
+                tracing::debug!(error = self.past_deadline(), "work levels not sampled");
+            }
             if !crate::scheduler::pause(&stop, SAMPLE_EVERY).await {
                 return;
             }

@@ -95,12 +95,18 @@ impl<S: Store, B: Blobs> Service<S, B> {
         stop: tokio_util::sync::CancellationToken,
     ) {
         loop {
-            match self.sweep_uploads(settings.uncited_uploads).await {
+            let swept = self.bounded(self.sweep_uploads(settings.uncited_uploads)).await;
+            match swept.unwrap_or_else(|| Err(self.past_deadline())) {
                 Ok(0) => {}
                 Ok(removed) => tracing::info!(removed, "removed uploads no run cites"),
                 Err(error) => tracing::warn!(%error, "upload sweep failed; trying again"),
             }
-            self.purge(&settings.retention).await;
+            if self.bounded(self.purge(&settings.retention)).await.is_none() {
+                tracing::warn!(
+                    error = self.past_deadline(),
+                    "purge of old records stopped; going on next time"
+                );
+            }
             if !crate::scheduler::pause(&stop, settings.interval).await {
                 return;
             }
