@@ -4,10 +4,11 @@ mod admin;
 mod clients;
 mod directory;
 mod grants;
+mod health;
+pub mod keepalive;
 mod limits;
 mod model;
 mod outbox;
-mod release;
 mod retention;
 mod runs;
 mod sql;
@@ -36,7 +37,7 @@ pub use sql::{Dialect, SqlStore, SqlTx};
 pub enum Error {
     /// The database refused or could not be reached.
     #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[source] sqlx::Error),
     /// The migrations could not be applied.
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -46,6 +47,17 @@ pub enum Error {
     /// A call the method's contract does not allow (a bug in the caller).
     #[error("store misuse: {0}")]
     Misuse(String),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Self {
+        // A connection lost under a statement: its neighbours may be too
+        // (crate::health).
+        if health::is_lost_connection(&error) {
+            health::connection_lost();
+        }
+        Error::Database(error)
+    }
 }
 
 impl Error {

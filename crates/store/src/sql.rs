@@ -1,10 +1,11 @@
 //! [`SqlStore`]: the one adapter, PostgreSQL or SQLite through sqlx's `Any` driver.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
+use sqlx::{Any, AnyPool, Executor, Transaction};
 use tracing::Instrument as _;
 
 use crate::clients::{self, ClientSecret, Credential, OAuthClient};
@@ -12,17 +13,14 @@ use crate::directory::{
     self, Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, OrgKey, Organization, Provider,
     SessionRow, TokenRow,
 };
+use crate::health::Health;
 use crate::model::Role;
 use crate::model::{
     AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
     RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkLevels,
     WorkQuery, WorkRow,
 };
-use crate::release::{RELEASE_CHECK, Suspicion};
-use crate::{Result, Store, StoreTx, admin, outbox, runs, timers};
-
-/// Connections idle longer than this are checked before use.
-const IDLE_CHECK: Duration = Duration::from_secs(5);
+use crate::{Result, Store, StoreTx, admin, keepalive, outbox, runs, timers};
 
 /// Which database is behind the pool: the SQL differs only in row locking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,9 +44,10 @@ impl Dialect {
 /// The store over a sqlx pool.
 #[derive(Debug, Clone)]
 pub struct SqlStore {
-    pool: AnyPool,
+    /// In an `Arc` so that the pool's health checks can hold it weakly.
+    pool: Arc<AnyPool>,
     dialect: Dialect,
-    suspicion: Suspicion,
+    health: Health,
 }
 
 impl SqlStore {
@@ -62,36 +61,48 @@ impl SqlStore {
         } else {
             Dialect::Postgres
         };
-        let suspicion = Suspicion::new();
+        let health = Health::new();
         let pool = match dialect {
             Dialect::Postgres => {
+                let address = options
+                    .database_url
+                    .host_str()
+                    .map(|host| (host.to_owned(), options.database_url.port().unwrap_or(5432)));
                 // A ping before every acquire costs a round trip on every call; only
-                // connections idle for a while are checked first. (sqlx also checks
-                // each connection as it is released, so one that failed is not reused.)
+                // connections idle for a while are checked first (crate::health).
                 AnyPoolOptions::new()
                     .max_connections(max_connections.max(1))
                     .test_before_acquire(false)
-                    .before_acquire(|connection, meta| {
+                    .after_connect(move |connection, _| {
+                        let address = address.clone();
                         Box::pin(async move {
-                            if meta.idle_for > IDLE_CHECK {
-                                connection.ping().await?;
+                            keepalive::apply_here(address).await;
+                            // Without arguments, one simple query: every SET in one round trip.
+                            if let Err(error) = connection.execute(keepalive::SERVER_SETTINGS).await {
+                                tracing::warn!(%error, "the database connection's keepalive was not set on the server");
                             }
-                            Ok(true)
+                            Ok(())
                         })
                     })
-                    .after_release({
-                        let suspicion = suspicion.clone();
-                        move |connection, _| {
-                            let check = suspicion.active();
+                    .before_acquire({
+                        let health = health.clone();
+                        move |connection, meta| {
+                            let health = health.clone();
                             Box::pin(async move {
-                                if !check {
-                                    return Ok(true);
+                                health.before_use(connection, meta.idle_for).await?;
+                                Ok(true)
+                            })
+                        }
+                    })
+                    .after_release({
+                        let health = health.clone();
+                        move |connection, _| {
+                            let health = health.clone();
+                            Box::pin(async move {
+                                if health.suspected() {
+                                    health.check(connection).await?;
                                 }
-                                match tokio::time::timeout(RELEASE_CHECK, connection.ping()).await {
-                                    Ok(answered) => answered.map(|()| true),
-                                    // Closed without a word: it would not hear one.
-                                    Err(_) => Err(sqlx::Error::Io(std::io::ErrorKind::TimedOut.into())),
-                                }
+                                Ok(true)
                             })
                         }
                     })
@@ -119,20 +130,18 @@ impl SqlStore {
                     .await?
             }
         };
-        Ok(Self {
-            pool,
-            dialect,
-            suspicion,
-        })
+        let pool = Arc::new(pool);
+        health.watch(&pool);
+        Ok(Self { pool, dialect, health })
     }
 
     /// Applies every migration in `migrations/` not yet applied, then (on PostgreSQL)
     /// the storage settings of the queue tables.
     pub async fn migrate(&self) -> Result<()> {
-        MIGRATOR.run(&self.pool).await?;
+        MIGRATOR.run(self.pool()).await?;
         if self.dialect == Dialect::Postgres {
             for statement in POSTGRES_TABLE_SETTINGS {
-                sqlx::query(statement).execute(&self.pool).await?;
+                sqlx::query(statement).execute(self.pool()).await?;
             }
         }
         Ok(())
@@ -191,12 +200,12 @@ impl Store for SqlStore {
     type Tx = SqlTx;
 
     async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(self.pool()).await?;
         Ok(())
     }
 
     fn suspect_connections(&self) {
-        self.suspicion.raise();
+        self.health.suspect();
     }
 
     async fn pending_migrations(&self) -> Result<Vec<i64>> {
@@ -208,12 +217,12 @@ impl Store for SqlStore {
             }
             Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
         };
-        let tables: i64 = sqlx::query_scalar(exists).fetch_one(&self.pool).await?;
+        let tables: i64 = sqlx::query_scalar(exists).fetch_one(self.pool()).await?;
         let applied: Vec<i64> = if tables == 0 {
             Vec::new()
         } else {
             sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
-                .fetch_all(&self.pool)
+                .fetch_all(self.pool())
                 .await?
         };
         Ok(MIGRATOR
@@ -579,11 +588,11 @@ impl Directory for SqlStore {
     }
 
     async fn oauth_client(&self, id: &str) -> Result<Option<(OAuthClient, Vec<ClientSecret>)>> {
-        clients::client(&self.pool, id).await
+        clients::client(self.pool(), id).await
     }
 
     async fn oauth_clients(&self, org: &str, identity: &str) -> Result<Vec<(OAuthClient, Vec<ClientSecret>)>> {
-        clients::clients_of(&self.pool, org, identity).await
+        clients::clients_of(self.pool(), org, identity).await
     }
 }
 
