@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use deadpool_redis::redis::cluster::{ClusterClient, ClusterClientBuilder};
 use deadpool_redis::redis::cluster_async::ClusterConnection;
-use deadpool_redis::redis::{self, AsyncCommands as _, Script};
-use deadpool_redis::{Config, PoolConfig, Runtime, Timeouts};
+use deadpool_redis::redis::io::tcp::{TcpSettings, socket2};
+use deadpool_redis::redis::{self, AsyncCommands as _, IntoConnectionInfo as _, Script};
+use deadpool_redis::{PoolConfig, Runtime, Timeouts};
 use tracing::Instrument as _;
 
 use crate::{Entry, QueueError, QueueFuture, TimerQueue};
@@ -58,6 +59,26 @@ impl RedisSettings {
             timeout: Duration::from_secs(2),
         }
     }
+}
+
+/// How long Redis may leave sent data or keepalive probes unacknowledged before the
+/// kernel closes the connection; probes start after this much idle time, and recur at
+/// this interval. The same liveness as the database's sockets
+/// (`agentprocess_store::keepalive`): a Redis whose connections went half-open (its
+/// peer vanished without a word) fails calls within seconds instead of never.
+const USER_TIMEOUT: Duration = Duration::from_secs(10);
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
+
+fn tcp_settings() -> TcpSettings {
+    let settings = TcpSettings::default().set_nodelay(true).set_keepalive(
+        socket2::TcpKeepalive::new()
+            .with_time(KEEPALIVE_IDLE)
+            .with_interval(KEEPALIVE_INTERVAL),
+    );
+    #[cfg(target_os = "linux")]
+    let settings = settings.set_user_timeout(USER_TIMEOUT);
+    settings
 }
 
 /// Connections to one server, or to a cluster.
@@ -142,6 +163,7 @@ impl RedisQueue {
             // One retry, within the call's time limit: a node that is down fails its
             // partitions' calls quickly instead of holding the others back.
             let client = ClusterClientBuilder::new(nodes)
+                .tcp_settings(tcp_settings())
                 .retries(1)
                 .connection_timeout(settings.timeout / 4)
                 .response_timeout(settings.timeout / 4)
@@ -152,11 +174,20 @@ impl RedisQueue {
                 connection: tokio::sync::OnceCell::new(),
             }))
         } else {
-            let mut config = Config::from_url(settings.url.clone());
-            config.pool = Some(pool_config);
+            // Built from the connection's details rather than deadpool's `Config`,
+            // which would drop the TCP settings.
+            let info = settings
+                .url
+                .as_str()
+                .into_connection_info()
+                .map_err(unavailable)?
+                .set_tcp_settings(tcp_settings());
+            let manager = deadpool_redis::Manager::new(info).map_err(unavailable)?;
             Pool::Server(
-                config
-                    .create_pool(Some(Runtime::Tokio1))
+                deadpool_redis::Pool::builder(manager)
+                    .config(pool_config)
+                    .runtime(Runtime::Tokio1)
+                    .build()
                     .map_err(|error| QueueError::Unavailable(error.to_string()))?,
             )
         };
