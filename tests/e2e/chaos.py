@@ -18,7 +18,10 @@ The reckoning reads the record once the fault is over and counts:
   completions differ from a clean run's, one run end delivered under two ids;
 - errors seen by the clients, by code (`retry`, `connection`, `HTTP 503`, ...);
 - hung: calls with no answer within `CALL_DEADLINE`;
-- the time to recover: from each repair to the next acknowledged call.
+- the time to recover: from each repair to the next acknowledged call;
+- the latest end: the longest any run took from its timer falling due (or its submit,
+  if later) to its end reaching the receiver, which covers the scheduler's firing and
+  its deliveries.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class Row:
     hung: int = 0
     recovery: float | None = None
     longest_call: float = 0.0
+    latest_end: float = 0.0
     findings: list[str] = field(default_factory=list)
     # What the case measured beyond the columns, printed under the table.
     notes: list[str] = field(default_factory=list)
@@ -90,21 +94,26 @@ class Row:
         errors = ", ".join(f"{code} {count}" for code, count in sorted(self.errors.items())) or "none"
         recovery = "not recovered" if self.recovery is None else f"{self.recovery:.1f} s"
         return [self.case, str(self.attempted), str(self.acknowledged), str(self.lost), str(self.duplicated),
-                errors, str(self.hung), f"{self.longest_call:.1f} s", recovery]
+                errors, str(self.hung), f"{self.longest_call:.1f} s", recovery, f"{self.latest_end:.1f} s"]
 
-    def assert_sound(self) -> None:
+    def assert_sound(self, bound: float | None = None) -> None:
         """Nothing lost, nothing duplicated, every result on the schemas, no call left
-        without an answer past the servers' deadline, recovered."""
+        without an answer past the servers' deadline, recovered; with `bound`, the
+        recovery, the longest call and the latest end each within it."""
         print("\n" + table([self]))
         assert not self.findings, "\n".join(self.findings)
         assert self.lost == 0 and self.duplicated == 0
         assert self.hung == 0, "a call went unanswered past the clients' deadline"
         assert self.recovery is not None, "no call was acknowledged after the repair"
         assert self.acknowledged > 0
+        if bound is not None:
+            assert self.recovery <= bound, f"recovered in {self.recovery:.1f} s, over {bound} s"
+            assert self.longest_call <= bound, f"a call took {self.longest_call:.1f} s, over {bound} s"
+            assert self.latest_end <= bound, f"a run's end came {self.latest_end:.1f} s after it was due, over {bound} s"
 
 
 HEADER = ["case", "attempted", "acknowledged", "lost", "duplicated", "errors seen by clients",
-          "hung", "longest call", "recovery"]
+          "hung", "longest call", "recovery", "latest end"]
 
 
 def table(rows: list[Row]) -> str:
@@ -121,10 +130,12 @@ class Layout:
     `schedulers` schedulers over a private PostgreSQL (reached through a TCP proxy
     when `proxied`; its data on a small file system of its own given `disk_mb`) and a
     private Redis, with a webhook receiver; evidence in a local directory, or with
-    `s3` in an S3-compatible store of the test's own behind a TCP proxy."""
+    `s3` in an S3-compatible store of the test's own behind a TCP proxy. Every
+    process's call deadline is `deadline` seconds."""
 
     def __init__(self, apis: int = 2, schedulers: int = 1, proxied: bool = False, max_connections: int = 100,
-                 disk_mb: int | None = None, s3: bool = False) -> None:
+                 disk_mb: int | None = None, s3: bool = False, deadline: str = SERVER_DEADLINE) -> None:
+        self.deadline = deadline
         self.pg = PrivatePostgres(max_connections, disk_mb=disk_mb)
         self.redis = scheduling.PrivateRedis()
         self.proxy = TcpProxy(self.pg.port) if proxied else None
@@ -169,7 +180,7 @@ class Layout:
     def start_api(self, index: int) -> None:
         log = open(self.workdir / f"api-{index}.log", "ab")
         command = servers.api_command(self.url, self.api_ports[index], self.secret, self.workdir,
-                                      *self.queue_flags(), "--call-deadline-seconds", SERVER_DEADLINE,
+                                      *self.queue_flags(), "--call-deadline-seconds", self.deadline,
                                       *self.api_flags)
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         self.apis[index] = process
@@ -187,7 +198,7 @@ class Layout:
                 str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", self.url,
                 "--listen", f"127.0.0.1:{self.scheduler_ports[index]}", *self.queue_flags(),
                 *scheduling.SCHEDULER_FLAGS, "--webhook-allow-private-networks", "--secret-key", servers.SECRET_KEY,
-                "--call-deadline-seconds", SERVER_DEADLINE,
+                "--call-deadline-seconds", self.deadline,
             ],
             stdout=log, stderr=subprocess.STDOUT,
         )
@@ -251,6 +262,9 @@ class Load:
         self.repairs: list[float] = []
         self.started: dict[str, str] = {}
         self.submitted: dict[str, str] = {}
+        # When each submitted run's end was due at the earliest: its timer's time, or
+        # the acknowledgement of its submit if that came later (wall clock seconds).
+        self.end_due: dict[str, float] = {}
         self.stopping = False
         self.http: httpx.AsyncClient | None = None
 
@@ -266,7 +280,8 @@ class Load:
             await self.cycle(agent, f"w{index}-{count}-{secrets.token_hex(3)}")
 
     async def cycle(self, token: str, nonce: str) -> None:
-        at = (datetime.now(timezone.utc) + timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        due = (datetime.now(timezone.utc) + timedelta(seconds=3)).replace(microsecond=0)
+        at = due.strftime("%Y-%m-%dT%H:%M:%SZ")
         view = await self.op(token, "start_run", {"process": "cycle", "inputs": {"nonce": nonce, "at": at},
                                                   "requestId": f"start-{nonce}"})
         if view is None:
@@ -286,6 +301,7 @@ class Load:
                                                     "summary": "reported the nonce", "requestId": f"submit-{nonce}"})
         if submitted is not None:
             self.submitted[nonce] = run
+            self.end_due[run] = max(due.timestamp(), time.time())
 
     async def op(self, token: str, tool: str, arguments: dict) -> dict | None:
         """One operation: sent until acknowledged, refused, or out of patience."""
@@ -424,6 +440,9 @@ async def reckon(layout: Layout, load: Load, case: str) -> Row:
     row.lost += len([run for run in ended if run not in notified])
 
     deliveries = delivered_ends(layout)
+    arrivals = first_arrivals(layout)
+    row.latest_end = max((arrivals[run] - load.end_due[run] for run in submitted & ended if run in arrivals),
+                         default=0.0)
     for run in ended:
         ids = deliveries.get(run, set())
         if not ids:
@@ -459,6 +478,17 @@ async def settle(layout: Layout, load: Load, submitted: set[str]) -> set[str]:
         if submitted <= ended and submitted <= delivered or time.monotonic() > deadline:
             return ended
         await anyio.sleep(0.2)
+
+
+def first_arrivals(layout: Layout) -> dict[str, float]:
+    """When each run's end first reached the receiver (wall clock seconds)."""
+    found: dict[str, float] = {}
+    for post in layout.receiver.delivered():
+        body = json.loads(post["body"])
+        if body["type"] == "run.ended":
+            run = body["run"]["id"]
+            found[run] = min(found.get(run, post["at"]), post["at"])
+    return found
 
 
 def counts(layout: Layout, event: str) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Parts of the test's own that it may harm: a private PostgreSQL (restarted, its
 backends terminated, its connection slots taken, a session left idle in transaction),
-a TCP proxy in front of anything (latency, resets, half-open connections).
+a TCP proxy in front of anything (latency, resets, connections gone silent), and a
+kernel blackhole for the connections open to a port (half-open connections).
 
 None of them touches the machine's shared PostgreSQL or Redis."""
 
@@ -10,6 +11,8 @@ import asyncio
 import errno
 import glob
 import os
+import re
+import secrets
 import shutil
 import socket
 import struct
@@ -307,6 +310,41 @@ def _reset(writer: asyncio.StreamWriter) -> None:
         except OSError:
             pass
     writer.transport.abort()
+
+
+class Blackhole:
+    """Drops in the kernel, both ways and for good, every packet of the TCP connections
+    open to `port` at the moment `drop_open()` is called, as a NAT or firewall does once
+    it has lost their entries: a half-open connection, where neither side hears a
+    reset or an acknowledgement, and the sender's retransmissions go unanswered. New
+    connections pass. Its rules are an nftables table of its own (`nft`, Debian's
+    nftables; root), removed by `close()`; nothing else on the machine is touched."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.table = f"agentprocess_chaos_{secrets.token_hex(4)}"
+        # Loopback traffic passes the output hook once each way.
+        _nft(f"add table inet {self.table}\n"
+             f"add chain inet {self.table} out {{ type filter hook output priority 0; policy accept; }}\n")
+
+    def drop_open(self) -> int:
+        """Blackholes every connection open to the port now; returns how many."""
+        listed = subprocess.run(["ss", "-Htn", "state", "established", f"( dport = :{self.port} )"],
+                                check=True, capture_output=True, text=True).stdout
+        ports = sorted({int(match) for match in re.findall(r"127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:\d+", listed)})
+        rules = "".join(f"add rule inet {self.table} out tcp sport {port} tcp dport {self.port} drop\n"
+                        f"add rule inet {self.table} out tcp sport {self.port} tcp dport {port} drop\n"
+                        for port in ports)
+        if rules:
+            _nft(rules)
+        return len(ports)
+
+    def close(self) -> None:
+        subprocess.run(["nft", "delete", "table", "inet", self.table], check=False, capture_output=True)
+
+
+def _nft(commands: str) -> None:
+    subprocess.run(["nft", "-f", "-"], input=commands, check=True, capture_output=True, text=True)
 
 
 class IdleInTransaction:

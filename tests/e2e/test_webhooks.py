@@ -44,7 +44,8 @@ class Receiver:
                 with receiver.lock:
                     first = fail_first and not any(
                         p["headers"]["webhook-id"] == headers.get("webhook-id") for p in receiver.posts)
-                    receiver.posts.append({"headers": headers, "body": body, "answered": 500 if first else 204})
+                    receiver.posts.append({"headers": headers, "body": body, "answered": 500 if first else 204,
+                                           "at": time.time()})
                 self.send_response(500 if first else 204)
                 self.end_headers()
 
