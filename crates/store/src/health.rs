@@ -71,6 +71,8 @@ struct Shared {
     origin: Instant,
     /// Milliseconds after `origin` until which released connections are checked.
     suspect_until: AtomicU64,
+    /// Milliseconds after `origin` when a connection was last found dead (0: never).
+    dead_at: AtomicU64,
     /// The count of connections lost (`LOST`) this pool has answered with a sweep.
     lost_seen: AtomicU64,
     /// Whether a sweep is under way.
@@ -85,6 +87,7 @@ impl Health {
             shared: Arc::new(Shared {
                 origin: Instant::now(),
                 suspect_until: AtomicU64::new(0),
+                dead_at: AtomicU64::new(0),
                 lost_seen: AtomicU64::new(LOST.load(Ordering::Relaxed)),
                 sweeping: AtomicBool::new(false),
                 pool: OnceLock::new(),
@@ -107,9 +110,10 @@ impl Health {
         self.suspected_at(Instant::now())
     }
 
-    /// Before an idle connection is handed out: if a connection was lost under a
-    /// statement since the last look, a sweep of the idle ones and a check of this one;
-    /// else a check if it was idle for longer than [`IDLE_CHECK`].
+    /// Before an idle connection is handed out: a sweep of the idle ones if a
+    /// connection was lost under a statement since the last look; then a check of this
+    /// one if it has been idle since before a connection was last found dead (the
+    /// sweep may not have reached it yet), or for longer than [`IDLE_CHECK`].
     pub(crate) async fn before_use(
         &self,
         connection: &mut AnyConnection,
@@ -121,7 +125,7 @@ impl Health {
             tracing::warn!("a database connection was lost under a statement; checking the idle ones");
             self.found_dead();
         }
-        if newly_lost || idle_for > IDLE_CHECK {
+        if idle_for > IDLE_CHECK || self.idle_since_last_death(idle_for, Instant::now()) {
             self.check(connection).await?;
         }
         Ok(())
@@ -139,6 +143,8 @@ impl Health {
     }
 
     fn found_dead(&self) {
+        let now = self.millis_at(Instant::now()).max(1);
+        self.shared.dead_at.fetch_max(now, Ordering::Relaxed);
         self.suspect();
         if self.shared.sweeping.swap(true, Ordering::AcqRel) {
             return;
@@ -154,6 +160,13 @@ impl Health {
             }
             None => self.shared.sweeping.store(false, Ordering::Release),
         }
+    }
+
+    /// Whether a connection idle for `idle_for` at `now` has been idle since before a
+    /// connection was last found dead: untested since whatever silenced that one.
+    fn idle_since_last_death(&self, idle_for: Duration, now: Instant) -> bool {
+        let dead_at = self.shared.dead_at.load(Ordering::Relaxed);
+        dead_at != 0 && self.millis_at(now).saturating_sub(millis(idle_for)) <= dead_at
     }
 
     fn suspect_at(&self, now: Instant) {
@@ -216,6 +229,26 @@ fn millis(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_idle_since_before_a_death_are_untested() {
+        let health = Health::new();
+        let at = |offset: Duration| health.shared.origin + offset;
+        let second = Duration::from_secs(1);
+        assert!(
+            !health.idle_since_last_death(second, at(second * 10)),
+            "none found dead yet"
+        );
+        health.shared.dead_at.store(millis(second * 10), Ordering::Relaxed);
+        assert!(
+            health.idle_since_last_death(second * 3, at(second * 12)),
+            "idle since 9 s, before the death at 10 s"
+        );
+        assert!(
+            !health.idle_since_last_death(second, at(second * 12)),
+            "idle since 11 s: used after the death"
+        );
+    }
 
     #[test]
     fn suspicion_lasts_its_window_after_the_last_raise() {

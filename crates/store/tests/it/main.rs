@@ -7,4 +7,5 @@ mod limits;
 mod pieces;
 mod retention;
 mod rows;
+mod silence;
 mod support;
