@@ -450,8 +450,10 @@ pub async fn assemble(
 
 /// Reports the store's connections as `db.client.connection.count`.
 pub fn observe_pool(store: &agentprocess_store::SqlStore) {
+    let sampled = store.clone();
+    agentprocess_telemetry::observe_pool("agentprocess", move || sampled.pool_stats());
     let store = store.clone();
-    agentprocess_telemetry::observe_pool("agentprocess", move || store.pool_stats());
+    agentprocess_telemetry::observe_dead_connections("agentprocess", move || store.connections_found_dead());
 }
 
 /// What a service may use besides its database and evidence store.

@@ -75,6 +75,8 @@ struct Shared {
     dead_at: AtomicU64,
     /// The count of connections lost (`LOST`) this pool has answered with a sweep.
     lost_seen: AtomicU64,
+    /// Connections found dead so far.
+    found_dead: AtomicU64,
     /// Whether a sweep is under way.
     sweeping: AtomicBool,
     /// The pool, for the sweep; weak, since the pool holds the hooks that hold this.
@@ -89,6 +91,7 @@ impl Health {
                 suspect_until: AtomicU64::new(0),
                 dead_at: AtomicU64::new(0),
                 lost_seen: AtomicU64::new(LOST.load(Ordering::Relaxed)),
+                found_dead: AtomicU64::new(0),
                 sweeping: AtomicBool::new(false),
                 pool: OnceLock::new(),
             }),
@@ -120,8 +123,9 @@ impl Health {
         idle_for: Duration,
     ) -> Result<(), sqlx::Error> {
         let lost = LOST.load(Ordering::Relaxed);
-        let newly_lost = self.shared.lost_seen.swap(lost, Ordering::Relaxed) != lost;
-        if newly_lost {
+        let seen = self.shared.lost_seen.swap(lost, Ordering::Relaxed);
+        if seen != lost {
+            self.count_dead(lost.saturating_sub(seen));
             tracing::warn!("a database connection was lost under a statement; checking the idle ones");
             self.found_dead();
         }
@@ -136,10 +140,20 @@ impl Health {
     pub(crate) async fn check(&self, connection: &mut AnyConnection) -> Result<(), sqlx::Error> {
         let checked = ping_within(connection).await;
         if let Err(error) = &checked {
+            self.count_dead(1);
             tracing::warn!(%error, "a database connection did not answer its check; checking the idle ones");
             self.found_dead();
         }
         checked
+    }
+
+    /// Connections found dead so far.
+    pub(crate) fn found_dead_count(&self) -> u64 {
+        self.shared.found_dead.load(Ordering::Relaxed)
+    }
+
+    fn count_dead(&self, count: u64) {
+        self.shared.found_dead.fetch_add(count, Ordering::Relaxed);
     }
 
     fn found_dead(&self) {
@@ -154,7 +168,7 @@ impl Health {
                 let health = self.clone();
                 let pool = AnyPool::clone(&pool);
                 tokio::spawn(async move {
-                    sweep(&pool).await;
+                    health.count_dead(sweep(&pool).await);
                     health.shared.sweeping.store(false, Ordering::Release);
                 });
             }
@@ -185,8 +199,9 @@ impl Health {
 
 /// Takes every idle connection out of the pool at once and checks them all in
 /// parallel: those that answer go back, the others are closed. Meanwhile callers get
-/// new connections (or wait at most [`CHECK`] for a checked one).
-async fn sweep(pool: &AnyPool) {
+/// new connections (or wait at most [`CHECK`] for a checked one). Returns how many
+/// were dead.
+async fn sweep(pool: &AnyPool) -> u64 {
     let mut checks = tokio::task::JoinSet::new();
     for _ in 0..pool.num_idle() {
         let Some(mut connection) = pool.try_acquire() else {
@@ -212,6 +227,7 @@ async fn sweep(pool: &AnyPool) {
         dead,
         "idle database connections checked after one was found dead"
     );
+    dead
 }
 
 async fn ping_within(connection: &mut AnyConnection) -> Result<(), sqlx::Error> {

@@ -155,6 +155,11 @@ impl SqlStore {
         )
     }
 
+    /// Connections found dead and replaced since the pool was made (PostgreSQL).
+    pub fn connections_found_dead(&self) -> u64 {
+        self.health.found_dead_count()
+    }
+
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }

@@ -27,7 +27,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 
 pub use opentelemetry::KeyValue;
 
-pub use metrics::{Gauges, Metrics, gauges, metrics, observe_pool};
+pub use metrics::{Gauges, Metrics, gauges, metrics, observe_dead_connections, observe_pool};
 pub use otlp::{Protocol, Signal, protocol};
 
 /// What a binary tells [`init`].

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram, Meter, ObservableGauge, ObservableUpDownCounter};
+use opentelemetry::metrics::{Counter, Histogram, Meter, ObservableCounter, ObservableGauge, ObservableUpDownCounter};
 
 /// Bucket bounds of request durations, in seconds (the HTTP semantic conventions').
 const DURATION_BUCKETS: &[f64] = &[
@@ -200,6 +200,25 @@ pub fn metrics() -> &'static Metrics {
             ],
         }
     })
+}
+
+/// Reports `agentprocess.db.connections.dead`: the pool's connections found dead (a
+/// check unanswered, or the connection lost under a statement) and replaced, ever.
+/// `sample` returns the count.
+pub fn observe_dead_connections(name: &'static str, sample: impl Fn() -> u64 + Send + Sync + 'static) {
+    static COUNTERS: std::sync::Mutex<Vec<ObservableCounter<u64>>> = std::sync::Mutex::new(Vec::new());
+    let counter = meter()
+        .u64_observable_counter("agentprocess.db.connections.dead")
+        .with_unit("{connection}")
+        .with_description("Database connections found dead and replaced.")
+        .with_callback(move |observer| {
+            observer.observe(sample(), &[KeyValue::new("db.client.connection.pool.name", name)]);
+        })
+        .build();
+    // The instrument is kept for the life of the process.
+    if let Ok(mut counters) = COUNTERS.lock() {
+        counters.push(counter);
+    }
 }
 
 /// Reports a connection pool as `db.client.connection.count` by

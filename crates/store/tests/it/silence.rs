@@ -167,6 +167,11 @@ async fn once_an_abandoned_connection_proves_silent_every_idle_one_is_checked_at
         store.pool_stats()
     );
     assert!(abandoned.elapsed() < Duration::from_secs(6));
+    assert_eq!(
+        store.connections_found_dead(),
+        4,
+        "the abandoned one, then three by the sweep"
+    );
     tokio::time::timeout(Duration::from_secs(2), store.ping())
         .await
         .expect("answered at once on a new connection")
@@ -188,5 +193,6 @@ async fn a_statement_on_a_lost_connection_has_the_idle_ones_checked_before_use()
         .await
         .expect("answered within a check")
         .expect("the next call goes through on a new connection");
+    assert!(store.connections_found_dead() >= 1);
     db.drop_database().await;
 }
