@@ -238,16 +238,27 @@ impl RedisQueue {
         grouped
     }
 
-    /// `call` (Redis `operation`) within the time limit, in a span of its own.
+    /// `call` (Redis `operation`) within the time limit, in a span of its own. A call
+    /// that timed out or lost its connection has the pool's idle connections dropped:
+    /// what silenced one usually silenced its neighbours, and each would otherwise cost
+    /// a later call its whole time limit to find out (the pool's check before reuse is
+    /// bounded by the same limit). New ones cost a round trip each.
     async fn timed<T>(
         &self,
         operation: &'static str,
         call: impl Future<Output = Result<T, QueueError>>,
     ) -> Result<T, QueueError> {
-        tokio::time::timeout(self.timeout, call)
+        let result = tokio::time::timeout(self.timeout, call)
             .instrument(agentprocess_telemetry::spans::redis(operation))
             .await
-            .map_err(|_| QueueError::Timeout(self.timeout))?
+            .unwrap_or(Err(QueueError::Timeout(self.timeout)));
+        if let (Err(QueueError::Timeout(_) | QueueError::Unavailable(_)), Pool::Server(pool)) = (&result, &self.pool) {
+            let dropped = pool.retain(|_, _| false).removed.len();
+            if dropped > 0 {
+                tracing::warn!(dropped, "a Redis call failed; the idle connections were dropped");
+            }
+        }
+        result
     }
 
     /// One `ZADD` (with `option`, e.g. `NX`) per partition for every entry of it;
