@@ -48,9 +48,14 @@ SELF_DESTRUCTIVE = ["PATCH /api/v1/members/{id}", "DELETE /api/v1/tokens/{id}", 
 
 
 def schemathesis(site: Site, headers: list[str], *selection: str) -> subprocess.CompletedProcess:
+    # One worker: with two threads, schemathesis's generation parses Python source in
+    # both at once, and CPython 3.11 keeps the AST builder's recursion depth per
+    # interpreter, not per thread, so now and then it fails with "SystemError: AST
+    # constructor recursion depth mismatch" (python/cpython#106905), a runtime error
+    # of the fuzzer's own that fails the run (seen once in a loaded run of the suite).
     arguments = [
         str(Path(sys.executable).parent / "schemathesis"), "run", f"{site.first}/api/v1/openapi.json",
-        "--url", site.last, "--max-examples", "100", "--seed", "20261201", "--workers", "2",
+        "--url", site.last, "--max-examples", "100", "--seed", "20261201", "--workers", "1",
         "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                     "response_schema_conformance",
         "--phases", "examples,coverage,fuzzing", "--generation-database", "none",
