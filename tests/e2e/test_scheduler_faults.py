@@ -7,6 +7,8 @@ with exactly one effect on each run."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import threading
 import time
 from contextlib import AsyncExitStack
 
@@ -64,24 +66,52 @@ async def start_runs(deployment, count: int) -> list[str]:
         return [await start(alice, "pause") for _ in range(count)]
 
 
-async def firing(deployment, count: int) -> list[str]:
-    """Starts `count` pause runs, makes their timers due, and returns once the first has
-    fired (the scheduler is mid-way through them)."""
-    runs = await start_runs(deployment, count)
+class RunLock:
+    """Another session holding one run's row lock (`SELECT … FOR UPDATE` in an open
+    transaction) until released: a scheduler that reaches that run waits there."""
+
+    def __init__(self, deployment, run: str) -> None:
+        self.session = subprocess.Popen(
+            ["psql", f"{servers.HARNESS_PG}/{deployment.server.database}", "-X", "-q", "-At"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.session.stdin.write(f"BEGIN;\nSELECT id FROM runs WHERE id = '{run}' FOR UPDATE;\n")
+        self.session.stdin.flush()
+        # psql prints the row once the lock is held.
+        assert self.session.stdout.readline().strip() == run
+
+    def release(self) -> None:
+        self.session.stdin.close()
+        self.session.wait(timeout=10)
+
+
+async def held_at(deployment, run: str, fired_before: int) -> RunLock:
+    """Holds `run`'s lock, makes every timer due, and returns the lock once the
+    scheduler, firing one timer at a time, has fired the `fired_before` timers that
+    come before that run: it then waits on it, mid-batch by construction, not by
+    timing. A pass takes the timers due first (here, of the runs started first) and
+    fires them in lock order (by run id)."""
+    lock = RunLock(deployment, run)
     deployment.advance(61)
-    while remaining(deployment) == len(runs):
-        await anyio.sleep(0.005)
-    return runs
+    started = time.monotonic()
+    total = int(deployment.sql("SELECT count(*) FROM runs").strip())
+    while remaining(deployment) > total - fired_before:
+        if time.monotonic() - started > 60:
+            lock.release()
+            raise AssertionError(f"{remaining(deployment)} timers left")
+        await anyio.sleep(0.05)
+    return lock
 
 
 async def test_kill_9_mid_batch_then_restart(redis):
-    # One timer at a time, so the batch is still under way when the kill comes.
-    deployment = deploy(redis, "--timer-concurrency", "1")
+    deployment = deploy(redis, "--timer-concurrency", "1", "--timers-per-transaction", "1")
     try:
-        runs = await firing(deployment, 120)
+        runs = await start_runs(deployment, 120)
+        # One pass takes all 120; the run 61st by id waits.
+        lock = await held_at(deployment, sorted(runs)[60], 60)
         deployment.kill_scheduler(0)
+        lock.release()
         left = remaining(deployment)
-        assert 0 < left < len(runs), f"the kill came mid-batch ({left} of {len(runs)} left)"
+        assert left == len(runs) - 60, f"the kill came mid-batch ({left} of {len(runs)} left)"
         # Nothing fires while no scheduler runs.
         await anyio.sleep(0.5)
         assert remaining(deployment) == left
@@ -129,15 +159,18 @@ async def test_redis_stopped_for_a_while_then_started(redis):
 
 
 async def test_sigterm_mid_batch_finishes_the_pass_exits_0_and_loses_nothing(redis):
-    # Passes of ten timers, one at a time, so passes are under way when the signal comes.
-    deployment = deploy(redis, "--timer-concurrency", "1", "--timer-batch", "10")
+    # Passes of ten timers, one at a time; the signal comes while the sixth pass waits
+    # on a run's lock half way through, which is released a second later.
+    deployment = deploy(redis, "--timer-concurrency", "1", "--timers-per-transaction", "1", "--timer-batch", "10")
     try:
-        runs = await firing(deployment, 120)
+        runs = await start_runs(deployment, 120)
+        # The sixth pass takes the runs started 51st to 60th; the 6th of them by id waits.
+        lock = await held_at(deployment, sorted(runs[50:60])[5], 55)
+        threading.Timer(1.0, lock.release).start()
         assert deployment.kill_scheduler(0, signal.SIGTERM) == 0, "a clean exit"
         left = remaining(deployment)
         # The pass under way was finished, whole, and no new one was taken.
-        assert 0 < left < len(runs), f"the signal came mid-way ({left} of {len(runs)} left)"
-        assert left % 10 == 0, f"a pass was cut short ({left} left)"
+        assert left == len(runs) - 60, f"the pass under way was finished and no other ({left} of {len(runs)} left)"
         await anyio.sleep(0.5)
         assert remaining(deployment) == left
         deployment.start_scheduler(0)
@@ -145,7 +178,6 @@ async def test_sigterm_mid_batch_finishes_the_pass_exits_0_and_loses_nothing(red
         assert_one_effect_each(deployment, runs)
     finally:
         deployment.close()
-
 
 
 def partition_of(org: str, partitions: int) -> int:
