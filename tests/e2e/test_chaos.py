@@ -189,13 +189,14 @@ async def test_database_connections_reset(layouts):
     (await under_load(layout, "database connections reset, 3 times", reset)).assert_sound()
 
 
-async def test_database_connections_half_open(layouts):
-    # The peer vanishes for every open connection (a NAT or firewall lost their entries):
-    # the kernel drops their packets both ways; new connections pass. The servers' call
-    # deadline is set past the bound, so only the sockets' own liveness (TCP keepalive
-    # and user timeout, HALF_OPEN_TIMEOUT) can end the stall within it.
+async def half_open(layouts, part: str) -> None:
+    """Every open connection to `part` (`database` or `Redis`) loses its peer, as when
+    a NAT or firewall lost their entries: the kernel drops their packets both ways; new
+    connections pass. The servers' call deadline is set past the bound, so only the
+    sockets' own liveness (TCP keepalive and user timeout) and the pools' checks can end
+    the stall within it."""
     layout = layouts(deadline="60")
-    blackhole = Blackhole(layout.pg.port)
+    blackhole = Blackhole(layout.pg.port if part == "database" else layout.redis.port)
     dropped = []
 
     async def vanish(load):
@@ -204,7 +205,7 @@ async def test_database_connections_half_open(layouts):
         await anyio.sleep(HALF_OPEN_BOUND)
 
     try:
-        row = await under_load(layout, "database connections half-open (packets dropped)", vanish)
+        row = await under_load(layout, f"{part} connections half-open (packets dropped)", vanish)
     finally:
         blackhole.close()
     row.notes.append(f"{dropped[0]} connections lost their peer without a word; calls, timers and deliveries "
@@ -212,23 +213,12 @@ async def test_database_connections_half_open(layouts):
     row.assert_sound(bound=HALF_OPEN_BOUND)
 
 
+async def test_database_connections_half_open(layouts):
+    await half_open(layouts, "database")
+
+
 async def test_redis_connections_half_open(layouts):
-    # The same for the timer queue: every open connection to Redis loses its peer.
-    layout = layouts(deadline="60")
-    blackhole = Blackhole(layout.redis.port)
-    dropped = []
-
-    async def vanish(load):
-        dropped.append(await off_thread(blackhole.drop_open))
-        load.repaired()
-        await anyio.sleep(HALF_OPEN_BOUND)
-
-    try:
-        row = await under_load(layout, "Redis connections half-open (packets dropped)", vanish)
-    finally:
-        blackhole.close()
-    row.notes.append(f"{dropped[0]} connections to Redis lost their peer without a word")
-    row.assert_sound(bound=HALF_OPEN_BOUND)
+    await half_open(layouts, "Redis")
 
 
 async def test_database_connections_silent(layouts):
