@@ -125,9 +125,8 @@ impl Health {
         let lost = LOST.load(Ordering::Relaxed);
         let seen = self.shared.lost_seen.swap(lost, Ordering::Relaxed);
         if seen != lost {
-            self.count_dead(lost.saturating_sub(seen));
             tracing::warn!("a database connection was lost under a statement; checking the idle ones");
-            self.found_dead();
+            self.found_dead(lost.saturating_sub(seen));
         }
         if idle_for > IDLE_CHECK || self.idle_since_last_death(idle_for, Instant::now()) {
             self.check(connection).await?;
@@ -140,9 +139,8 @@ impl Health {
     pub(crate) async fn check(&self, connection: &mut AnyConnection) -> Result<(), sqlx::Error> {
         let checked = ping_within(connection).await;
         if let Err(error) = &checked {
-            self.count_dead(1);
             tracing::warn!(%error, "a database connection did not answer its check; checking the idle ones");
-            self.found_dead();
+            self.found_dead(1);
         }
         checked
     }
@@ -156,7 +154,10 @@ impl Health {
         self.shared.found_dead.fetch_add(count, Ordering::Relaxed);
     }
 
-    fn found_dead(&self) {
+    /// `dead` connections were found dead: counts them, notes when, checks what
+    /// comes back for a while, and sets off a sweep unless one is under way.
+    fn found_dead(&self, dead: u64) {
+        self.count_dead(dead);
         let now = self.millis_at(Instant::now()).max(1);
         self.shared.dead_at.fetch_max(now, Ordering::Relaxed);
         self.suspect();

@@ -33,13 +33,26 @@ pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
 /// closes the connection.
 pub const USER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The session settings that give the server's end of a connection the same liveness.
-pub(crate) const SERVER_SETTINGS: &str = "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; \
-    SET tcp_keepalives_count = 3; SET tcp_user_timeout = 10000";
+/// Unanswered probes after which the server's end gives up, where the user timeout
+/// does not apply first.
+const KEEPALIVE_COUNT: u32 = 3;
+
+/// The session settings that give the server's end of a connection the same liveness,
+/// as one simple query.
+pub(crate) fn server_settings() -> String {
+    format!(
+        "SET tcp_keepalives_idle = {}; SET tcp_keepalives_interval = {}; SET tcp_keepalives_count = {}; \
+         SET tcp_user_timeout = {}",
+        KEEPALIVE_IDLE.as_secs(),
+        KEEPALIVE_INTERVAL.as_secs(),
+        KEEPALIVE_COUNT,
+        USER_TIMEOUT.as_millis()
+    )
+}
 
 /// Gives this process's sockets to a new connection's `address` (host, port) their
 /// liveness; a failure is logged, and the connection used anyway with the defaults.
-/// The caller sets [`SERVER_SETTINGS`] on the connection for the server's end.
+/// The caller sets [`server_settings`] on the connection for the server's end.
 pub(crate) async fn apply_here(address: Option<(String, u16)>) {
     if let Some((host, port)) = address
         && let Err(error) = apply(&host, port).await
@@ -149,8 +162,9 @@ mod tests {
 
     #[test]
     fn the_server_end_gets_the_same_liveness() {
-        assert!(SERVER_SETTINGS.contains(&format!("tcp_keepalives_idle = {}", KEEPALIVE_IDLE.as_secs())));
-        assert!(SERVER_SETTINGS.contains(&format!("tcp_keepalives_interval = {}", KEEPALIVE_INTERVAL.as_secs())));
-        assert!(SERVER_SETTINGS.contains(&format!("tcp_user_timeout = {}", USER_TIMEOUT.as_millis())));
+        let settings = server_settings();
+        assert!(settings.contains(&format!("tcp_keepalives_idle = {}", KEEPALIVE_IDLE.as_secs())));
+        assert!(settings.contains(&format!("tcp_keepalives_interval = {}", KEEPALIVE_INTERVAL.as_secs())));
+        assert!(settings.contains(&format!("tcp_user_timeout = {}", USER_TIMEOUT.as_millis())));
     }
 }

@@ -78,7 +78,7 @@ impl SqlStore {
                         Box::pin(async move {
                             keepalive::apply_here(address).await;
                             // Without arguments, one simple query: every SET in one round trip.
-                            if let Err(error) = connection.execute(keepalive::SERVER_SETTINGS).await {
+                            if let Err(error) = connection.execute(keepalive::server_settings().as_str()).await {
                                 tracing::warn!(%error, "the database connection's keepalive was not set on the server");
                             }
                             Ok(())
