@@ -509,11 +509,8 @@ def longest_pause(ended_at: dict[str, float], arrivals: dict[str, float]) -> flo
 def first_arrivals(layout: Layout) -> dict[str, float]:
     """When each run's end first reached the receiver (wall clock seconds)."""
     found: dict[str, float] = {}
-    for post in layout.receiver.delivered():
-        body = json.loads(post["body"])
-        if body["type"] == "run.ended":
-            run = body["run"]["id"]
-            found[run] = min(found.get(run, post["at"]), post["at"])
+    for run, post in delivered_end_posts(layout):
+        found[run] = min(found.get(run, post["at"]), post["at"])
     return found
 
 
@@ -526,11 +523,17 @@ def counts(layout: Layout, event: str) -> dict[str, int]:
 def delivered_ends(layout: Layout) -> dict[str, set[str]]:
     """The webhook ids under which each run's end reached the receiver."""
     found: dict[str, set[str]] = {}
+    for run, post in delivered_end_posts(layout):
+        found.setdefault(run, set()).add(post["headers"]["webhook-id"])
+    return found
+
+
+def delivered_end_posts(layout: Layout):
+    """(run, post) for each delivered post of a run's end."""
     for post in layout.receiver.delivered():
         body = json.loads(post["body"])
         if body["type"] == "run.ended":
-            found.setdefault(body["run"]["id"], set()).add(post["headers"]["webhook-id"])
-    return found
+            yield body["run"]["id"], post
 
 
 async def views_of(layout: Layout, runs: list[str]) -> dict[str, dict | str]:
