@@ -79,6 +79,10 @@ pub struct Consentable {
     pub client_name: Option<String>,
     /// Where the answer goes.
     pub redirect_uri: String,
+    /// Whether the request named `redirect_uri` (the code exchange must then name it
+    /// too, RFC 6749 §4.1.3) rather than leaving it to the one registered.
+    #[serde(default = "named")]
+    pub redirect_uri_named: bool,
     /// `state`.
     pub state: Option<String>,
     /// The PKCE S256 challenge.
@@ -91,6 +95,12 @@ pub struct Consentable {
     pub resource: String,
     /// Whether every redirect of the client is on the person's own machine.
     pub only_loopback: bool,
+}
+
+/// A consent kept before the field existed named its redirect URI, as far as anyone
+/// can tell: the exchange must name it.
+fn named() -> bool {
+    true
 }
 
 /// Why an authorization request is not answered with a code.
@@ -217,6 +227,7 @@ impl<S: Store + Clone> Auth<S> {
             client_id: client.id.clone(),
             client_name: client.name.clone(),
             redirect_uri: redirect_uri.clone(),
+            redirect_uri_named: asked.redirect_uri.is_some(),
             state: asked.state.clone(),
             code_challenge: challenge.to_owned(),
             scope,
@@ -267,7 +278,13 @@ impl<S: Store + Clone> Auth<S> {
         tx.add_code(&agentprocess_store::AuthorizationCode {
             code_hash: sha256_hex(code.as_bytes()),
             grant_id: grant.id.clone(),
-            redirect_uri: consentable.redirect_uri.clone(),
+            // Empty when the request left it to the one registered: then the exchange
+            // need not name it.
+            redirect_uri: if consentable.redirect_uri_named {
+                consentable.redirect_uri.clone()
+            } else {
+                String::new()
+            },
             code_challenge: consentable.code_challenge.clone(),
             expires_at: at.saturating_add(CODE_MILLIS),
             used_at: None,
@@ -338,8 +355,17 @@ impl<S: Store + Clone> Auth<S> {
         if code.expires_at <= at {
             issues.push("the authorization code has expired; sign in again".to_owned());
         }
-        if redirect_uri.is_some_and(|uri| uri != code.redirect_uri) {
-            issues.push("redirect_uri differs from the authorization request's".to_owned());
+        match (code.redirect_uri.as_str(), redirect_uri) {
+            ("", Some(uri)) if !client.redirect_uris.iter().any(|known| known == uri) => {
+                issues.push("redirect_uri is not one the client registered".to_owned());
+            }
+            ("", _) => {}
+            (_, None) => issues
+                .push("redirect_uri is required: the authorization request named one (RFC 6749 §4.1.3)".to_owned()),
+            (named, Some(uri)) if uri != named => {
+                issues.push("redirect_uri differs from the authorization request's".to_owned());
+            }
+            _ => {}
         }
         match verifier {
             None => issues.push("code_verifier is required (PKCE)".to_owned()),

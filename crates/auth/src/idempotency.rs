@@ -25,9 +25,17 @@ pub struct Idempotent {
 
 impl<S> Auth<S> {
     /// The request `operation` with `arguments` (what it was asked, path ids
-    /// included) under the client's `key`. Keys live beside `requestId`s but never
-    /// meet them: they are kept as `rest:<key>`.
-    pub fn idempotent(&self, key: &str, operation: &str, arguments: &impl Serialize) -> Result<Idempotent, Error> {
+    /// included) by the identity `caller` under the client's `key`. Keys live beside
+    /// `requestId`s but never meet them: they are kept as `rest:<key>`. The caller is
+    /// part of the request: another identity sending the key gets `conflict`, never
+    /// the first one's answer (which may hold a secret shown once).
+    pub fn idempotent(
+        &self,
+        key: &str,
+        caller: &str,
+        operation: &str,
+        arguments: &impl Serialize,
+    ) -> Result<Idempotent, Error> {
         let key = key.trim();
         if key.is_empty() || key.chars().count() > MAX_KEY || key.chars().any(char::is_control) {
             return Err(Error::invalid(
@@ -39,6 +47,7 @@ impl<S> Auth<S> {
         }
         let canonical = serde_json::to_value(arguments)
             .ok()
+            .map(|arguments| serde_json::json!({"arguments": arguments, "caller": caller}))
             .and_then(|value| serde_json_canonicalizer::to_string(&value).ok())
             .unwrap_or_default();
         Ok(Idempotent {
@@ -59,7 +68,7 @@ impl Idempotent {
         };
         if recorded.tool != self.operation || recorded.args_hash != self.args_hash {
             return Err(Error::conflict(format!(
-                "the Idempotency-Key {:?} was used before for another request",
+                "the Idempotency-Key {:?} was used before for another request, or by another caller",
                 self.key_text()
             )));
         }

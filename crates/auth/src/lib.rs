@@ -16,6 +16,7 @@ pub mod idempotency;
 pub mod limits;
 pub mod members;
 pub mod metadata_documents;
+pub mod oauth_error;
 pub mod oidc;
 pub mod outbound;
 pub mod people_clients;

@@ -5,14 +5,13 @@
 //! Documents are kept for their `Cache-Control` max-age, within a cap.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
 use serde::Deserialize;
 
-use crate::outbound::{self, PublicOnly};
+use crate::outbound::{Outbound, OutboundError, OutboundSettings};
 use crate::redirects;
 
 /// How the server fetches metadata documents.
@@ -73,8 +72,7 @@ const DEFAULT_AGE: Duration = Duration::from_secs(300);
 /// Fetches and keeps metadata documents.
 #[derive(Clone)]
 pub struct MetadataDocuments {
-    guarded: reqwest::Client,
-    open: reqwest::Client,
+    outbound: Outbound,
     settings: MetadataDocumentSettings,
     kept: Arc<Mutex<HashMap<String, (Instant, Document)>>>,
 }
@@ -89,26 +87,17 @@ impl std::fmt::Debug for MetadataDocuments {
 
 impl MetadataDocuments {
     /// A fetcher with these settings.
-    pub fn new(settings: MetadataDocumentSettings) -> Result<Self, reqwest::Error> {
-        let builder = |guarded: bool| {
-            let mut builder = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(settings.timeout)
-                .https_only(true)
-                .user_agent("agentprocess (client metadata)");
-            if guarded {
-                builder = builder.dns_resolver(Arc::new(PublicOnly));
-            }
-            for pem in &settings.extra_roots_pem {
-                for certificate in reqwest::Certificate::from_pem_bundle(pem).into_iter().flatten() {
-                    builder = builder.add_root_certificate(certificate);
-                }
-            }
-            builder.build()
-        };
+    pub fn new(settings: MetadataDocumentSettings) -> Result<Self, String> {
+        let outbound = Outbound::new(OutboundSettings {
+            allow_private: false,
+            allow_hosts: settings.allow_hosts.clone(),
+            extra_roots_pem: settings.extra_roots_pem.clone(),
+            timeout: settings.timeout,
+            max_bytes: settings.max_bytes,
+            user_agent: "agentprocess (client metadata)".to_owned(),
+        })?;
         Ok(Self {
-            guarded: builder(true)?,
-            open: builder(false)?,
+            outbound,
             settings,
             kept: Arc::new(Mutex::new(HashMap::new())),
         })
@@ -124,26 +113,24 @@ impl MetadataDocuments {
             return Ok(document.clone());
         }
         let url = url_of(client_id)?;
-        let allowed = self.allowed(&url);
-        if !allowed
-            && let Some(ip) = literal_ip(&url)
-            && !outbound::is_public(ip)
-        {
-            return Err(format!("the client_id {client_id} names a non-public address"));
-        }
-        let http = if allowed { &self.open } else { &self.guarded };
-        let fetched = http
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
+        let fetched = self
+            .outbound
+            .send(
+                self.outbound
+                    .request(reqwest::Method::GET, url)
+                    .header(reqwest::header::ACCEPT, "application/json"),
+            )
             .await
-            .map_err(|error| {
-                format!(
-                    "the client metadata document at {client_id} could not be fetched: {}",
-                    reason(&error)
-                )
+            .map_err(|error| match error {
+                OutboundError::Refused(_) => format!("the client_id {client_id} names a non-public address"),
+                OutboundError::TooLarge(max) => {
+                    format!("the client metadata document at {client_id} is larger than {max} bytes")
+                }
+                OutboundError::Unreachable(reason) => {
+                    format!("the client metadata document at {client_id} could not be fetched: {reason}")
+                }
             })?;
-        let status = fetched.status();
+        let status = fetched.status;
         if status.is_redirection() {
             return Err(format!(
                 "the client metadata document at {client_id} redirects (HTTP {}); redirects are not followed: serve it at its client_id",
@@ -156,10 +143,8 @@ impl MetadataDocuments {
                 status.as_u16()
             ));
         }
-        let age = max_age(fetched.headers()).map_or(DEFAULT_AGE, |age| age.min(self.settings.max_age));
-        let body = read_capped(fetched, self.settings.max_bytes)
-            .await
-            .map_err(|problem| format!("the client metadata document at {client_id} {problem}"))?;
+        let age = max_age(&fetched.headers).map_or(DEFAULT_AGE, |age| age.min(self.settings.max_age));
+        let body = fetched.body;
         let document = parse(client_id, &body)?;
         if !age.is_zero()
             && let Ok(mut kept) = self.kept.lock()
@@ -170,15 +155,6 @@ impl MetadataDocuments {
             kept.insert(client_id.to_owned(), (Instant::now() + age, document.clone()));
         }
         Ok(document)
-    }
-
-    fn allowed(&self, url: &Url) -> bool {
-        let host = url.host_str().unwrap_or_default();
-        let with_port = url.port().map(|port| format!("{host}:{port}"));
-        self.settings
-            .allow_hosts
-            .iter()
-            .any(|allowed| allowed.eq_ignore_ascii_case(host) || with_port.as_deref() == Some(allowed.as_str()))
     }
 }
 
@@ -221,22 +197,6 @@ fn url_of(client_id: &str) -> Result<Url, String> {
     }
 }
 
-fn literal_ip(url: &Url) -> Option<IpAddr> {
-    match url.host()? {
-        url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
-        url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
-        url::Host::Domain(_) => None,
-    }
-}
-
-fn reason(error: &reqwest::Error) -> String {
-    if error.is_timeout() {
-        "it took too long".to_owned()
-    } else {
-        crate::oidc::chain(error)
-    }
-}
-
 /// `max-age` of `Cache-Control`; zero for `no-store` or `no-cache`.
 fn max_age(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::CACHE_CONTROL)?.to_str().ok()?;
@@ -250,24 +210,6 @@ fn max_age(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         }
     }
     found
-}
-
-async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    if response.content_length().is_some_and(|length| length > max as u64) {
-        return Err(format!("is larger than {max} bytes"));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|error| format!("could not be read: {error}"))?
-    {
-        body.extend_from_slice(&chunk);
-        if body.len() > max {
-            return Err(format!("is larger than {max} bytes"));
-        }
-    }
-    Ok(body)
 }
 
 fn parse(client_id: &str, body: &[u8]) -> Result<Document, String> {

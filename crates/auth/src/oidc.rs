@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
+use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreJsonWebKeySet, CoreProviderMetadata};
 use openidconnect::{
     AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge,
     PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, SignatureVerificationError, TokenResponse as _,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::outbound;
+pub use crate::outbound::chain;
+use crate::outbound::{Outbound, OutboundError, OutboundSettings};
 
 /// How long a provider's metadata and keys are used before they are fetched again.
 const METADATA_SECONDS: u64 = 600;
@@ -28,14 +29,31 @@ pub struct OidcSettings {
     /// for development and tests: a sign-up form could otherwise aim the server at its
     /// own network.
     pub allow_private_issuers: bool,
+    /// Hosts (`host` or `host:port`) a provider may be on although their address is
+    /// private (an identity provider inside the operator's network); over https still.
+    pub allow_hosts: Vec<String>,
+    /// PEM bundles of root certificates trusted beside the public ones.
+    pub extra_roots_pem: Vec<Vec<u8>>,
     /// How long one request to a provider may take.
     pub timeout: Duration,
 }
 
+/// The largest answer read from a provider (metadata, keys, tokens).
+const MAX_ANSWER_BYTES: usize = 512 * 1024;
+
+/// The URLs of a provider's metadata the server or a browser is sent to.
+const ENDPOINTS: [&str; 5] = [
+    "authorization_endpoint",
+    "token_endpoint",
+    "jwks_uri",
+    "userinfo_endpoint",
+    "end_session_endpoint",
+];
+
 /// Talks to identity providers, keeping each one's metadata for a while.
 #[derive(Clone)]
 pub struct Oidc {
-    http: reqwest::Client,
+    outbound: Outbound,
     settings: OidcSettings,
     metadata: Arc<Mutex<HashMap<String, (Instant, CoreProviderMetadata)>>>,
 }
@@ -114,13 +132,16 @@ pub enum OidcError {
         /// Why.
         reason: String,
     },
-    /// The provider refused the authorization request before any login.
-    #[error("the identity provider refused the sign-in request (HTTP {status}): {text}")]
+    /// The provider refused the authorization request before any login. Only its
+    /// status and OAuth error are kept: never the page it answered with.
+    #[error("the identity provider refused the sign-in request ({})", refusal_text(*.status, .error.as_deref(), .description.as_deref()))]
     Refused {
-        /// Its HTTP status.
+        /// Its HTTP status (0 when it could not be reached).
         status: u16,
-        /// What its page said.
-        text: String,
+        /// Its OAuth `error`, or why it could not be reached.
+        error: Option<String>,
+        /// Its OAuth `error_description`.
+        description: Option<String>,
     },
     /// The callback is not the answer to this sign-in.
     #[error("{0}")]
@@ -137,15 +158,16 @@ impl Oidc {
     /// A client for providers; no redirects are followed (a provider's metadata and
     /// keys come from where its issuer says, nowhere else).
     pub fn new(settings: OidcSettings) -> Result<Self, String> {
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(settings.timeout)
-            .user_agent("agentprocess");
-        if !settings.allow_private_issuers {
-            builder = builder.dns_resolver(Arc::new(outbound::PublicOnly));
-        }
+        let outbound = Outbound::new(OutboundSettings {
+            allow_private: settings.allow_private_issuers,
+            allow_hosts: settings.allow_hosts.clone(),
+            extra_roots_pem: settings.extra_roots_pem.clone(),
+            timeout: settings.timeout,
+            max_bytes: MAX_ANSWER_BYTES,
+            ..OutboundSettings::default()
+        })?;
         Ok(Self {
-            http: builder.build().map_err(|error| error.to_string())?,
+            outbound,
             settings,
             metadata: Arc::new(Mutex::new(HashMap::new())),
         })
@@ -168,12 +190,92 @@ impl Oidc {
         if url.query().is_some() || url.fragment().is_some() {
             issues.push(format!("issuer: {issuer} must have no query or fragment"));
         }
-        if !self.settings.allow_private_issuers
-            && let Some(refusal) = outbound::literal_refusal(issuer)
-        {
+        if let Some(refusal) = self.outbound.refusal(&url) {
             issues.push(format!("issuer: {refusal}"));
         }
         issues
+    }
+
+    /// Every reason the endpoints a provider's metadata names cannot be used: each must
+    /// be a URL the issuer itself could be (https, and a public address unless allowed).
+    fn endpoint_issues(&self, document: &serde_json::Value) -> Vec<String> {
+        let mut issues = Vec::new();
+        for name in ENDPOINTS {
+            let Some(value) = document.get(name) else {
+                continue;
+            };
+            let Some(url) = value.as_str().and_then(|text| reqwest::Url::parse(text).ok()) else {
+                issues.push(format!("{name} is not a URL"));
+                continue;
+            };
+            if url.scheme() != "https" && !(self.settings.allow_private_issuers && url.scheme() == "http") {
+                issues.push(format!("{name} must use https"));
+            }
+            if let Some(refusal) = self.outbound.refusal(&url) {
+                issues.push(format!("{name}: {refusal}"));
+            }
+        }
+        issues
+    }
+
+    /// A GET of `url` for JSON, read whole within the cap.
+    async fn get_json(&self, url: reqwest::Url) -> Result<crate::outbound::Fetched, OutboundError> {
+        self.outbound
+            .send(
+                self.outbound
+                    .request(reqwest::Method::GET, url)
+                    .header(reqwest::header::ACCEPT, "application/json"),
+            )
+            .await
+    }
+
+    /// Discovery (OpenID Connect Discovery §4) and the provider's keys. What went wrong
+    /// is said in the server's words: a provider's answer is never repeated, since the
+    /// URL it came from was typed by whoever filled in a form.
+    async fn discover_metadata(&self, issuer: &str) -> Result<CoreProviderMetadata, String> {
+        let at = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+        let url = reqwest::Url::parse(&at).map_err(|error| format!("{at} is not a URL ({error})"))?;
+        let fetched = self
+            .get_json(url)
+            .await
+            .map_err(|error| format!("the provider could not be reached ({error})"))?;
+        if fetched.status != reqwest::StatusCode::OK {
+            return Err(format!("{at} answered HTTP {}", fetched.status.as_u16()));
+        }
+        let document: serde_json::Value = serde_json::from_slice(&fetched.body)
+            .map_err(|error| format!("{at} did not answer JSON ({})", where_in(&error)))?;
+        let issues = self.endpoint_issues(&document);
+        if !issues.is_empty() {
+            return Err(format!(
+                "the provider's metadata names endpoints the server may not use: {}",
+                issues.join("; ")
+            ));
+        }
+        let mut metadata: CoreProviderMetadata = serde_json::from_value(document)
+            .map_err(|error| format!("the provider's metadata is not valid ({})", where_in(&error)))?;
+        let named = metadata.issuer().as_str();
+        if named != issuer {
+            let hint = if named.trim_end_matches('/') == issuer.trim_end_matches('/') {
+                " (they differ in a trailing slash: type the issuer exactly as the provider names itself)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "issuer mismatch: the metadata names another issuer than {issuer}{hint}"
+            ));
+        }
+        let keys_at = metadata.jwks_uri().url().clone();
+        let fetched = self
+            .get_json(keys_at.clone())
+            .await
+            .map_err(|error| format!("the provider's keys could not be fetched ({error})"))?;
+        if fetched.status != reqwest::StatusCode::OK {
+            return Err(format!("{keys_at} answered HTTP {}", fetched.status.as_u16()));
+        }
+        let keys: CoreJsonWebKeySet = serde_json::from_slice(&fetched.body)
+            .map_err(|error| format!("the provider's keys are not a JSON Web Key Set ({})", where_in(&error)))?;
+        metadata = metadata.set_jwks(keys);
+        Ok(metadata)
     }
 
     /// The provider's metadata and keys, from the cache unless `fresh`.
@@ -185,28 +287,13 @@ impl Oidc {
         {
             return Ok(metadata.clone());
         }
-        let discovery = |reason: String| OidcError::Discovery {
-            issuer: issuer.to_owned(),
-            reason,
-        };
-        let url = IssuerUrl::new(issuer.to_owned()).map_err(|error| OidcError::Issuer(error.to_string()))?;
-        let metadata = CoreProviderMetadata::discover_async(url, &self.http)
+        IssuerUrl::new(issuer.to_owned()).map_err(|error| OidcError::Issuer(error.to_string()))?;
+        let metadata = self
+            .discover_metadata(issuer)
             .await
-            .map_err(|error| {
-                discovery(match error {
-                    openidconnect::DiscoveryError::Request(error) => {
-                        format!("the provider could not be reached ({})", chain(&error))
-                    }
-                    openidconnect::DiscoveryError::Response(status, _, _) => {
-                        format!("{issuer}/.well-known/openid-configuration answered HTTP {status}")
-                    }
-                    openidconnect::DiscoveryError::Parse(error) => {
-                        format!("the provider's metadata or keys are not valid ({error})")
-                    }
-                    // The metadata names another issuer than the one asked for.
-                    openidconnect::DiscoveryError::Validation(reason) => format!("issuer mismatch: {reason}"),
-                    other => other.to_string(),
-                })
+            .map_err(|reason| OidcError::Discovery {
+                issuer: issuer.to_owned(),
+                reason,
             })?;
         if let Ok(mut cache) = self.metadata.lock() {
             cache.insert(issuer.to_owned(), (Instant::now(), metadata.clone()));
@@ -252,7 +339,7 @@ impl Oidc {
                 .add_prompt(openidconnect::core::CoreAuthPrompt::Login);
         }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
-        self.preflight(url.as_str()).await?;
+        self.preflight(&url).await?;
         Ok((
             url.to_string(),
             Pending {
@@ -266,19 +353,24 @@ impl Oidc {
         ))
     }
 
-    async fn preflight(&self, url: &str) -> Result<(), OidcError> {
-        let response = self.http.get(url).send().await.map_err(|error| OidcError::Refused {
-            status: 0,
-            text: format!("the authorization endpoint could not be reached ({})", chain(&error)),
-        })?;
-        let status = response.status();
-        if status.is_success() || status.is_redirection() {
+    async fn preflight(&self, url: &reqwest::Url) -> Result<(), OidcError> {
+        let fetched = self
+            .outbound
+            .send(self.outbound.request(reqwest::Method::GET, url.clone()))
+            .await
+            .map_err(|error| OidcError::Refused {
+                status: 0,
+                error: Some(format!("the authorization endpoint could not be reached ({error})")),
+                description: None,
+            })?;
+        if fetched.status.is_success() || fetched.status.is_redirection() {
             return Ok(());
         }
-        let body = response.text().await.unwrap_or_default();
+        let (error, description) = crate::oauth_error::of_answer(&fetched.body);
         Err(OidcError::Refused {
-            status: status.as_u16(),
-            text: page_text(&body),
+            status: fetched.status.as_u16(),
+            error,
+            description,
         })
     }
 
@@ -323,7 +415,7 @@ impl Oidc {
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|error| OidcError::Exchange(error.to_string()))?
             .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier.clone()))
-            .request_async(&self.http)
+            .request_async(&ProviderHttp(&self.outbound))
             .await
             .map_err(|error| {
                 OidcError::Exchange(match error {
@@ -458,71 +550,59 @@ fn verification_reason(error: &ClaimsVerificationError) -> String {
     }
 }
 
-/// An error with its causes, for a message or a log line.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+/// The OpenID client's requests, sent through [`Outbound`].
+struct ProviderHttp<'a>(&'a Outbound);
+
+impl<'c> openidconnect::AsyncHttpClient<'c> for ProviderHttp<'_> {
+    type Error = OutboundError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<openidconnect::HttpResponse, OutboundError>> + Send + 'c>,
+    >;
+
+    fn call(&'c self, request: openidconnect::HttpRequest) -> Self::Future {
+        Box::pin(self.0.send_http(request))
     }
-    text
 }
 
-/// The readable text of an HTML page, short.
-fn page_text(html: &str) -> String {
-    let mut text = String::new();
-    let mut in_tag = false;
-    let mut skipping = false;
-    let lower = html.to_ascii_lowercase();
-    let mut index = 0;
-    for character in html.chars() {
-        let rest = &lower[index..];
-        if rest.starts_with("<style") || rest.starts_with("<script") {
-            skipping = true;
-        }
-        if skipping && (rest.starts_with("</style>") || rest.starts_with("</script>")) {
-            skipping = false;
-        }
-        index += character.len_utf8();
-        match character {
-            '<' => in_tag = true,
-            '>' => {
-                in_tag = false;
-                text.push(' ');
-            }
-            _ if !in_tag && !skipping => text.push(character),
-            _ => {}
-        }
-    }
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let mut short = words.join(" ");
-    if short.len() > 300 {
-        let mut cut = 300;
-        while !short.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        short.truncate(cut);
-        short.push('…');
-    }
-    if short.is_empty() {
-        "(no text)".to_owned()
+/// Where in a document a JSON error is, without the text found there.
+fn where_in(error: &serde_json::Error) -> String {
+    let what = match error.classify() {
+        serde_json::error::Category::Io | serde_json::error::Category::Eof => "it ends early",
+        serde_json::error::Category::Syntax => "a syntax error",
+        serde_json::error::Category::Data => "a field is missing or of the wrong type",
+    };
+    format!("{what} at line {} column {}", error.line(), error.column())
+}
+
+/// The words of a refusal: the status, and the provider's OAuth error with what it
+/// usually means.
+fn refusal_text(status: u16, error: Option<&str>, description: Option<&str>) -> String {
+    let mut text = if status == 0 {
+        String::new()
     } else {
-        short
+        format!("HTTP {status}")
+    };
+    if let Some(error) = error {
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(error);
+        if let Some(meaning) = crate::oauth_error::meaning(error) {
+            text.push_str(" (");
+            text.push_str(meaning);
+            text.push(')');
+        }
     }
+    if let Some(description) = description {
+        text.push_str(": ");
+        text.push_str(description);
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn page_text_keeps_words_and_drops_markup() {
-        let page = "<html><head><style>p{color:red}</style></head><body><h1>oops</h1>\
-                    <p>redirect_uri did not match</p><script>x()</script></body></html>";
-        assert_eq!(page_text(page), "oops redirect_uri did not match");
-    }
 
     #[test]
     fn claims_come_from_the_payload() {
@@ -539,6 +619,8 @@ mod tests {
         let oidc = Oidc::new(OidcSettings {
             redirect_uri: "https://ap.example/auth/callback".to_owned(),
             allow_private_issuers: false,
+            allow_hosts: Vec::new(),
+            extra_roots_pem: Vec::new(),
             timeout: Duration::from_secs(5),
         })
         .expect("client");

@@ -60,6 +60,10 @@ pub fn check_submission(step: &Step, submission: &Submission, by: Submitter, per
     for (index, item) in submission.evidence.iter().enumerate() {
         if item.reference.trim().is_empty() {
             issues.push(format!("evidence[{index}].ref: missing"));
+        } else if item.kind == EvidenceKind::Link && !link_accepted(&item.reference) {
+            issues.push(format!(
+                "evidence[{index}].ref: a link is an http or https URL, or a reference with no scheme (a document number)"
+            ));
         }
     }
     for kind in &step.evidence {
@@ -107,4 +111,78 @@ fn check_route(step: &Step, submission: &Submission) -> Vec<String> {
         }
     }
     issues
+}
+
+/// Whether a link's `ref` is accepted: an `http`/`https` URL, or a reference that is no
+/// URL at all (`INV-1001`, `TEST:ALERT-7`). A ref with a scheme browsers act on
+/// (`javascript:`, `data:`, `file:`...), or any other `scheme://`, is refused: a page
+/// that shows the link could be made to run or open it.
+pub fn link_accepted(reference: &str) -> bool {
+    // Browsers drop whitespace and control characters inside a scheme.
+    let squeezed: String = reference
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace() && !c.is_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if is_web_link(reference) {
+        return true;
+    }
+    const ACTIVE: [&str; 7] = [
+        "javascript:",
+        "vbscript:",
+        "data:",
+        "file:",
+        "blob:",
+        "filesystem:",
+        "about:",
+    ];
+    let scheme_end = squeezed.find(':').filter(|at| {
+        squeezed[..*at]
+            .chars()
+            .enumerate()
+            .all(|(index, c)| c.is_ascii_alphabetic() || (index > 0 && (c.is_ascii_digit() || "+-.".contains(c))))
+    });
+    let other_url = scheme_end.is_some_and(|at| squeezed[at + 1..].starts_with("//"));
+    !other_url && !ACTIVE.iter().any(|scheme| squeezed.starts_with(scheme))
+}
+
+/// Whether `reference` is an `http` or `https` URL as written, so a page may make it a
+/// link; anything else is shown as text.
+pub fn is_web_link(reference: &str) -> bool {
+    let lower = reference.get(..8).unwrap_or(reference).to_ascii_lowercase();
+    (lower.starts_with("http://") || lower.starts_with("https://"))
+        && !reference.chars().any(|c| c.is_ascii_whitespace() || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_web_urls_or_references_without_a_scheme() {
+        for accepted in [
+            "https://example.com/a",
+            "HTTP://example.com",
+            "INV-1001",
+            "TEST:ALERT-7",
+            "mailto:a@b.c",
+        ] {
+            assert!(link_accepted(accepted), "{accepted}");
+        }
+        for refused in [
+            "javascript:alert(1)",
+            " JavaScript:alert(1)",
+            "java\tscript:alert(1)",
+            "data:text/html,<script>x()</script>",
+            "vbscript:x",
+            "file:///etc/passwd",
+            "ftp://files.example.com/x",
+        ] {
+            assert!(!link_accepted(refused), "{refused}");
+        }
+        assert!(is_web_link("https://example.com/a"));
+        assert!(!is_web_link("https://example.com/a b"));
+        assert!(!is_web_link("INV-1001"));
+        assert!(!is_web_link("javascript:alert(1)"));
+    }
 }

@@ -21,7 +21,9 @@ mod timer;
 mod view;
 mod work;
 
-pub use acceptance::{EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission};
+pub use acceptance::{
+    EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission, is_web_link, link_accepted,
+};
 pub use cancel::cancel;
 pub use check::{
     Answer, CheckLimits, CheckRecord, Checked, Material, Outcome, QuestionRecord, Verdict, material, verdict,

@@ -606,6 +606,19 @@ pub struct AuthArgs {
     /// server at its own network.
     #[arg(long, env = "AGENTPROCESS_OIDC_ALLOW_PRIVATE_ISSUERS")]
     pub oidc_allow_private_issuers: bool,
+    /// A host (`host` or `host:port`) an identity provider may be on although its
+    /// address is private, such as a provider inside your own network (repeat, or
+    /// comma-separate). Still https only; every other provider must be public.
+    #[arg(
+        long = "oidc-allow-host",
+        env = "AGENTPROCESS_OIDC_ALLOW_HOSTS",
+        value_delimiter = ','
+    )]
+    pub oidc_allow_hosts: Vec<String>,
+    /// A PEM file of root certificates trusted, beside the public ones, when talking to
+    /// identity providers (for a private CA).
+    #[arg(long, env = "AGENTPROCESS_OIDC_CA_FILE")]
+    pub oidc_ca_file: Option<std::path::PathBuf>,
     /// How long one request to an identity provider may take.
     #[arg(long, env = "AGENTPROCESS_OIDC_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
     pub oidc_timeout_seconds: Duration,
@@ -640,6 +653,13 @@ pub struct AuthArgs {
     pub client_metadata_timeout_seconds: Duration,
 }
 
+/// The PEM bundle a `flag` names, as the list of bundles the outbound clients take.
+fn pem_file(flag: &str, path: Option<&std::path::Path>) -> anyhow::Result<Vec<Vec<u8>>> {
+    path.map(|path| std::fs::read(path).map_err(|error| anyhow::anyhow!("{flag} {}: {error}", path.display())))
+        .into_iter()
+        .collect()
+}
+
 impl AuthArgs {
     /// Identity over `store`, sealing with `key` (see [`SealArgs::key`]; the service
     /// seals with the same one).
@@ -655,6 +675,8 @@ impl AuthArgs {
         let oidc = agentprocess_auth::Oidc::new(agentprocess_auth::OidcSettings {
             redirect_uri: format!("{}/auth/callback", public_url.trim_end_matches('/')),
             allow_private_issuers: self.oidc_allow_private_issuers,
+            allow_hosts: self.oidc_allow_hosts.clone(),
+            extra_roots_pem: pem_file("--oidc-ca-file", self.oidc_ca_file.as_deref())?,
             timeout: self.oidc_timeout_seconds,
         })
         .map_err(|error| anyhow::anyhow!("identity provider client: {error}"))?;
@@ -685,13 +707,7 @@ impl AuthArgs {
         if self.no_client_metadata_documents {
             return Ok(auth);
         }
-        let extra_roots_pem = match &self.client_metadata_ca_file {
-            Some(path) => vec![
-                std::fs::read(path)
-                    .map_err(|error| anyhow::anyhow!("--client-metadata-ca-file {}: {error}", path.display()))?,
-            ],
-            None => Vec::new(),
-        };
+        let extra_roots_pem = pem_file("--client-metadata-ca-file", self.client_metadata_ca_file.as_deref())?;
         let documents = agentprocess_auth::metadata_documents::MetadataDocuments::new(
             agentprocess_auth::metadata_documents::MetadataDocumentSettings {
                 allow_hosts: self.client_metadata_allow_hosts.clone(),

@@ -104,7 +104,7 @@ fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Optio
     let headers = &parts.headers;
     if message["method"] != "tools/call"
         || headers.contains_key(header::ORIGIN)
-        || !host_allowed(headers, allowed_hosts)
+        || !crate::hosts::allowed(headers, &parts.uri, allowed_hosts)
         || !accepts_json_and_sse(headers)
         || !plain_version(headers)
         || parts.extensions.get::<Caller>().is_none()
@@ -127,22 +127,6 @@ fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Optio
         _ => return None,
     };
     Some(PlainCall { spec, id })
-}
-
-/// Whether `Host` is one of the allowed hosts (lowercase) as written, with or without
-/// its port: what rmcp allows too. Any other spelling is left to rmcp's own check.
-fn host_allowed(headers: &HeaderMap, allowed_hosts: &[String]) -> bool {
-    if allowed_hosts.is_empty() {
-        return true;
-    }
-    let Some(host) = headers.get(header::HOST).and_then(|value| value.to_str().ok()) else {
-        return false;
-    };
-    let host = host.to_ascii_lowercase();
-    let name = host.rsplit_once(':').map_or(host.as_str(), |(name, _)| name);
-    allowed_hosts
-        .iter()
-        .any(|allowed| *allowed == host || (!allowed.contains(':') && allowed == name))
 }
 
 /// Whether `Accept` plainly names both `application/json` and `text/event-stream`;

@@ -137,24 +137,15 @@ fn outside_scopes(
 ) -> Option<Response> {
     let caller = extensions.get::<agentprocess_service::Caller>()?;
     let tool = agentprocess_service::Tool::parse(message["params"]["name"].as_str()?)?;
-    // `decide` is never a scope to step up to: a client either may decide (an admin
-    // marked it as operated by people) or it never will, so the tool's own `forbidden`
-    // answer says where the person decides instead.
-    if caller.may_call(tool) || tool == agentprocess_service::Tool::Decide {
+    // Only a scope the client could still be granted is one to step up to. `decide`
+    // never is (an admin marked the client as operated by people, or it never will
+    // decide), nor is a scope an agent's client is never granted: a client that asked
+    // for it would be refused `invalid_scope` and give up, so the tool's own
+    // `forbidden` answer says who may call it instead.
+    if caller.may_call(tool) || tool == agentprocess_service::Tool::Decide || !caller.could_be_granted(tool.scope()) {
         return None;
     }
     let needed = tool.scope();
-    let mut scopes: Vec<&str> = caller.scopes.iter().flatten().map(|scope| scope.name()).collect();
-    scopes.push(needed.name());
-    let challenge = format!(
-        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}{}\", \
-         error_description=\"{} needs {}\"",
-        scopes.join(" "),
-        public_url.trim_end_matches('/'),
-        crate::oauth::RESOURCE_METADATA_PATH,
-        tool.name(),
-        needed.name()
-    );
     let mut response = error(
         StatusCode::FORBIDDEN,
         id.unwrap_or(Value::Null),
@@ -165,10 +156,33 @@ fn outside_scopes(
             tool.name()
         ),
     );
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
+    if let Some(value) = scope_challenge(caller, tool, public_url) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
     Some(response)
+}
+
+/// The `WWW-Authenticate` challenge for a tool the caller's token was not granted: it
+/// names the scopes the token holds and the one the call needs, so a client that asks
+/// again for exactly those loses nothing.
+pub(crate) fn scope_challenge(
+    caller: &agentprocess_service::Caller,
+    tool: agentprocess_service::Tool,
+    public_url: &str,
+) -> Option<HeaderValue> {
+    let needed = tool.scope();
+    let mut scopes: Vec<&str> = caller.scopes.iter().flatten().map(|scope| scope.name()).collect();
+    scopes.push(needed.name());
+    HeaderValue::from_str(&format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}{}\", \
+         error_description=\"{} needs {}\"",
+        scopes.join(" "),
+        public_url.trim_end_matches('/'),
+        crate::oauth::RESOURCE_METADATA_PATH,
+        tool.name(),
+        needed.name()
+    ))
+    .ok()
 }
 
 fn is_json(content_type: Option<&HeaderValue>) -> bool {

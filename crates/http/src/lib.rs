@@ -2,6 +2,8 @@
 
 pub mod config;
 mod direct;
+mod headers;
+mod hosts;
 mod identity;
 mod jsonrpc;
 mod lifecycle;
@@ -9,6 +11,7 @@ mod oauth;
 mod observe;
 mod uploads;
 mod web;
+mod windows;
 
 use std::sync::Arc;
 
@@ -112,6 +115,8 @@ where
     B: Blobs,
 {
     let max_body = max_body_bytes(service.settings().max_upload_bytes);
+    let https = service.settings().public_url.starts_with("https://");
+    let allowed_hosts: Arc<[String]> = Arc::from(settings.allowed_hosts.clone());
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -148,12 +153,13 @@ where
         Arc::clone(&service),
         authenticate::<S, B>,
     ));
+    let registrations_per_hour = auth.settings().client_registrations_per_hour;
     let web = Arc::new(identity::Web {
         service: Arc::clone(&service),
         auth,
         origin: origin_of(&service.settings().public_url).unwrap_or_default(),
         dev_org: settings.dev_sign_in_org.clone(),
-        registrations: oauth::RegistrationLimit::default(),
+        limits: identity::Limits::new(registrations_per_hour),
     });
     Router::new()
         .route("/files/{org}/{id}", get(download::<S, B>))
@@ -164,6 +170,12 @@ where
         .merge(oauth::routes(Arc::clone(&web)))
         .merge(identity::routes(web))
         .layer(middleware::from_fn_with_state(service, backstop::<S, B>))
+        .layer(middleware::from_fn(move |request, next| {
+            hosts::check(Arc::clone(&allowed_hosts), request, next)
+        }))
+        .layer(middleware::from_fn(move |request, next| {
+            headers::security_headers(https, request, next)
+        }))
 }
 
 /// Resolves `Authorization: Bearer …` to a caller and leaves it on the request for

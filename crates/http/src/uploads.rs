@@ -31,6 +31,24 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
         error.type = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
     );
+    // The tool's scope, as on `/mcp`, before the body is read.
+    let public_url = &service.settings().public_url;
+    if let Err(refused) = caller.permit(agentprocess_service::Tool::Upload, public_url) {
+        let mut response = (
+            StatusCode::FORBIDDEN,
+            Json(agentprocess_mcp::tools::envelope(Err(refused))),
+        )
+            .into_response();
+        if caller.could_be_granted(agentprocess_service::Tool::Upload.scope())
+            && let Some(challenge) =
+                crate::jsonrpc::scope_challenge(&caller, agentprocess_service::Tool::Upload, public_url)
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, challenge);
+        }
+        return response;
+    }
     let result = upload_form(&service, &caller, &headers, multipart)
         .instrument(span.clone())
         .await;

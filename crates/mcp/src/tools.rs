@@ -59,31 +59,7 @@ async fn answer<S: Store, B: Blobs>(
     spec: &ToolSpec,
     arguments: Map<String, Value>,
 ) -> Result<Value, agentprocess_service::Error> {
-    if !caller.may_call(spec.tool) && spec.tool == Tool::Decide {
-        return Err(ToolError::new(
-            Code::Forbidden,
-            format!(
-                "only a person decides, and this token came through a client that an agent may be holding; \
-                 decide signed in to {} in the browser, or with a client your organization's admin marks as \
-                 operated by people",
-                service.settings().public_url.trim_end_matches('/')
-            ),
-            vec!["scope: process:decide is granted only to clients operated by people".to_owned()],
-        )
-        .into());
-    }
-    if !caller.may_call(spec.tool) {
-        let scope = spec.tool.scope().name();
-        return Err(ToolError::new(
-            Code::Forbidden,
-            format!(
-                "this token was not granted {scope}, which {} needs; ask for it when the token is requested",
-                spec.tool.name()
-            ),
-            vec![format!("scope: {scope} required")],
-        )
-        .into());
-    }
+    caller.permit(spec.tool, &service.settings().public_url)?;
     let issues = check(spec, &arguments);
     if !issues.is_empty() {
         return Err(invalid(spec, issues).into());

@@ -332,6 +332,61 @@ impl Caller {
         self.scopes.as_ref().is_none_or(|scopes| scopes.contains(&tool.scope()))
     }
 
+    /// Whether a token of this caller could ever be granted `scope`: an agent's
+    /// client is granted the agent scopes alone (`process:work`, `process:start`), so
+    /// asking again for more is no use; a person's client may be granted the rest
+    /// (`process:decide` only when an admin marks it as operated by people).
+    pub fn could_be_granted(&self, scope: Scope) -> bool {
+        match self.identity.kind {
+            IdentityKind::Agent => agentprocess_auth::clients::AGENT_SCOPES.contains(&scope.name()),
+            IdentityKind::Person => true,
+        }
+    }
+
+    /// Refuses a tool this caller's token was not granted, as the tool's own answer
+    /// (`forbidden`) when asking for the scope again would not help, saying who may
+    /// call it instead. A scope the client could still be granted is the transport's
+    /// to challenge for (403 `insufficient_scope`), before the tool is reached; here
+    /// it is refused in the same words for surfaces without one.
+    pub fn permit(&self, tool: Tool, public_url: &str) -> Result<(), ToolError> {
+        if self.may_call(tool) {
+            return Ok(());
+        }
+        let scope = tool.scope().name();
+        if tool == Tool::Decide {
+            return Err(ToolError::new(
+                Code::Forbidden,
+                format!(
+                    "only a person decides, and this token came through a client that an agent may be holding; \
+                     decide signed in to {} in the browser, or with a client your organization's admin marks as \
+                     operated by people",
+                    public_url.trim_end_matches('/')
+                ),
+                vec!["scope: process:decide is granted only to clients operated by people".to_owned()],
+            ));
+        }
+        if !self.could_be_granted(tool.scope()) {
+            return Err(ToolError::new(
+                Code::Forbidden,
+                format!(
+                    "{} is for the organization's operators: a person with the operator role, signed in to {} or \
+                     through a client they use; an agent's token is never granted {scope}",
+                    tool.name(),
+                    public_url.trim_end_matches('/')
+                ),
+                vec![format!("scope: {scope} is not granted to agents")],
+            ));
+        }
+        Err(ToolError::new(
+            Code::Forbidden,
+            format!(
+                "this token was not granted {scope}, which {} needs; ask for it when the token is requested",
+                tool.name()
+            ),
+            vec![format!("scope: {scope} required")],
+        ))
+    }
+
     /// The organization.
     pub fn org(&self) -> &str {
         &self.identity.org

@@ -21,7 +21,7 @@ use tracing::Instrument as _;
 
 use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
-use agentprocess_auth::outbound::{PublicOnly, literal_refusal};
+use agentprocess_auth::outbound::{Outbound, OutboundError, OutboundSettings};
 use agentprocess_auth::{SealError, SecretKey};
 
 /// How webhooks are delivered.
@@ -92,14 +92,11 @@ pub fn sign_webhook(secret: &str, id: &str, timestamp: i64, body: &str) -> Optio
 impl<S: Store, B: Blobs> Service<S, B> {
     /// Delivers webhooks until `stop` is cancelled; attempts under way finish first.
     pub async fn run_webhooks(self: Arc<Self>, settings: WebhookSettings, stop: CancellationToken) {
-        let mut builder = reqwest::Client::builder()
-            .timeout(settings.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("agentprocess/", env!("CARGO_PKG_VERSION")));
-        if !settings.allow_private_networks {
-            builder = builder.dns_resolver(Arc::new(PublicOnly));
-        }
-        let client = match builder.build() {
+        let client = match Outbound::new(OutboundSettings {
+            allow_private: settings.allow_private_networks,
+            timeout: settings.timeout,
+            ..OutboundSettings::default()
+        }) {
             Ok(client) => client,
             Err(error) => {
                 tracing::error!(%error, "no HTTP client: webhooks are not delivered");
@@ -118,7 +115,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         }
     }
 
-    async fn webhook_pass(&self, client: &reqwest::Client, settings: &WebhookSettings) -> Result<usize, String> {
+    async fn webhook_pass(&self, client: &Outbound, settings: &WebhookSettings) -> Result<usize, String> {
         let now = millis(self.now());
         // An attempt that outlives this hold (a process that died mid-attempt) is
         // taken again afterwards.
@@ -160,12 +157,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         Ok(count)
     }
 
-    async fn attempt(
-        &self,
-        client: &reqwest::Client,
-        settings: &WebhookSettings,
-        delivery: &Delivery,
-    ) -> AttemptResult {
+    async fn attempt(&self, client: &Outbound, settings: &WebhookSettings, delivery: &Delivery) -> AttemptResult {
         let timestamp = self.now().as_second();
         let signature = open_secret(
             &self.settings.seal_key,
@@ -175,24 +167,29 @@ impl<S: Store, B: Blobs> Service<S, B> {
         )
         .map_err(|error| format!("the endpoint's secret cannot be opened: {error}"))
         .map(|secret| sign_webhook(&secret, &delivery.notification_id, timestamp, &delivery.body));
-        let refused = (!settings.allow_private_networks)
-            .then(|| literal_refusal(&delivery.url))
-            .flatten();
-        let answer = match (signature, refused) {
-            (_, Some(refused)) => Err(format!("refused: {refused} (private networks are not allowed)")),
-            (Err(unopened), None) => Err(unopened),
-            (Ok(None), None) => Err("the endpoint's secret is not a whsec_ key".to_owned()),
-            (Ok(Some(signature)), None) => client
-                .post(&delivery.url)
-                .header("content-type", "application/json")
-                .header("webhook-id", &delivery.notification_id)
-                .header("webhook-timestamp", timestamp.to_string())
-                .header("webhook-signature", signature)
-                .body(delivery.body.clone())
-                .send()
+        let url =
+            reqwest::Url::parse(&delivery.url).map_err(|error| format!("the endpoint's URL is not valid: {error}"));
+        let answer = match (signature, url) {
+            (Err(unopened), _) => Err(unopened),
+            (_, Err(invalid)) => Err(invalid),
+            (Ok(None), _) => Err("the endpoint's secret is not a whsec_ key".to_owned()),
+            (Ok(Some(signature)), Ok(url)) => client
+                .send_for_status(
+                    client
+                        .request(reqwest::Method::POST, url)
+                        .header("content-type", "application/json")
+                        .header("webhook-id", &delivery.notification_id)
+                        .header("webhook-timestamp", timestamp.to_string())
+                        .header("webhook-signature", signature)
+                        .body(delivery.body.clone()),
+                )
                 .await
-                .map(|response| response.status())
-                .map_err(|error| describe(&error.without_url())),
+                .map_err(|error| match error {
+                    OutboundError::Refused(refused) => {
+                        format!("refused: {refused} (private networks are not allowed)")
+                    }
+                    other => other.to_string(),
+                }),
         };
         let at = millis(self.now());
         let (status_code, error) = match answer {
@@ -232,18 +229,6 @@ impl<S: Store, B: Blobs> Service<S, B> {
             at,
         }
     }
-}
-
-/// An attempt's error with its causes (such as a refused address).
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The wait after attempt `attempts`: `retry_base` doubled per attempt, capped at

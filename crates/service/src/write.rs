@@ -45,6 +45,17 @@ impl Write {
             args_hash: crate::index::value_hash(&Value::Object(rest)),
         }
     }
+
+    /// What is recorded of the call under its `requestId`: its arguments and who made
+    /// it. The caller is part of the call, so a replay answers only the identity that
+    /// made the write; another one reusing the `requestId` gets `conflict`, and never
+    /// the first caller's result (a claim token among them).
+    fn recorded_hash(&self, caller: &Caller) -> String {
+        crate::index::value_hash(&serde_json::json!({
+            "arguments": self.args_hash,
+            "caller": caller.identity.id,
+        }))
+    }
 }
 
 /// A write to carry out, or the answer an earlier one with the same `requestId` stored.
@@ -170,10 +181,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
         tool: Tool,
         recorded: StoredRequest,
     ) -> Result<R, Error> {
-        if recorded.tool != tool.name() || recorded.args_hash != write.args_hash {
+        if recorded.tool != tool.name() || recorded.args_hash != write.recorded_hash(caller) {
             return Err(Error::Refused(ToolError::new(
                 Code::Conflict,
-                format!("requestId {:?} was used before with other arguments", write.request_id),
+                format!(
+                    "requestId {:?} was used before with other arguments, or by another caller",
+                    write.request_id
+                ),
                 Vec::new(),
             )));
         }
@@ -227,11 +241,11 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// The record of a write's result under its `requestId`.
-    fn new_request<'a>(&self, write: &'a Write, tool: Tool, result: &'a str) -> NewRequest<'a> {
+    fn new_request<'a>(&self, write: &'a Write, tool: Tool, recorded_hash: &'a str, result: &'a str) -> NewRequest<'a> {
         NewRequest {
             request_id: &write.request_id,
             tool: tool.name(),
-            args_hash: &write.args_hash,
+            args_hash: recorded_hash,
             result,
             at: millis(self.now()),
         }
@@ -364,6 +378,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         change: Option<Change<'_>>,
         mut result: R,
     ) -> Result<R, Error> {
+        let recorded_hash = write.recorded_hash(caller);
         let written = match change {
             Some(change) => {
                 let (row, apart, deliveries) = self.prepare_change(&mut tx, caller.org(), change).await?;
@@ -374,7 +389,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
                 });
                 let text = crate::recorded::text(&mut result, reference.as_ref(), &self.sealing(caller.org(), write))
                     .map_err(retry)?;
-                let request = self.new_request(write, tool, &text);
+                let request = self.new_request(write, tool, &recorded_hash, &text);
                 Written {
                     recorded: tx
                         .put_run(caller.org(), &row, change.before.is_none(), Some(&request))
@@ -386,7 +401,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
             None => {
                 let text =
                     crate::recorded::text(&mut result, None, &self.sealing(caller.org(), write)).map_err(retry)?;
-                let request = self.new_request(write, tool, &text);
+                let request = self.new_request(write, tool, &recorded_hash, &text);
                 Written {
                     recorded: tx.record_request(caller.org(), &request).await.map_err(retry)?,
                     deliveries: 0,

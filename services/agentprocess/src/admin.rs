@@ -293,6 +293,8 @@ fn identity(
         session_absolute_seconds: std::time::Duration::from_secs(3600),
         oidc_allow_private_issuers: allow_private_issuers,
         oidc_timeout_seconds: std::time::Duration::from_secs(10),
+        oidc_allow_hosts: Vec::new(),
+        oidc_ca_file: None,
         dns_nameservers: Vec::new(),
         no_client_metadata_documents: true,
         client_metadata_allow_hosts: Vec::new(),

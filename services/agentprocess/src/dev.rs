@@ -179,6 +179,8 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         session_absolute_seconds: std::time::Duration::from_secs(24 * 3600),
         oidc_allow_private_issuers: true,
         oidc_timeout_seconds: std::time::Duration::from_secs(10),
+        oidc_allow_hosts: Vec::new(),
+        oidc_ca_file: None,
         dns_nameservers: dev.dns_nameservers.clone(),
         no_client_metadata_documents: false,
         client_metadata_allow_hosts: Vec::new(),

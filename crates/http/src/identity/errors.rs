@@ -15,6 +15,8 @@ pub(crate) struct ApiError {
     error: ToolError,
     /// Set when the organization is at one of its limits: 429 with `Retry-After`.
     over_limit: Option<agentprocess_service::OverLimit>,
+    /// Seconds to wait, sent as `Retry-After`, for a refusal of too many requests.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -27,7 +29,34 @@ impl ApiError {
             status: status_of(error.code),
             error,
             over_limit: None,
+            retry_after: None,
         }
+    }
+
+    /// Too many requests from this address or for this organization: 429 with
+    /// `Retry-After`.
+    pub(crate) fn too_many(message: impl Into<String>, seconds: u64) -> Self {
+        Self {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            error: ToolError::new(Code::Retry, message, Vec::new()),
+            over_limit: None,
+            retry_after: Some(seconds),
+        }
+    }
+
+    /// The HTTP status it is answered with.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// `response` with this refusal's `Retry-After`, when it has one.
+    pub(crate) fn with_retry_after(&self, mut response: Response) -> Response {
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 
     pub(crate) fn forbidden(message: impl Into<String>) -> Self {
@@ -49,6 +78,7 @@ impl ApiError {
             status: StatusCode::UNAUTHORIZED,
             error: ToolError::new(Code::Forbidden, message, Vec::new()),
             over_limit: None,
+            retry_after: None,
         }
     }
 
@@ -99,6 +129,7 @@ impl From<agentprocess_service::OverLimit> for ApiError {
             status: StatusCode::TOO_MANY_REQUESTS,
             error: over.to_tool_error(),
             over_limit: Some(over),
+            retry_after: None,
         }
     }
 }
@@ -130,12 +161,14 @@ pub(crate) struct ErrorBody {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let waited = self.clone();
         let body = ErrorBody {
             code: self.error.code.as_str(),
             message: self.error.message,
             issues: self.error.issues,
         };
         let response = (self.status, Json(body)).into_response();
+        let response = waited.with_retry_after(response);
         if let Some(over) = &self.over_limit {
             return crate::too_many_requests(over, response);
         }
@@ -189,6 +222,7 @@ pub(crate) async fn json_errors(request: axum::extract::Request, next: axum::mid
         status,
         error: ToolError::new(code, message, Vec::new()),
         over_limit: None,
+        retry_after: None,
     }
     .into_response();
     for (name, value) in &parts.headers {

@@ -24,6 +24,8 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
 pub(crate) use errors::ApiError;
+
+use crate::windows::WindowCounts;
 pub use rest::openapi::document_text as openapi_text;
 
 /// The session key holding the synchronizer token every unsafe request must echo.
@@ -42,8 +44,39 @@ pub(crate) struct Web<S, B> {
     pub(crate) origin: String,
     /// The organization whose people the development sign-in offers, when it is on.
     pub(crate) dev_org: Option<String>,
-    /// Dynamic client registrations, counted per address.
-    pub(crate) registrations: crate::oauth::RegistrationLimit,
+    /// What anyone may do without an account, counted on this process.
+    pub(crate) limits: Limits,
+}
+
+/// The bounds of what anyone may do without an account, on each API process: a
+/// window each, a limit per key and one in all.
+pub(crate) struct Limits {
+    /// Dynamic client registrations, per network address.
+    pub(crate) registrations: WindowCounts,
+    /// Sign-ins started, per network address: each sends the server to a provider.
+    pub(crate) sign_ins_by_address: WindowCounts,
+    /// Sign-ins started, per organization (as typed).
+    pub(crate) sign_ins_by_org: WindowCounts,
+    /// Failed token requests, per client id.
+    pub(crate) token_failures_by_client: WindowCounts,
+    /// Failed token requests, per network address.
+    pub(crate) token_failures_by_address: WindowCounts,
+}
+
+/// The window of the sign-in and token limits.
+const LIMIT_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Limits {
+    /// The limits, with `registrations_per_hour` per address.
+    pub(crate) fn new(registrations_per_hour: u32) -> Self {
+        Self {
+            registrations: crate::oauth::registration_limit(registrations_per_hour),
+            sign_ins_by_address: WindowCounts::new(LIMIT_WINDOW, 30, 5_000),
+            sign_ins_by_org: WindowCounts::new(LIMIT_WINDOW, 300, 20_000),
+            token_failures_by_client: WindowCounts::new(LIMIT_WINDOW, 30, 20_000),
+            token_failures_by_address: WindowCounts::new(LIMIT_WINDOW, 60, 20_000),
+        }
+    }
 }
 
 impl<S, B> Web<S, B> {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use agentprocess_auth::oidc::Callback;
-use agentprocess_auth::signin::{PendingSignIn, SignupForm};
+use agentprocess_auth::signin::{PendingSignIn, Purpose, SignupForm};
 use agentprocess_auth::{Identity, SignupPolicy};
 use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
@@ -16,7 +16,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use super::{ApiError, Web, address, check_csrf, csrf_token, sign_in_session, signed_in};
+use super::{ApiError, ClientAddress, Web, address, check_csrf, csrf_token, sign_in_session, signed_in};
 
 /// The session key of a sign-in on its way through the provider.
 const PENDING: &str = "pendingSignIn";
@@ -56,11 +56,9 @@ pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title} · agentprocess</title><style>body{{font-family:system-ui,sans-serif;max-width:40rem;\
-         margin:2rem auto;padding:0 1rem;line-height:1.5}}label{{display:block;margin-top:.8rem}}\
-         input{{width:100%;padding:.4rem}}button{{margin-top:1rem;padding:.5rem 1rem}}\
-         .problems{{border-left:4px solid #b00;padding:.2rem 1rem;background:#fee}}\
-         .dev{{border:2px dashed #c60;padding:.5rem 1rem}}</style></head><body><h1>{title}</h1>{body}</body></html>",
+         <title>{title} · agentprocess</title><link rel=\"stylesheet\" href=\"{stylesheet}\"></head>\
+         <body class=\"narrow\"><main><h1>{title}</h1>{body}</main></body></html>",
+        stylesheet = crate::web::assets::stylesheet_url(),
         title = escape(title)
     );
     let mut response = (status, Html(html)).into_response();
@@ -220,40 +218,105 @@ async fn to_provider(session: &Session, url: &str, pending: &PendingSignIn) -> R
 
 #[derive(Debug, Default, Deserialize)]
 struct LoginQuery {
-    /// An organization's slug, to go straight to its provider.
+    /// An organization's slug, filled in for the person.
     org: Option<String>,
     /// Present when the person must sign in again at the provider (a decision needs
     /// a recent sign-in).
     fresh: Option<String>,
 }
 
-async fn login_page(session: &Session, who: &str, error: Option<&ApiError>, dev: bool) -> Response {
+/// The sign-in form as sent (or as a link fills it in).
+#[derive(Debug, Default, Deserialize)]
+struct LoginFields {
+    #[serde(default)]
+    who: String,
+    #[serde(default)]
+    csrf: String,
+    /// `1` for a sign-in that must be fresh at the provider.
+    #[serde(default)]
+    fresh: String,
+    /// `1` once the person confirmed that this sign-in ends the one they are in.
+    #[serde(default)]
+    switch: String,
+}
+
+/// What the sign-in page says above its form.
+enum LoginNotice<'a> {
+    None,
+    Refused(&'a ApiError),
+    /// The person is signed in to another organization; continuing ends that session.
+    Switching {
+        current: &'a str,
+    },
+}
+
+/// The sign-in page. A GET only shows it (a link may fill in the organization);
+/// nothing starts until the person presses the button, which carries the page's
+/// CSRF token.
+async fn login_page<S, B>(web: &Web<S, B>, session: &Session, fields: &LoginFields, notice: LoginNotice<'_>) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
-    let mut body = error.map(problems).unwrap_or_default();
+    let fresh = fields.fresh == "1";
+    let mut body = match &notice {
+        LoginNotice::None => String::new(),
+        LoginNotice::Refused(error) => problems(error),
+        LoginNotice::Switching { current } => format!(
+            "<div class=\"problems\" role=\"alert\"><p>You are signed in to <strong>{current}</strong>. Signing \
+             in to <strong>{who}</strong> signs you out of it first. If you did not mean to sign in to \
+             {who}, close this page.</p></div>",
+            current = escape(current),
+            who = escape(fields.who.trim()),
+        ),
+    };
+    if fresh {
+        body.push_str("<p>Sign in again at your identity provider to go on: a decision needs a recent sign-in.</p>");
+    }
+    let switching = matches!(notice, LoginNotice::Switching { .. });
     let _ = write!(
         body,
-        "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{who}\
-         <button type=\"submit\">Continue to your identity provider</button></form>\
+        "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{who}{fresh}{switch}\
+         <button type=\"submit\">{button}</button></form>\
          <p><a href=\"/signup\">Sign up an organization</a></p>",
         csrf = escape(&csrf),
         who = field(
             "Organization or work email",
             "who",
-            who,
+            &fields.who,
             "text",
             "your organization's slug, or an email of a domain it has verified"
         ),
+        fresh = if fresh {
+            "<input type=\"hidden\" name=\"fresh\" value=\"1\">"
+        } else {
+            ""
+        },
+        switch = if switching {
+            "<input type=\"hidden\" name=\"switch\" value=\"1\">"
+        } else {
+            ""
+        },
+        button = if switching {
+            "Sign out and continue to the identity provider"
+        } else {
+            "Continue to your identity provider"
+        },
     );
-    if dev {
+    if web.dev_org.is_some() {
         body.push_str("<p class=\"dev\"><a href=\"/dev/sign-in\">Development sign-in</a> (no identity provider; never on a real deployment)</p>");
     }
-    let status = if error.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
+    let status = match notice {
+        // A refusal of the form is 400 whatever its code, as the sign-up page's; too
+        // many sign-ins is 429.
+        LoginNotice::Refused(error) if error.status() == StatusCode::TOO_MANY_REQUESTS => error.status(),
+        LoginNotice::Refused(_) => StatusCode::BAD_REQUEST,
+        LoginNotice::Switching { .. } => StatusCode::CONFLICT,
+        LoginNotice::None => StatusCode::OK,
     };
     page(status, "Sign in", &body)
 }
@@ -263,34 +326,38 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    match query.org {
-        Some(org) => start_signin(&web, &session, &org, query.fresh.is_some()).await,
-        None => login_page(&session, "", None, web.dev_org.is_some()).await,
-    }
+    let fields = LoginFields {
+        who: query.org.unwrap_or_default(),
+        fresh: if query.fresh.is_some() { "1" } else { "" }.to_owned(),
+        ..LoginFields::default()
+    };
+    login_page(&web, &session, &fields, LoginNotice::None).await
 }
 
-async fn start_signin<S, B>(web: &Web<S, B>, session: &Session, who: &str, fresh: bool) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
-    match web.auth.begin_signin(who, fresh).await {
-        Ok((url, pending)) => to_provider(session, &url, &pending).await,
-        Err(error) => login_page(session, who, Some(&ApiError::from(error)), web.dev_org.is_some()).await,
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct LoginFields {
-    #[serde(default)]
-    who: String,
-    #[serde(default)]
-    csrf: String,
+/// A sign-in's start, refused when this address or organization started too many
+/// lately: each start sends the server to a provider.
+fn sign_in_allowed<S, B>(web: &Web<S, B>, address: Option<&str>, who: &str) -> Result<(), ApiError> {
+    let who = format!("who:{}", who.trim().to_ascii_lowercase());
+    let address = address.unwrap_or_default();
+    let limits = &web.limits;
+    let wait = limits
+        .sign_ins_by_address
+        .within(address)
+        .and_then(|()| limits.sign_ins_by_org.within(&who))
+        .and_then(|()| limits.sign_ins_by_address.admit(address))
+        .and_then(|()| limits.sign_ins_by_org.admit(&who));
+    wait.map_err(|seconds| {
+        ApiError::too_many(
+            format!("too many sign-ins were started from here or for this organization; try again in {seconds} s"),
+            seconds,
+        )
+    })
 }
 
 async fn login_submit<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     session: Session,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     Form(fields): Form<LoginFields>,
 ) -> Response
@@ -299,9 +366,32 @@ where
     B: Blobs,
 {
     if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
-        return login_page(&session, &fields.who, Some(&error), web.dev_org.is_some()).await;
+        return login_page(&web, &session, &fields, LoginNotice::Refused(&error)).await;
     }
-    start_signin(&web, &session, &fields.who, false).await
+    if let Err(error) = sign_in_allowed(&web, address.as_deref(), &fields.who) {
+        let page = login_page(&web, &session, &fields, LoginNotice::Refused(&error)).await;
+        return error.with_retry_after(page);
+    }
+    let current = match signed_in(&web, &session).await {
+        Ok(current) => current,
+        Err(error) => return error.into_response(),
+    };
+    let (url, pending) = match web.auth.begin_signin(&fields.who, fields.fresh == "1").await {
+        Ok(started) => started,
+        Err(error) => return login_page(&web, &session, &fields, LoginNotice::Refused(&ApiError::from(error))).await,
+    };
+    // A session is never swapped for another organization's behind the person's back.
+    if let Some(current) = current
+        && fields.switch != "1"
+        && !matches!(&pending.purpose, Purpose::SignIn { org } if *org == current.org)
+    {
+        let name = match web.auth.organization(&current.org).await {
+            Ok(organization) => organization.name,
+            Err(_) => current.org.clone(),
+        };
+        return login_page(&web, &session, &fields, LoginNotice::Switching { current: &name }).await;
+    }
+    to_provider(&session, &url, &pending).await
 }
 
 async fn callback<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, request: Request) -> Response

@@ -8,7 +8,7 @@ pub(crate) mod authorize;
 mod register;
 mod token;
 
-pub(crate) use register::RegistrationLimit;
+pub(crate) use register::registration_limit;
 
 use std::sync::Arc;
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{grant_failure, issuer, mcp_resource, no_store, refused};
-use crate::identity::Web;
+use crate::identity::{ClientAddress, Web};
 
 /// How a client authenticates, as any of these endpoints' forms carry it.
 #[derive(Debug, Default, Deserialize)]
@@ -150,8 +150,12 @@ fn presented(headers: &HeaderMap, fields: &ClientFields) -> Result<Presented, Gr
     }
 }
 
+/// The token endpoint. Failed requests are counted per client and per network
+/// address, and past the limit refused with 429 before any credential is checked, so
+/// nobody guesses secrets, codes or refresh tokens at speed.
 pub(super) async fn token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
 ) -> Response
@@ -159,6 +163,53 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
+    let address = address.unwrap_or_default();
+    let client = form
+        .as_ref()
+        .ok()
+        .and_then(|Form(form)| match presented(&headers, &form.client) {
+            Ok(Presented::Secret { client_id, .. }) => Some(client_id),
+            _ => form.client.client_id.clone(),
+        })
+        .map(|id| format!("client:{id}"));
+    let limits = &web.limits;
+    let waited = limits.token_failures_by_address.within(&address).and_then(|()| {
+        client
+            .as_deref()
+            .map_or(Ok(()), |client| limits.token_failures_by_client.within(client))
+    });
+    if let Err(seconds) = waited {
+        let mut response = refused(&GrantError::new(
+            "invalid_request",
+            format!("too many failed token requests from this address or for this client; try again in {seconds} s"),
+        ));
+        *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
+        return response;
+    }
+    let response = answer_token(&web, &headers, form).await;
+    if response.status().is_client_error() {
+        // Counted whether or not the limit of the other key was reached.
+        let _ = limits.token_failures_by_address.admit(&address);
+        if let Some(client) = &client {
+            let _ = limits.token_failures_by_client.admit(client);
+        }
+    }
+    response
+}
+
+async fn answer_token<S, B>(
+    web: &Arc<Web<S, B>>,
+    headers: &HeaderMap,
+    form: Result<Form<TokenForm>, FormRejection>,
+) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let (web, headers) = (web.as_ref(), headers);
     let Ok(Form(form)) = form else {
         return unreadable();
     };
@@ -174,7 +225,7 @@ where
             format!("{grant_type:?} is not served; use authorization_code, refresh_token or client_credentials"),
         ));
     }
-    let client = match client_of(&web, &headers, &form.client, "/oauth/token").await {
+    let client = match client_of(web, headers, &form.client, "/oauth/token").await {
         Ok(client) => client,
         Err(response) => return response,
     };

@@ -62,7 +62,13 @@ pub(crate) fn evidence(item: &EvidenceView, upload: Option<&Upload>) -> Markup {
     html! {
         div class="preview" {
             @if item.kind == "link" {
-                p { "Link: " a href=(item.reference) rel="noopener noreferrer" { (item.reference) } }
+                // Only a web URL is a link; a document number, or a ref stored before
+                // links were checked, is text.
+                @if agentprocess_engine::is_web_link(&item.reference) {
+                    p { "Link: " a href=(item.reference) rel="noopener noreferrer" { (item.reference) } }
+                } @else {
+                    p { "Link: " code { (item.reference) } }
+                }
             } @else {
                 p {
                     "File: "

@@ -1,15 +1,10 @@
 //! The page every screen of the web app sits in: one stylesheet and one script of its
-//! own (the pages work without it), a policy that lets nothing else load, and a way for
-//! the script to fetch one part of a page again.
+//! own (the pages work without it; `crate::headers` lets nothing else load), and a way
+//! for the script to fetch one part of a page again.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
-
-/// What pages may load: their own stylesheet, script, images and frames (evidence
-/// previews), nothing inline and nothing from elsewhere.
-const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-frame-src 'self'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// The header the page script sends when it asks for one part of a page again.
 const REFRESH: &str = "x-refresh";
@@ -71,9 +66,7 @@ pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Mar
     let mut response = (status, Html(markup.into_string())).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(POLICY));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    // The policy and the other page headers come from `crate::headers`.
     response
 }
 

@@ -7,7 +7,7 @@
 
 mod admin;
 mod agreement;
-mod assets;
+pub(crate) mod assets;
 mod check;
 mod evidence;
 pub(crate) mod forms;

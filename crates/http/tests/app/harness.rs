@@ -366,6 +366,8 @@ pub(crate) const AUTH_KEY: [u8; 32] = [9; 32];
 /// Identity over `store`, sealing with `key`.
 pub(crate) fn auth_over(store: SqlStore, public_url: &str, key: agentprocess_auth::SecretKey) -> Auth<SqlStore> {
     AuthArgs {
+        oidc_allow_hosts: Vec::new(),
+        oidc_ca_file: None,
         seal: agentprocess_http::config::SealArgs::default(),
         signup: agentprocess_auth::SignupPolicy::Closed,
         signup_codes: Vec::new(),

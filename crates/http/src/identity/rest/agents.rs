@@ -115,7 +115,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "agent.create", &new)?;
+    let request = idempotent(&web, &headers, &caller, "agent.create", &new)?;
     let agent = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(agent) => agent,
         None => {
@@ -216,7 +216,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "agent.token.create", &(&id, &new))?;
+    let request = idempotent(&web, &headers, &caller, "agent.token.create", &(&id, &new))?;
     let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {
@@ -259,7 +259,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let rotation = body(rotation)?;
-    let request = idempotent(&web, &headers, "agent.token.rotate", &(&id, &token, &rotation))?;
+    let request = idempotent(&web, &headers, &caller, "agent.token.rotate", &(&id, &token, &rotation))?;
     let (row, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

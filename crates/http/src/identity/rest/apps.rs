@@ -115,7 +115,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "app.create", &new)?;
+    let request = idempotent(&web, &headers, &caller, "app.create", &new)?;
     let (app, secret): (OAuthApp, Option<String>) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

@@ -164,7 +164,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "agent.client.create", &(&id, &new))?;
+    let request = idempotent(&web, &headers, &caller, "agent.client.create", &(&id, &new))?;
     let (client, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {
@@ -241,7 +241,7 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    let request = idempotent(&web, &headers, "agent.client.secret.add", &(&id, &client))?;
+    let request = idempotent(&web, &headers, &caller, "agent.client.secret.add", &(&id, &client))?;
     let (secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

@@ -68,10 +68,11 @@ fn shown_once(view: impl Serialize) -> axum::response::Response {
 }
 
 /// A creating request's `Idempotency-Key`, when it sent one, for `operation` on
-/// `arguments` (what the request asks, path included).
+/// `arguments` (what the request asks, path included) by `caller`.
 fn idempotent<S, B>(
     web: &Web<S, B>,
     headers: &HeaderMap,
+    caller: &super::ApiCaller,
     operation: &str,
     arguments: &impl Serialize,
 ) -> Result<Option<Idempotent>, ApiError> {
@@ -84,7 +85,12 @@ fn idempotent<S, B>(
             vec!["Idempotency-Key: use printable ASCII, a new UUID per request".to_owned()],
         )
     })?;
-    Ok(Some(web.auth.idempotent(key, operation, arguments)?))
+    Ok(Some(web.auth.idempotent(
+        key,
+        &caller.identity.id,
+        operation,
+        arguments,
+    )?))
 }
 
 /// What a request with this key answered before, if it was made.

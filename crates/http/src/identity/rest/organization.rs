@@ -351,7 +351,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "domain.add", &new)?;
+    let request = idempotent(&web, &headers, &caller, "domain.add", &new)?;
     let domain = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(domain) => domain,
         None => {
@@ -479,7 +479,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let invite = body(invite)?;
-    let request = idempotent(&web, &headers, "member.invite", &invite)?;
+    let request = idempotent(&web, &headers, &caller, "member.invite", &invite)?;
     let member = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(member) => member,
         None => {
@@ -604,7 +604,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "group.create", &new)?;
+    let request = idempotent(&web, &headers, &caller, "group.create", &new)?;
     let group = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(group) => group,
         None => {
@@ -859,7 +859,7 @@ where
         return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
     }
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "token.create", &(&caller.identity.id, &new))?;
+    let request = idempotent(&web, &headers, &caller, "token.create", &(&caller.identity.id, &new))?;
     let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

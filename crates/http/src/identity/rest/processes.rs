@@ -235,7 +235,7 @@ where
         ));
     };
     let asked = (agentprocess_service::sha256_hex(&source), &folder);
-    let request = idempotent(&web, &headers, "process.import", &asked)?;
+    let request = idempotent(&web, &headers, &caller, "process.import", &asked)?;
     let draft: Draft = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(draft) => draft,
         None => {
@@ -354,7 +354,7 @@ where
     B: Blobs,
 {
     caller.require(Role::Admin, true)?;
-    let request = idempotent(&web, &headers, "process.publish", &name)?;
+    let request = idempotent(&web, &headers, &caller, "process.publish", &name)?;
     if let Some(published) = replayed(&web, request.as_ref(), caller.org()).await? {
         return Ok(published_response(&name, published));
     }

@@ -313,7 +313,7 @@ where
 {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, "webhook.add", &new)?;
+    let request = idempotent(&web, &headers, &caller, "webhook.add", &new)?;
     let webhook: Webhook = match replayed(&web, request.as_ref(), caller.org()).await? {
         // Recorded with its secret sealed.
         Some(webhook) => web.service.admin().revealed(caller.org(), webhook)?,
