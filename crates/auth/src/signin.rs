@@ -44,6 +44,10 @@ pub struct PendingSignIn {
     pub oidc: Pending,
     /// What the sign-in is for.
     pub purpose: Purpose,
+    /// When it began (milliseconds since the epoch, by the server's clock), set by
+    /// whoever keeps it until the callback, which refuses one too old.
+    #[serde(default)]
+    pub started_at: i64,
 }
 
 /// Why someone went to the provider.
@@ -178,6 +182,7 @@ impl<S: Store + Clone> Auth<S> {
         Ok((
             url,
             PendingSignIn {
+                started_at: 0,
                 oidc: pending,
                 purpose: Purpose::SignUp {
                     slug: slug.to_owned(),
@@ -232,6 +237,7 @@ impl<S: Store + Clone> Auth<S> {
         Ok((
             url,
             PendingSignIn {
+                started_at: 0,
                 oidc: pending,
                 purpose: Purpose::SignIn { org: organization.id },
             },

@@ -160,6 +160,7 @@ where
         origin: origin_of(&service.settings().public_url).unwrap_or_default(),
         dev_org: settings.dev_sign_in_org.clone(),
         limits: identity::Limits::new(registrations_per_hour),
+        visitors: identity::cookies::VisitorCookies::new(&service.settings().url_secret, https),
     });
     Router::new()
         .route("/files/{org}/{id}", get(download::<S, B>))

@@ -14,7 +14,7 @@ pub(crate) struct ApiError {
     status: StatusCode,
     error: ToolError,
     /// Set when the organization is at one of its limits: 429 with `Retry-After`.
-    over_limit: Option<agentprocess_service::OverLimit>,
+    over_limit: Option<Box<agentprocess_service::OverLimit>>,
     /// Seconds to wait, sent as `Retry-After`, for a refusal of too many requests.
     retry_after: Option<u64>,
 }
@@ -128,7 +128,7 @@ impl From<agentprocess_service::OverLimit> for ApiError {
         Self {
             status: StatusCode::TOO_MANY_REQUESTS,
             error: over.to_tool_error(),
-            over_limit: Some(over),
+            over_limit: Some(Box::new(over)),
             retry_after: None,
         }
     }

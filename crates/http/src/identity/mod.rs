@@ -2,6 +2,7 @@
 //! sign-in pages, and the REST admin surface under `/api/v1`. Sessions never reach
 //! `/mcp`: the session layer wraps only these routes.
 
+pub(crate) mod cookies;
 pub(crate) mod errors;
 pub(crate) mod pages;
 pub(crate) mod rest;
@@ -31,10 +32,6 @@ pub use rest::openapi::document_text as openapi_text;
 /// The session key holding the synchronizer token every unsafe request must echo.
 const CSRF: &str = "csrf";
 
-/// The session key of where to go once signed in (an authorization request that
-/// found nobody signed in).
-pub(crate) const RETURN_TO: &str = "returnTo";
-
 /// What the identity routes share.
 pub(crate) struct Web<S, B> {
     pub(crate) service: Arc<Service<S, B>>,
@@ -46,6 +43,8 @@ pub(crate) struct Web<S, B> {
     pub(crate) dev_org: Option<String>,
     /// What anyone may do without an account, counted on this process.
     pub(crate) limits: Limits,
+    /// What a visitor nobody knows yet carries instead of a session.
+    pub(crate) visitors: cookies::VisitorCookies,
 }
 
 /// The bounds of what anyone may do without an account, on each API process: a
@@ -207,6 +206,35 @@ pub(crate) async fn csrf_token(session: &Session) -> Result<String, ApiError> {
     Ok(token)
 }
 
+/// The CSRF token of a form a visitor may send before signing in (sign-in, sign-up,
+/// the development sign-in): the session's when it has one, else one bound to a
+/// cookie, so showing the form stores no session.
+pub(crate) async fn form_token<S, B>(
+    web: &Web<S, B>,
+    session: &Session,
+    headers: &HeaderMap,
+) -> Result<cookies::FormToken, ApiError> {
+    match session.get::<String>(CSRF).await.map_err(ApiError::session)? {
+        Some(token) => Ok(cookies::FormToken::of_session(token)),
+        None => Ok(web.visitors.form_token(headers)),
+    }
+}
+
+/// The CSRF check of a form from [`form_token`]: from this server's own origin, with
+/// the session's token or the visitor cookie's.
+pub(crate) async fn check_form_csrf<S, B>(
+    web: &Web<S, B>,
+    headers: &HeaderMap,
+    session: &Session,
+    echoed: &str,
+) -> Result<(), ApiError> {
+    same_origin(headers, &web.origin)?;
+    if web.visitors.form_token_matches(headers, echoed) {
+        return Ok(());
+    }
+    check_csrf(headers, &web.origin, session, Some(echoed)).await
+}
+
 /// The CSRF check of an unsafe request that rides on a session: it must come from the
 /// server's own origin (by `Origin`, or `Sec-Fetch-Site` when a browser sends no
 /// Origin) and echo the session's synchronizer token.
@@ -216,6 +244,18 @@ pub(crate) async fn check_csrf(
     session: &Session,
     echoed: Option<&str>,
 ) -> Result<(), ApiError> {
+    same_origin(headers, origin)?;
+    let expected = session.get::<String>(CSRF).await.map_err(ApiError::session)?;
+    match (expected, echoed) {
+        (Some(expected), Some(echoed)) if agentprocess_auth::secrets::same(&expected, echoed) => Ok(()),
+        _ => Err(ApiError::forbidden(
+            "the CSRF token is missing or wrong: send the session's token in X-CSRF-Token",
+        )),
+    }
+}
+
+/// Refuses a request that does not come from this server's own pages.
+fn same_origin(headers: &HeaderMap, origin: &str) -> Result<(), ApiError> {
     let same_origin = match headers.get(header::ORIGIN).and_then(|value| value.to_str().ok()) {
         Some(sent) => sent == origin,
         None => headers
@@ -228,13 +268,7 @@ pub(crate) async fn check_csrf(
             "a request with a session cookie must come from this server's own pages (Origin)",
         ));
     }
-    let expected = session.get::<String>(CSRF).await.map_err(ApiError::session)?;
-    match (expected, echoed) {
-        (Some(expected), Some(echoed)) if agentprocess_auth::secrets::same(&expected, echoed) => Ok(()),
-        _ => Err(ApiError::forbidden(
-            "the CSRF token is missing or wrong: send the session's token in X-CSRF-Token",
-        )),
-    }
+    Ok(())
 }
 
 fn is_unsafe(method: &Method) -> bool {
@@ -270,11 +304,13 @@ where
 
 /// Starts a signed-in session: a new id (so an id planted before sign-in is
 /// worthless), a new CSRF token, and who signed in when. Answers with where to go:
-/// back to the authorization request that sent the person to sign in, or their account.
+/// `back` (the page that sent the person to sign in) when it is one of the server's
+/// own, or their inbox.
 pub(crate) async fn sign_in_session(
     session: &Session,
     identity: &Identity,
     now: jiff::Timestamp,
+    back: Option<String>,
 ) -> Result<String, ApiError> {
     session.cycle_id().await.map_err(ApiError::session)?;
     session.remove::<String>(CSRF).await.map_err(ApiError::session)?;
@@ -290,7 +326,6 @@ pub(crate) async fn sign_in_session(
         .await
         .map_err(ApiError::session)?;
     csrf_token(session).await?;
-    let back = session.remove::<String>(RETURN_TO).await.map_err(ApiError::session)?;
     Ok(back
         .filter(|path| crate::web::returns_to(path))
         .unwrap_or_else(|| "/inbox".to_owned()))

@@ -16,7 +16,10 @@ use axum::routing::get;
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use super::{ApiError, ClientAddress, Web, address, check_csrf, csrf_token, sign_in_session, signed_in};
+use super::{
+    ApiError, ClientAddress, Web, address, check_csrf, check_form_csrf, csrf_token, form_token, sign_in_session,
+    signed_in,
+};
 
 /// The session key of a sign-in on its way through the provider.
 const PENDING: &str = "pendingSignIn";
@@ -108,6 +111,7 @@ struct SignupFields {
 async fn signup_page<S, B>(
     web: &Web<S, B>,
     session: &Session,
+    headers: &HeaderMap,
     fields: &SignupForm,
     error: Option<&ApiError>,
 ) -> Response
@@ -123,10 +127,11 @@ where
             "<p>Organizations on this server are created by its operators.</p>",
         );
     }
-    let csrf = match csrf_token(session).await {
-        Ok(token) => token,
+    let form = match form_token(web, session, headers).await {
+        Ok(form) => form,
         Err(error) => return error.into_response(),
     };
+    let csrf = form.token.clone();
     let redirect = web.auth.oidc().redirect_uri();
     let mut body = error.map(problems).unwrap_or_default();
     let _ = write!(
@@ -179,20 +184,21 @@ where
     } else {
         StatusCode::OK
     };
-    page(status, "Sign up your organization", &body)
+    form.set_on(page(status, "Sign up your organization", &body))
 }
 
-async fn signup_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
+async fn signup_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, headers: HeaderMap) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    signup_page(&web, &session, &SignupForm::default(), None).await
+    signup_page(&web, &session, &headers, &SignupForm::default(), None).await
 }
 
 async fn signup<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     session: Session,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     Form(fields): Form<SignupFields>,
 ) -> Response
@@ -200,17 +206,22 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
-        return signup_page(&web, &session, &fields.form, Some(&error)).await;
+    if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
+        return signup_page(&web, &session, &headers, &fields.form, Some(&error)).await;
+    }
+    if let Err(error) = sign_in_allowed(&web, address.as_deref(), &format!("signup:{}", fields.form.slug)) {
+        let page = signup_page(&web, &session, &headers, &fields.form, Some(&error)).await;
+        return error.with_retry_after(page);
     }
     match web.auth.begin_signup(&fields.form).await {
-        Ok((url, pending)) => to_provider(&session, &url, &pending).await,
-        Err(error) => signup_page(&web, &session, &fields.form, Some(&ApiError::from(error))).await,
+        Ok((url, pending)) => to_provider(&session, &url, pending, web.now()).await,
+        Err(error) => signup_page(&web, &session, &headers, &fields.form, Some(&ApiError::from(error))).await,
     }
 }
 
-async fn to_provider(session: &Session, url: &str, pending: &PendingSignIn) -> Response {
-    match session.insert(PENDING, pending).await {
+async fn to_provider(session: &Session, url: &str, mut pending: PendingSignIn, now: jiff::Timestamp) -> Response {
+    pending.started_at = now.as_millisecond();
+    match session.insert(PENDING, &pending).await {
         Ok(()) => Redirect::to(url).into_response(),
         Err(error) => ApiError::session(error).into_response(),
     }
@@ -253,15 +264,22 @@ enum LoginNotice<'a> {
 /// The sign-in page. A GET only shows it (a link may fill in the organization);
 /// nothing starts until the person presses the button, which carries the page's
 /// CSRF token.
-async fn login_page<S, B>(web: &Web<S, B>, session: &Session, fields: &LoginFields, notice: LoginNotice<'_>) -> Response
+async fn login_page<S, B>(
+    web: &Web<S, B>,
+    session: &Session,
+    headers: &HeaderMap,
+    fields: &LoginFields,
+    notice: LoginNotice<'_>,
+) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    let csrf = match csrf_token(session).await {
-        Ok(token) => token,
+    let form = match form_token(web, session, headers).await {
+        Ok(form) => form,
         Err(error) => return error.into_response(),
     };
+    let csrf = form.token.clone();
     let fresh = fields.fresh == "1";
     let mut body = match &notice {
         LoginNotice::None => String::new(),
@@ -318,10 +336,15 @@ where
         LoginNotice::Switching { .. } => StatusCode::CONFLICT,
         LoginNotice::None => StatusCode::OK,
     };
-    page(status, "Sign in", &body)
+    form.set_on(page(status, "Sign in", &body))
 }
 
-async fn login<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, Query(query): Query<LoginQuery>) -> Response
+async fn login<S, B>(
+    State(web): State<Arc<Web<S, B>>>,
+    session: Session,
+    headers: HeaderMap,
+    Query(query): Query<LoginQuery>,
+) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -331,7 +354,7 @@ where
         fresh: if query.fresh.is_some() { "1" } else { "" }.to_owned(),
         ..LoginFields::default()
     };
-    login_page(&web, &session, &fields, LoginNotice::None).await
+    login_page(&web, &session, &headers, &fields, LoginNotice::None).await
 }
 
 /// A sign-in's start, refused when this address or organization started too many
@@ -365,11 +388,11 @@ where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
 {
-    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
-        return login_page(&web, &session, &fields, LoginNotice::Refused(&error)).await;
+    if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
+        return login_page(&web, &session, &headers, &fields, LoginNotice::Refused(&error)).await;
     }
     if let Err(error) = sign_in_allowed(&web, address.as_deref(), &fields.who) {
-        let page = login_page(&web, &session, &fields, LoginNotice::Refused(&error)).await;
+        let page = login_page(&web, &session, &headers, &fields, LoginNotice::Refused(&error)).await;
         return error.with_retry_after(page);
     }
     let current = match signed_in(&web, &session).await {
@@ -378,7 +401,16 @@ where
     };
     let (url, pending) = match web.auth.begin_signin(&fields.who, fields.fresh == "1").await {
         Ok(started) => started,
-        Err(error) => return login_page(&web, &session, &fields, LoginNotice::Refused(&ApiError::from(error))).await,
+        Err(error) => {
+            return login_page(
+                &web,
+                &session,
+                &headers,
+                &fields,
+                LoginNotice::Refused(&ApiError::from(error)),
+            )
+            .await;
+        }
     };
     // A session is never swapped for another organization's behind the person's back.
     if let Some(current) = current
@@ -389,9 +421,16 @@ where
             Ok(organization) => organization.name,
             Err(_) => current.org.clone(),
         };
-        return login_page(&web, &session, &fields, LoginNotice::Switching { current: &name }).await;
+        return login_page(
+            &web,
+            &session,
+            &headers,
+            &fields,
+            LoginNotice::Switching { current: &name },
+        )
+        .await;
     }
-    to_provider(&session, &url, &pending).await
+    to_provider(&session, &url, pending, web.now()).await
 }
 
 async fn callback<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, request: Request) -> Response
@@ -414,12 +453,37 @@ where
             "no sign-in is under way in this browser (it finished already, or it began elsewhere): start again",
         ));
     };
+    if web.now().as_millisecond().saturating_sub(pending.started_at) > PENDING_MILLIS {
+        return failed(&ApiError::forbidden(
+            "the sign-in took longer than 10 minutes at the identity provider: start again",
+        ));
+    }
     match web.auth.finish(&pending, &callback, address(&parts), web.now()).await {
-        Ok(person) => match sign_in_session(&session, &person.identity, web.now()).await {
-            Ok(next) => Redirect::to(&next).into_response(),
-            Err(error) => error.into_response(),
-        },
+        Ok(person) => signed_in_to(&web, &session, &parts.headers, &person.identity).await,
         Err(error) => failed(&ApiError::from(error)),
+    }
+}
+
+/// How long a sign-in may stay at the provider.
+const PENDING_MILLIS: i64 = 10 * 60 * 1000;
+
+/// Signs `identity` in with `session` and sends them on: back to the page that sent
+/// them to sign in (its cookie then forgotten), or their inbox.
+async fn signed_in_to<S, B>(web: &Web<S, B>, session: &Session, headers: &HeaderMap, identity: &Identity) -> Response
+where
+    S: Store + Clone + std::fmt::Debug,
+    B: Blobs,
+{
+    let back = web.visitors.returning_to(headers);
+    match sign_in_session(session, identity, web.now(), back).await {
+        Ok(next) => {
+            let mut response = Redirect::to(&next).into_response();
+            if let Some(forget) = web.visitors.returned() {
+                response.headers_mut().append(header::SET_COOKIE, forget);
+            }
+            response
+        }
+        Err(error) => error.into_response(),
     }
 }
 
@@ -507,7 +571,7 @@ where
         .map_err(|error| ApiError::from(error).into_response())
 }
 
-async fn dev_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
+async fn dev_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, headers: HeaderMap) -> Response
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -516,10 +580,11 @@ where
         Ok(people) => people,
         Err(response) => return response,
     };
-    let csrf = match csrf_token(&session).await {
-        Ok(token) => token,
+    let form = match form_token(&web, &session, &headers).await {
+        Ok(form) => form,
         Err(error) => return error.into_response(),
     };
+    let csrf = form.token.clone();
     let mut body = String::from(
         "<p class=\"dev\">Development sign-in: no identity provider is asked. This page exists only \
          on servers started for development.</p>",
@@ -535,7 +600,7 @@ where
             role = person.role.map_or("agent", agentprocess_auth::Role::as_str),
         );
     }
-    page(StatusCode::OK, "Development sign-in", &body)
+    form.set_on(page(StatusCode::OK, "Development sign-in", &body))
 }
 
 async fn dev_sign_in<S, B>(
@@ -552,7 +617,7 @@ where
         Ok(people) => people,
         Err(response) => return response,
     };
-    if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
+    if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
         return error.into_response();
     }
     let Some(person) = people
@@ -562,8 +627,5 @@ where
         return ApiError::not_found(format!("there is no development person {:?}", fields.identity)).into_response();
     };
     tracing::warn!(identity = %person.id, "development sign-in used");
-    match sign_in_session(&session, &person, web.now()).await {
-        Ok(next) => Redirect::to(&next).into_response(),
-        Err(error) => error.into_response(),
-    }
+    signed_in_to(&web, &session, &headers, &person).await
 }

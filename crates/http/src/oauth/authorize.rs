@@ -21,7 +21,7 @@ use tower_sessions::Session;
 
 use super::{issuer, mcp_resource};
 use crate::identity::pages::{escape, page, problems};
-use crate::identity::{ApiError, ClientAddress, RETURN_TO, Web, check_csrf, csrf_token, signed_in};
+use crate::identity::{ApiError, ClientAddress, Web, check_csrf, csrf_token, signed_in};
 
 /// The session key of the request on the consent page.
 const PENDING_CONSENT: &str = "pendingConsent";
@@ -133,11 +133,13 @@ where
     };
     let Some(person) = person else {
         // Back here once signed in: the request's own path and query, nothing else.
+        // In a signed cookie: an anonymous visit stores nothing on the server.
         let here = uri.path_and_query().map_or("/oauth/authorize", |path| path.as_str());
-        if let Err(error) = session.insert(RETURN_TO, here).await {
-            return ApiError::session(error).into_response();
+        let mut response = Redirect::to("/login").into_response();
+        if let Some(cookie) = web.visitors.return_to(here) {
+            response.headers_mut().append(axum::http::header::SET_COOKIE, cookie);
         }
-        return Redirect::to("/login").into_response();
+        return response;
     };
     if let Err(error) = session.insert(PENDING_CONSENT, &consentable).await {
         return ApiError::session(error).into_response();

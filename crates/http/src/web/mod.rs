@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
 
-use crate::identity::{ApiError, ClientAddress, RETURN_TO, Web, signed_in};
+use crate::identity::{ApiError, ClientAddress, Web, signed_in};
 
 pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
 where
@@ -99,17 +99,19 @@ where
     };
     match (identity, at) {
         (Some(identity), Some(at)) => Ok((identity, at)),
-        _ => Err(sign_in_first(session, uri, "/login".to_owned()).await),
+        _ => Err(sign_in_first(web, uri, "/login")),
     }
 }
 
-/// Sends the person to `login`, and back to `uri` after.
-async fn sign_in_first(session: &Session, uri: &Uri, login: String) -> Response {
+/// Sends the person to `login`, and back to `uri` after. The way back travels in a
+/// signed cookie: an anonymous visit stores nothing on the server.
+fn sign_in_first<S, B>(web: &Web<S, B>, uri: &Uri, login: &str) -> Response {
     let here = uri.path_and_query().map_or("/inbox", |path| path.as_str());
-    match session.insert(RETURN_TO, here).await {
-        Ok(()) => Redirect::to(&login).into_response(),
-        Err(error) => ApiError::session(error).into_response(),
+    let mut response = Redirect::to(login).into_response();
+    if let Some(cookie) = web.visitors.return_to(here) {
+        response.headers_mut().append(axum::http::header::SET_COOKIE, cookie);
     }
+    response
 }
 
 /// The person at the browser.
@@ -149,7 +151,7 @@ where
 
 /// Unless the person signed in recently enough to decide: the answer that has their
 /// provider sign them in again (and brings them back to `uri`).
-async fn recent_enough<S, B>(web: &Web<S, B>, session: &Session, uri: &Uri, visitor: &Visitor) -> Result<(), Response>
+async fn recent_enough<S, B>(web: &Web<S, B>, uri: &Uri, visitor: &Visitor) -> Result<(), Response>
 where
     S: Store + Clone + std::fmt::Debug,
     B: Blobs,
@@ -165,5 +167,5 @@ where
         .await
         .map_err(|error| ApiError::from(error).into_response())?;
     let login = format!("/login?org={}&fresh=1", organization.slug);
-    Err(sign_in_first(session, uri, login).await)
+    Err(sign_in_first(web, uri, &login))
 }

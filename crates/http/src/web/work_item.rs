@@ -463,7 +463,7 @@ where
     if let Err(error) = check_csrf(&headers, &web.origin, &session, sent(&form, "csrf")).await {
         return error.into_response();
     }
-    if let Err(response) = recent_enough(&web, &session, &uri, &visitor).await {
+    if let Err(response) = recent_enough(&web, &uri, &visitor).await {
         return response;
     }
     let caller = &visitor.caller;

@@ -15,9 +15,10 @@ use crate::oauth::{form_post, mcp_post};
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
 const VERIFIER: &str = "the-verifier-of-this-test-which-is-long-enough-for-pkce";
 
-/// A browser: one session cookie, the server's forms.
+/// A browser: the cookies the server set (its session, a visitor's CSRF cookie, the
+/// page to return to), the server's forms.
 pub(crate) struct Browser {
-    cookie: Option<String>,
+    cookies: std::collections::BTreeMap<String, String>,
     /// Cookies the page script would set (`tz=…`).
     extra: Vec<String>,
 }
@@ -33,7 +34,7 @@ pub(crate) struct Page {
 impl Browser {
     pub(crate) fn new() -> Self {
         Self {
-            cookie: None,
+            cookies: std::collections::BTreeMap::new(),
             extra: Vec::new(),
         }
     }
@@ -59,19 +60,33 @@ impl Browser {
 
     pub(crate) async fn send(&mut self, app: &TestApp, request: axum::http::request::Builder, body: Body) -> Page {
         let mut request = request.header(header::HOST, "localhost");
-        let cookies: Vec<&str> = self.cookie.iter().chain(&self.extra).map(String::as_str).collect();
+        let pairs: Vec<String> = self
+            .cookies
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let cookies: Vec<&str> = pairs.iter().chain(&self.extra).map(String::as_str).collect();
         if !cookies.is_empty() {
             request = request.header(header::COOKIE, cookies.join("; "));
         }
         let response = tower::ServiceExt::oneshot(app.router.clone(), request.body(body).expect("request"))
             .await
             .expect("infallible");
-        if let Some(cookie) = response
+        for cookie in response
             .headers()
-            .get(header::SET_COOKIE)
-            .and_then(|value| value.to_str().ok())
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
         {
-            self.cookie = cookie.split(';').next().map(str::to_owned);
+            let Some((name, value)) = cookie.split(';').next().and_then(|pair| pair.split_once('=')) else {
+                continue;
+            };
+            let removed = value.is_empty() || cookie.contains("Max-Age=0");
+            if removed {
+                self.cookies.remove(name);
+            } else {
+                self.cookies.insert(name.to_owned(), value.to_owned());
+            }
         }
         let status = response.status();
         let location = response
@@ -357,6 +372,16 @@ async fn person_flow(app: TestApp) -> TestApp {
         text(&decided["error"], "message").contains("in the browser"),
         "{decided}"
     );
+    // A person's client may still be granted process:operate: cancel is challenged
+    // with the scopes to ask for, and the client can get them.
+    let cancel = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                         "params": { "name": "cancel", "arguments": { "requestId": "c1", "runId": "run_x", "reason": "no" } } });
+    let (status, challenge) = mcp_post(&app, Some(&access), cancel).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        challenge.contains("insufficient_scope") && challenge.contains("scope=\"process:work process:operate\""),
+        "{challenge}"
+    );
 
     // Rotation: each refresh gives a new refresh token; the old one, again at once, is
     // refused and the grant lives on.
@@ -578,6 +603,29 @@ async fn people_operated(app: TestApp) -> TestApp {
         Some((&client_id, &secret)),
     )
     .await;
+    // RFC 6749 §4.1.3: the request named its redirect URI, so the exchange must too;
+    // refused, the code is still good.
+    assert_eq!(
+        (status, issued["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{issued}"
+    );
+    assert!(
+        text(&issued, "error_description").contains("redirect_uri is required"),
+        "{issued}"
+    );
+    let (status, issued) = form_post(
+        &app,
+        "/oauth/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", "http://127.0.0.1:61234/callback"),
+            ("code_verifier", VERIFIER),
+        ],
+        Some((&client_id, &secret)),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{issued}");
     assert_eq!(
         issued["scope"],
@@ -618,7 +666,9 @@ async fn people_operated(app: TestApp) -> TestApp {
     )
     .await;
     assert_eq!(others, json!({ "active": false }));
-    // An agent's token never decides, and cancel is outside its scopes.
+    // An agent's token never decides, and cancel is outside what an agent's client is
+    // ever granted: both are the tool's own `forbidden`, saying who may, not a 403
+    // challenge the client would answer by asking for a scope it cannot get.
     let (_, agent_token) = form_post(
         &app,
         "/oauth/token",
@@ -632,10 +682,19 @@ async fn people_operated(app: TestApp) -> TestApp {
     let cancel = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
                          "params": { "name": "cancel", "arguments": { "requestId": "c1", "runId": "run_x", "reason": "no" } } });
     let (status, challenge) = mcp_post(&app, Some(&agent_token), cancel).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!((status, challenge.as_str()), (StatusCode::OK, ""));
+    let cancelled = app
+        .call(
+            &agent_token,
+            "cancel",
+            json!({ "requestId": "c1", "runId": "run_x", "reason": "no" }),
+        )
+        .await;
+    assert_eq!(cancelled["error"]["code"], "forbidden", "{cancelled}");
+    let said = cancelled["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        challenge.contains("insufficient_scope") && challenge.contains("process:operate"),
-        "{challenge}"
+        said.contains("operators") && said.contains("never granted process:operate"),
+        "{said}"
     );
 
     // Revoking the app ends every token of it.

@@ -131,37 +131,77 @@ async fn nul(app: TestApp) -> TestApp {
     app
 }
 
-/// Over https the session cookie is `__Host-` prefixed, `Secure`, `HttpOnly`,
-/// `SameSite=Lax`, path `/`; and `/mcp` never reads it.
+/// Over https: an anonymous page stores no session and sets only the visitor's CSRF
+/// cookie; the session cookie comes with the sign-in. Both are `__Host-` prefixed,
+/// `Secure`, `HttpOnly`, `SameSite=Lax`, path `/`; every answer carries HSTS, pages
+/// the content security policy; and `/mcp` never reads the session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_session_cookie_is_host_bound_secure_and_unseen_by_mcp() {
+async fn cookies_are_host_bound_secure_pages_unframeable_and_mcp_blind_to_them() {
     use axum::body::Body;
-    use axum::http::{Request, header};
-    let app = TestApp::reached_at(agentprocess_store::Dialect::Sqlite, "https://localhost").await;
-    let request = Request::get("/login")
-        .header(header::HOST, "localhost")
-        .body(Body::empty())
-        .expect("request");
-    let response = tower::ServiceExt::oneshot(app.router.clone(), request)
+    use axum::http::{HeaderMap, Request, header};
+    let app = TestApp::reached_at(agentprocess_store::Dialect::Sqlite, "https://localhost")
+        .await
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_dev_sign_in();
+    let cookies_of = |headers: &HeaderMap| -> Vec<String> {
+        headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .map(str::to_owned)
+            .collect()
+    };
+    let host_bound = |cookie: &str| {
+        for part in ["__Host-", "Secure", "HttpOnly", "SameSite=Lax", "Path=/"] {
+            assert!(cookie.contains(part), "{part} in {cookie}");
+        }
+        assert!(!cookie.contains("Domain="), "{cookie}");
+    };
+    let get = |path: &str| {
+        Request::get(path)
+            .header(header::HOST, "localhost")
+            .body(Body::empty())
+            .expect("request")
+    };
+    let page = tower::ServiceExt::oneshot(app.router.clone(), get("/dev/sign-in"))
         .await
         .expect("answer");
-    let cookie = response
-        .headers()
-        .get(header::SET_COOKIE)
-        .and_then(|value| value.to_str().ok())
-        .expect("a session cookie")
-        .to_owned();
-    for part in [
-        "__Host-agentprocess-session=",
-        "Secure",
-        "HttpOnly",
-        "SameSite=Lax",
-        "Path=/",
-    ] {
-        assert!(cookie.contains(part), "{part} in {cookie}");
-    }
-    assert!(!cookie.contains("Domain="), "{cookie}");
-    let pair = cookie.split(';').next().expect("name=value").to_owned();
+    let headers = page.headers().clone();
+    let set = cookies_of(&headers);
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert!(set[0].starts_with("__Host-agentprocess-csrf="), "{set:?}");
+    host_bound(&set[0]);
+    assert_eq!(headers[header::STRICT_TRANSPORT_SECURITY], "max-age=31536000");
+    assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY");
+    let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().expect("text");
+    assert!(
+        policy.contains("frame-ancestors 'none'") && policy.contains("default-src 'none'"),
+        "{policy}"
+    );
+    let bytes = axum::body::to_bytes(page.into_body(), 1 << 20).await.expect("body");
+    let csrf = crate::people_oauth::csrf_of(&String::from_utf8_lossy(&bytes));
+    let visitor = set[0].split(';').next().expect("name=value").to_owned();
+    let sign_in = Request::post("/dev/sign-in")
+        .header(header::HOST, "localhost")
+        .header(header::ORIGIN, "https://localhost")
+        .header(header::COOKIE, &visitor)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={csrf}&identity=ann")))
+        .expect("request");
+    let signed_in = tower::ServiceExt::oneshot(app.router.clone(), sign_in)
+        .await
+        .expect("answer");
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    let set = cookies_of(signed_in.headers());
+    let session = set
+        .iter()
+        .find(|cookie| cookie.starts_with("__Host-agentprocess-session="))
+        .unwrap_or_else(|| panic!("a session cookie in {set:?}"));
+    host_bound(session);
+    let pair = session.split(';').next().expect("name=value").to_owned();
     let mcp = Request::post("/mcp")
         .header(header::HOST, "localhost")
         .header(header::COOKIE, pair)
