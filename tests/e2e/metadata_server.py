@@ -53,8 +53,8 @@ def make_ca(folder: Path) -> tuple[Path, Path, Path]:
 
 
 class MetadataServer:
-    """An https server of documents: `documents[path]` is a JSON body, or
-    `("redirect", location)`, or `("bytes", body)`."""
+    """An https server of documents: `documents[path]` (the query aside) is a JSON
+    body, or `("redirect", location)`, or `("bytes", body)`."""
 
     def __init__(self, folder: Path, port: int):
         self.ca, certificate, key = make_ca(folder)
@@ -69,7 +69,7 @@ class MetadataServer:
 
             def do_GET(self):
                 server.fetched.append(self.path)
-                found = server.documents.get(self.path)
+                found = server.documents.get(self.path.split("?")[0])
                 if isinstance(found, tuple) and found[0] == "redirect":
                     self.send_response(302)
                     self.send_header("Location", found[1])
@@ -77,6 +77,7 @@ class MetadataServer:
                     return
                 if found is None:
                     self.send_response(404)
+                    self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
                 body = found[1] if isinstance(found, tuple) else json.dumps(found).encode()

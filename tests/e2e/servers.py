@@ -228,12 +228,14 @@ def seed_postgres(folders: list[Path], with_check: bool = False,
 
 def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) -> list[str]:
     """An API process's command line; evidence under `workdir/files` unless `extra`
-    names an S3 bucket; secrets sealed with SECRET_KEY unless `extra` names a key."""
+    names an S3 bucket; secrets sealed with SECRET_KEY unless `extra` names a key;
+    reached at http://127.0.0.1:<port> unless `extra` names a --public-url."""
     storage = [] if "--s3-bucket" in extra else ["--blob-dir", str(workdir / "files")]
     key = [] if "--secret-key" in extra else ["--secret-key", SECRET_KEY]
+    public = [] if "--public-url" in extra else ["--public-url", f"http://127.0.0.1:{port}"]
     return [
         str(BIN / "agentprocess-api"), "serve", "--database-url", url,
-        "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port}",
+        "--listen", f"127.0.0.1:{port}", *public,
         "--url-secret", base64.b64encode(secret).decode(), *storage, *key,
         "--max-connections", "8", "--test-clock", *extra,
     ]
@@ -303,5 +305,9 @@ def start_signup(backend: str, extra: tuple[str, ...] = ()) -> Server:
     if backend == "sqlite":
         return start_sqlite(extra=extra)
     key = base64.b64encode(secrets.token_bytes(32)).decode()
+    # Every test signs in from 127.0.0.1: the per-address limits would count them all
+    # as one stranger (tests/e2e/test_identity_edge.py tests the limits themselves).
+    generous = ("--sign-ins-per-address", "100000", "--token-failures-per-address", "100000")
     return start_postgres(
-        processes=2, extra=("--signup", "open", "--oidc-allow-private-issuers", "--secret-key", key, *extra))
+        processes=2,
+        extra=("--signup", "open", "--oidc-allow-private-issuers", "--secret-key", key, *generous, *extra))

@@ -63,10 +63,21 @@ class Browser:
             return answer
         return self.finish_at_idp(answer, account)
 
+    def start_sign_in(self, who: str, fresh: bool = False, switch: bool = False) -> httpx.Response:
+        """Presses the sign-in page's button for `who` (slug or email): the server's
+        answer, a redirect to the provider when it starts the sign-in."""
+        page = self.get("/login", params={"org": who, **({"fresh": "1"} if fresh else {})})
+        assert page.status_code == 200, page.text
+        form = {"csrf": csrf_of(page.text), "who": who}
+        if fresh:
+            form["fresh"] = "1"
+        if switch:
+            form["switch"] = "1"
+        return self.post_form("/login", form)
+
     def sign_in(self, who: str, account: str) -> httpx.Response:
         """Signs in to the organization named by `who` (slug or email) as `account`."""
-        page = self.get("/login")
-        answer = self.post_form("/login", {"csrf": csrf_of(page.text), "who": who})
+        answer = self.start_sign_in(who)
         if answer.status_code != 303:
             return answer
         return self.finish_at_idp(answer, account)

@@ -85,7 +85,7 @@ def sign_up_refusal(site: Site, **form) -> str:
 
 
 def nothing_created(site: Site, slug: str) -> None:
-    page = Browser(site.first).get(f"/login?org={slug}")
+    page = Browser(site.first).start_sign_in(slug)
     assert "there is no organization" in problems_of(page.text), page.text
 
 
@@ -437,7 +437,7 @@ def test_the_dev_server_signs_its_people_in_through_the_developers_own_provider(
                                          "--oidc-domain", "mycorp.test"), port=port)
     try:
         browser = Browser(server.bases[0])
-        answer = browser.get("/login?org=dev")
+        answer = browser.start_sign_in("dev")
         assert answer.status_code == 303, answer.text
         assert browser.finish_at_idp(answer, "dev").status_code == 303
         me = browser.api("GET", "/session").json()

@@ -117,7 +117,7 @@ def test_a_wrong_token_signs_no_organization_up(site, idp, mode):
     slug = f"forged-{secrets.token_hex(3)}"
     _, refused = sign_up(site, idp, slug)
     assert refused.status_code == 403 and REFUSALS[mode] in problems_of(refused.text), refused.text
-    page = Browser(site.base).get(f"/login?org={slug}")
+    page = Browser(site.base).start_sign_in(slug)
     assert "there is no organization" in problems_of(page.text), page.text
 
 
@@ -141,11 +141,11 @@ def test_a_fresh_sign_in_needs_a_fresh_auth_time(site, idp, mode, reason):
     token whose auth_time is older than that request, or absent, signs nobody in."""
     _, slug = signed_up(site, idp)
     browser = Browser(site.base)
-    fresh = through_idp(browser, browser.get(f"/login?org={slug}&fresh=1"))
+    fresh = through_idp(browser, browser.start_sign_in(slug, fresh=True))
     assert fresh.status_code == 303, fresh.text
     idp.mode = mode
     browser = Browser(site.base)
-    refused = through_idp(browser, browser.get(f"/login?org={slug}&fresh=1"))
+    refused = through_idp(browser, browser.start_sign_in(slug, fresh=True))
     assert refused.status_code == 403 and reason in problems_of(refused.text), refused.text
     # A sign-in that was not asked to be fresh does not look at auth_time.
     assert sign_in(site, slug).status_code == 303

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 import pytest
 
 from rawmcp import call
-from signin import signed_up, site_for
+from signin import csrf_of, signed_up, site_for
 
 ACCOUNTS = {"ann": {"email": "ann@acme.test", "email_verified": True}}
 SIGN_OFF = """---
@@ -122,7 +122,11 @@ def test_a_late_decision_signs_the_person_in_again_at_their_provider(brief_site)
 
     late = decide(admin.get(link).text)
     assert late.status_code == 303 and late.headers["location"].endswith("&fresh=1"), late.text
-    to_idp = admin.get(late.headers["location"])
+    # The link only shows the sign-in page, which says why; its button starts the sign-in.
+    again = admin.get(late.headers["location"])
+    assert again.status_code == 200 and "a decision needs a recent sign-in" in again.text, again.text
+    to_idp = admin.post_form("/login", {"csrf": csrf_of(again.text), "who": re.search(r'name="who" type="text" value="([^"]*)"', again.text)[1],
+                                        "fresh": "1"})
     assert "max_age=0" in to_idp.headers["location"] and "prompt=login" in to_idp.headers["location"]
     back = admin.finish_at_idp(to_idp, "ann")
     assert back.status_code == 303 and back.headers["location"] == link, back.text

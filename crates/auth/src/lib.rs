@@ -90,6 +90,38 @@ pub struct AuthSettings {
     /// A person decides in the browser only within this long of signing in; later,
     /// they sign in again at their provider first.
     pub decide_sign_in_within: Duration,
+    /// What anyone may do without an account, on each API process.
+    pub anonymous: AnonymousLimits,
+}
+
+/// What anyone may do without an account, per ten minutes on each API process. Behind
+/// a proxy every client has the proxy's address: raise the per-address limits there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnonymousLimits {
+    /// Sign-ins started from one network address (each sends the server to a provider).
+    pub sign_ins_per_address: u32,
+    /// Sign-ins started for one organization.
+    pub sign_ins_per_organization: u32,
+    /// Failed requests to the token endpoint from one network address.
+    pub token_failures_per_address: u32,
+    /// Failed requests to the token endpoint for one client id.
+    pub token_failures_per_client: u32,
+}
+
+impl AnonymousLimits {
+    /// The window each limit counts in.
+    pub const WINDOW: Duration = Duration::from_secs(600);
+}
+
+impl Default for AnonymousLimits {
+    fn default() -> Self {
+        Self {
+            sign_ins_per_address: 120,
+            sign_ins_per_organization: 600,
+            token_failures_per_address: 120,
+            token_failures_per_client: 30,
+        }
+    }
 }
 
 /// Identity's operations over a store.

@@ -173,12 +173,16 @@ impl<S: Store + Clone> Auth<S> {
             client_id,
             client_secret: secret,
         };
-        let (url, pending) = self.oidc.begin(&config, false).await.map_err(|error| {
+        let unusable = |error: crate::oidc::OidcError| {
             Error::invalid(
                 "the identity provider cannot be used; nothing was created",
                 vec![format!("issuer: {error}")],
             )
-        })?;
+        };
+        // Discovery afresh: whoever signs up sees the provider as it is now, not as the
+        // server last fetched it.
+        self.oidc.discover(issuer).await.map_err(unusable)?;
+        let (url, pending) = self.oidc.begin(&config, false).await.map_err(unusable)?;
         Ok((
             url,
             PendingSignIn {

@@ -648,9 +648,54 @@ pub struct AuthArgs {
     /// the proxy's address: raise it there.
     #[arg(long, env = "AGENTPROCESS_CLIENT_REGISTRATIONS_PER_HOUR", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub client_registrations_per_hour: u32,
+    /// What anyone may do without an account.
+    #[command(flatten)]
+    pub anonymous: AnonymousLimitArgs,
     /// How long fetching one client metadata document may take.
     #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_TIMEOUT_SECONDS", default_value = "5", value_parser = seconds)]
     pub client_metadata_timeout_seconds: Duration,
+}
+
+/// What anyone may do without an account, per ten minutes on each API process. Behind
+/// a proxy every client has the proxy's address: raise the per-address limits there.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AnonymousLimitArgs {
+    /// Sign-ins one network address may start per ten minutes (each sends the server
+    /// to an identity provider).
+    #[arg(long, env = "AGENTPROCESS_SIGN_INS_PER_ADDRESS", default_value_t = agentprocess_auth::AnonymousLimits::default().sign_ins_per_address, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sign_ins_per_address: u32,
+    /// Sign-ins that may start for one organization per ten minutes.
+    #[arg(long, env = "AGENTPROCESS_SIGN_INS_PER_ORGANIZATION", default_value_t = agentprocess_auth::AnonymousLimits::default().sign_ins_per_organization, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sign_ins_per_organization: u32,
+    /// Failed token requests one network address may make per ten minutes; then 429.
+    #[arg(long, env = "AGENTPROCESS_TOKEN_FAILURES_PER_ADDRESS", default_value_t = agentprocess_auth::AnonymousLimits::default().token_failures_per_address, value_parser = clap::value_parser!(u32).range(1..))]
+    pub token_failures_per_address: u32,
+    /// Failed token requests for one client id per ten minutes; then 429.
+    #[arg(long, env = "AGENTPROCESS_TOKEN_FAILURES_PER_CLIENT", default_value_t = agentprocess_auth::AnonymousLimits::default().token_failures_per_client, value_parser = clap::value_parser!(u32).range(1..))]
+    pub token_failures_per_client: u32,
+}
+
+impl Default for AnonymousLimitArgs {
+    fn default() -> Self {
+        let limits = agentprocess_auth::AnonymousLimits::default();
+        Self {
+            sign_ins_per_address: limits.sign_ins_per_address,
+            sign_ins_per_organization: limits.sign_ins_per_organization,
+            token_failures_per_address: limits.token_failures_per_address,
+            token_failures_per_client: limits.token_failures_per_client,
+        }
+    }
+}
+
+impl AnonymousLimitArgs {
+    fn limits(&self) -> agentprocess_auth::AnonymousLimits {
+        agentprocess_auth::AnonymousLimits {
+            sign_ins_per_address: self.sign_ins_per_address,
+            sign_ins_per_organization: self.sign_ins_per_organization,
+            token_failures_per_address: self.token_failures_per_address,
+            token_failures_per_client: self.token_failures_per_client,
+        }
+    }
 }
 
 /// The PEM bundle a `flag` names, as the list of bundles the outbound clients take.
@@ -701,6 +746,7 @@ impl AuthArgs {
                 dns_nameservers: self.dns_nameservers.clone(),
                 access_token_lifetime: self.access_token_seconds,
                 client_registrations_per_hour: self.client_registrations_per_hour,
+                anonymous: self.anonymous.limits(),
                 decide_sign_in_within: self.decide_sign_in_seconds,
             },
         );

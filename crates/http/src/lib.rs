@@ -153,13 +153,13 @@ where
         Arc::clone(&service),
         authenticate::<S, B>,
     ));
-    let registrations_per_hour = auth.settings().client_registrations_per_hour;
+    let limits = identity::Limits::new(auth.settings());
     let web = Arc::new(identity::Web {
         service: Arc::clone(&service),
         auth,
+        limits,
         origin: origin_of(&service.settings().public_url).unwrap_or_default(),
         dev_org: settings.dev_sign_in_org.clone(),
-        limits: identity::Limits::new(registrations_per_hour),
         visitors: identity::cookies::VisitorCookies::new(&service.settings().url_secret, https),
     });
     Router::new()

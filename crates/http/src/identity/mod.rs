@@ -62,18 +62,21 @@ pub(crate) struct Limits {
     pub(crate) token_failures_by_address: WindowCounts,
 }
 
-/// The window of the sign-in and token limits.
-const LIMIT_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+/// How many keys one limit counts in a window, at most: every key is counted in all.
+const KEYS_COUNTED: u32 = 20_000;
 
 impl Limits {
-    /// The limits, with `registrations_per_hour` per address.
-    pub(crate) fn new(registrations_per_hour: u32) -> Self {
+    /// The limits identity's settings set.
+    pub(crate) fn new(settings: &agentprocess_auth::AuthSettings) -> Self {
+        let anonymous = settings.anonymous;
+        let window = agentprocess_auth::AnonymousLimits::WINDOW;
+        let limit = |per_key: u32| WindowCounts::new(window, per_key, KEYS_COUNTED.max(per_key));
         Self {
-            registrations: crate::oauth::registration_limit(registrations_per_hour),
-            sign_ins_by_address: WindowCounts::new(LIMIT_WINDOW, 30, 5_000),
-            sign_ins_by_org: WindowCounts::new(LIMIT_WINDOW, 300, 20_000),
-            token_failures_by_client: WindowCounts::new(LIMIT_WINDOW, 30, 20_000),
-            token_failures_by_address: WindowCounts::new(LIMIT_WINDOW, 60, 20_000),
+            registrations: crate::oauth::registration_limit(settings.client_registrations_per_hour),
+            sign_ins_by_address: limit(anonymous.sign_ins_per_address),
+            sign_ins_by_org: limit(anonymous.sign_ins_per_organization),
+            token_failures_by_client: limit(anonymous.token_failures_per_client),
+            token_failures_by_address: limit(anonymous.token_failures_per_address),
         }
     }
 }

@@ -381,6 +381,7 @@ pub(crate) fn auth_over(store: SqlStore, public_url: &str, key: agentprocess_aut
         client_metadata_ca_file: None,
         client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
         client_registrations_per_hour: 20,
+        anonymous: agentprocess_http::config::AnonymousLimitArgs::default(),
         decide_sign_in_seconds: std::time::Duration::from_secs(600),
         access_token_seconds: std::time::Duration::from_secs(3600),
     }
