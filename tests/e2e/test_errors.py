@@ -11,6 +11,7 @@ import pytest
 
 import servers
 from client import request_id
+from signin import Browser, csrf_of
 from walk import fill
 
 pytestmark = pytest.mark.anyio
@@ -222,3 +223,28 @@ async def test_a_submission_without_its_required_arguments_breaks_the_schema_and
     assert error["code"] == "invalid"
     assert error["issues"] == ["output: missing", "summary: missing"]
     await clients["agent-1"].call("renew", token=claim["token"], requestId=request_id())
+
+
+async def test_a_link_a_browser_would_act_on_is_not_accepted_and_a_reference_shows_as_text(clients, server):
+    view, claim = await claimed(clients, server)
+    submission = good_submission(claim, server)
+    submission["evidence"] = [{"kind": "link", "ref": "javascript:alert(document.cookie)"},
+                              {"kind": "link", "ref": " data:text/html,<script>alert(1)</script>"},
+                              {"kind": "link", "ref": "https://tracker.example/ACT-1"}]
+    error = await clients["agent-1"].error("submit", token=claim["token"], requestId=request_id(), **submission)
+    assert error["code"] == "not_accepted"
+    assert error["issues"] == [
+        f"evidence[{index}].ref: a link is an http or https URL, or a reference with no scheme (a document number)"
+        for index in (0, 1)], error
+    submission["evidence"] = [{"kind": "link", "ref": "INV-1001"},
+                              {"kind": "link", "ref": "https://tracker.example/ACT-1"}]
+    await clients["agent-1"].call("submit", token=claim["token"], requestId=request_id(), **submission)
+    if server.backend != "sqlite":
+        return  # the page is the same on both; only the development server signs a person in without a provider
+    browser = Browser(server.bases[0])
+    form = browser.get("/dev/sign-in")
+    assert browser.post_form("/dev/sign-in", {"csrf": csrf_of(form.text), "identity": "ops"}).status_code == 303
+    page = browser.get(f"/runs/{view['run']['id']}")
+    assert page.status_code == 200, page.text
+    assert 'href="https://tracker.example/ACT-1"' in page.text
+    assert "<code>INV-1001</code>" in page.text and 'href="INV-1001"' not in page.text

@@ -3,6 +3,8 @@ and a call that failed records nothing, so its retry can succeed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from client import request_id
@@ -48,3 +50,22 @@ async def test_a_refused_submission_records_nothing_so_its_request_id_can_succee
     # The handoff of the refused attempt no longer shows: the step is done.
     assert await clients["agent-1"].call("submit", token=claim["token"], requestId=reused,
                                          **good_submission(claim, server)) == done
+
+
+async def test_a_replay_answers_only_the_identity_that_made_the_call(clients, server):
+    """requestIds are guessable (`claim-<run>-<step>` is a common choice): another
+    identity sending the same one and the same arguments gets `conflict`, never the
+    first caller's claim token."""
+    view = await started(clients, server)
+    run_id = view["run"]["id"]
+    arguments = dict(runId=run_id, stepId="draft", requestId=f"claim-{run_id}-draft")
+    first = await clients["agent-1"].call("claim", **arguments)
+    for other in ("agent-2", "alice", "ops"):
+        stolen = await clients[other].error("claim", **arguments)
+        assert stolen["code"] == "conflict", stolen
+        assert first["token"] not in json.dumps(stolen)
+    # The identity that made it still gets its replay.
+    assert await clients["agent-1"].call("claim", **arguments) == first
+    # And the lease is still the first agent's alone.
+    taken = await clients["agent-2"].error("claim", runId=run_id, stepId="draft", requestId=request_id())
+    assert (taken["code"], taken["issues"]) == ("conflict", ["claimed_by_other"]), taken

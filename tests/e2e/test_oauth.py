@@ -242,3 +242,56 @@ def test_a_person_in_an_mcp_client_signs_in_through_their_provider(site):
         "grant_type": "refresh_token", "client_id": storage.client.client_id,
         "refresh_token": storage.tokens.refresh_token})
     assert rotated.status_code == 200 and rotated.json()["refresh_token"] != storage.tokens.refresh_token, rotated.text
+
+
+def test_the_rest_upload_checks_the_scope_the_upload_tool_needs(site):
+    """`POST /v1/uploads` is the `upload` tool for REST clients: a token without
+    process:work stores nothing there either, and is told which scope to ask for."""
+    client_id, secret = agent_client(site)
+
+    def token(scope: str) -> str:
+        issued = httpx2.post(site.last + "/oauth/token", data={
+            "grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, "scope": scope})
+        assert issued.status_code == 200, issued.text
+        return issued.json()["access_token"]
+
+    def upload(access: str) -> httpx2.Response:
+        return httpx2.post(site.first + "/v1/uploads", headers={
+            "Authorization": f"Bearer {access}", "Idempotency-Key": str(uuid.uuid4())},
+            files={"file": ("notes.txt", b"some notes", "text/plain")})
+
+    refused = upload(token("process:start"))
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"]["code"] == "forbidden"
+    challenge = refused.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge and 'scope="process:start process:work"' in challenge, challenge
+    stored = upload(token("process:work"))
+    assert stored.status_code == 201 and stored.json()["data"]["id"], stored.text
+
+
+def test_a_tool_an_agent_is_never_granted_is_refused_by_the_tool_and_the_session_goes_on(site):
+    """The SDK answers a 403 `insufficient_scope` by asking for the scope, which the
+    token endpoint refuses an agent (`invalid_scope`), and the SDK then gives up the
+    session. For a scope an agent's client can never hold, the tool answers
+    `forbidden` itself, saying who may."""
+    client_id, secret = agent_client(site)
+    provider = ClientCredentialsOAuthProvider(
+        server_url=site.last + "/mcp", storage=Memory(), client_id=client_id, client_secret=secret,
+        token_endpoint_auth_method="client_secret_basic", issuer=site.last)
+
+    async def work():
+        async with AsyncExitStack() as stack:
+            http = await stack.enter_async_context(create_mcp_http_client(auth=provider))
+            streams = await stack.enter_async_context(streamable_http_client(site.last + "/mcp", http_client=http))
+            session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+            await session.initialize()
+            cancelled = await session.call_tool("cancel", {"requestId": "c1", "runId": "run_none", "reason": "no"})
+            sent = await session.call_tool("send_event", {"requestId": "e1", "runId": "run_none", "event": "x"})
+            work = await session.call_tool("get_work", {})
+            return cancelled, sent, work
+
+    cancelled, sent, work = asyncio.run(work())
+    for refused in (cancelled, sent):
+        assert refused.is_error and refused.structured_content["error"]["code"] == "forbidden", refused
+        assert "operators" in refused.structured_content["error"]["message"], refused
+    assert not work.is_error and work.structured_content["ok"] is True

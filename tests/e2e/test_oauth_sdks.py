@@ -117,6 +117,11 @@ def test_the_typescript_sdk_gets_an_agent_token_with_client_credentials(site):
     answer = last_json(out)
     assert answer["token"] == "apo_" and answer["scope"] == "process:work process:start"
     assert "submit" in answer["tools"]
+    # A tool an agent is never granted is the tool's own `forbidden`, saying who may call
+    # it: a 403 challenge would send the SDK after a scope the server cannot give.
+    assert answer["cancel"]["isError"] is True and answer["cancel"]["error"]["code"] == "forbidden", answer
+    assert "operators" in answer["cancel"]["error"]["message"], answer
+    assert answer["work"] is True, "the session goes on"
 
 
 def authorize_with(base: str, client_id: str) -> httpx2.Response:

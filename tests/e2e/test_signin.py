@@ -321,10 +321,12 @@ def test_the_session_id_is_replaced_at_sign_in(site):
     browser = Browser(site.first)
     slug = new_slug()
     page = browser.get("/signup")
-    before = browser.client.cookies.get("agentprocess-session")
-    assert before
+    assert browser.client.cookies.get("agentprocess-session") is None, "an anonymous page stores no session"
     answer = browser.post_form("/signup", {"csrf": csrf_of(page.text), "name": "X", "slug": slug,
                                            **site.client_of(site.acme)})
+    # The form is sent: the sign-in under way is kept in a session until the callback.
+    before = browser.client.cookies.get("agentprocess-session")
+    assert before
     assert browser.finish_at_idp(answer, "ann").status_code == 303
     after = browser.client.cookies.get("agentprocess-session")
     assert after and after != before
@@ -445,3 +447,30 @@ def test_the_dev_server_signs_its_people_in_through_the_developers_own_provider(
     finally:
         idp.stop()
         servers.drop(server)
+
+
+def test_a_link_or_a_forged_form_never_swaps_a_signed_in_session(site):
+    """Login CSRF: an attacker's link (or an auto-submitting form on their site) aimed
+    at /login must not sign the admin of one organization in to another."""
+    admin, slug = signed_up(site)
+    _, theirs = signed_up(site, site.beta, "zed")
+    mine = admin.api("GET", "/session").json()
+    # A link only shows the sign-in page: nothing starts, nothing leaves for a provider.
+    linked = admin.get(f"/login?org={theirs}")
+    assert linked.status_code == 200 and "location" not in linked.headers, linked.headers
+    assert f'value="{theirs}"' in linked.text
+    # A form posted from elsewhere carries no token of this server's, nor its Origin.
+    forged = admin.client.post(admin.base + "/login", data={"who": theirs},
+                               headers={"Origin": "https://attacker.example"})
+    assert forged.status_code == 400 and "Origin" in problems_of(forged.text), forged.text
+    forged = admin.post_form("/login", {"who": theirs, "csrf": "guessed"})
+    assert forged.status_code == 400 and "CSRF" in problems_of(forged.text), forged.text
+    # Even the page's own button asks first, naming the session it would end.
+    pressed = admin.start_sign_in(theirs)
+    assert pressed.status_code == 409 and "You are signed in to" in problems_of(pressed.text), pressed.text
+    assert admin.api("GET", "/session").json() == mine
+    # Confirmed, the person goes on to the other organization's provider.
+    confirmed = admin.start_sign_in(theirs, switch=True)
+    assert confirmed.status_code == 303 and confirmed.headers["location"].startswith(site.beta.issuer), confirmed.text
+    # Signing in again to one's own organization needs no confirmation.
+    assert admin.start_sign_in(slug).status_code == 303

@@ -5,7 +5,8 @@
 //     auth() with a clientMetadataUrl: prints "AUTHORIZE <url>", reads the URL the
 //     person's browser was sent back to from stdin, trades the code, lists the tools.
 //   node ts_client.mjs client-credentials <mcp-url> <client-id> <client-secret> <issuer>
-//     ClientCredentialsProvider: gets a token and lists the tools.
+//     ClientCredentialsProvider: gets a token, lists the tools, and calls `cancel`
+//     (which an agent's token is never granted) and then `get_work` on one session.
 //
 // Prints one JSON line at the end: what the client holds and saw.
 import { createInterface } from "node:readline";
@@ -43,12 +44,13 @@ class MetadataDocumentClient {
   codeVerifier() { return this.saved.verifier; }
 }
 
-async function listTools(provider) {
+async function listTools(provider, more = async () => ({})) {
   const client = new Client({ name: "agentprocess-e2e-ts", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider }));
   const listed = await client.listTools();
+  const seen = await more(client);
   await client.close();
-  return listed.tools.map((tool) => tool.name);
+  return { tools: listed.tools.map((tool) => tool.name), ...seen };
 }
 
 async function readLine() {
@@ -69,15 +71,20 @@ if (mode === "metadata-document") {
   const back = new URL(await readLine());
   if (back.searchParams.get("state") !== "ts-state") throw new Error(`state: ${back}`);
   const second = await auth(provider, { serverUrl: mcpUrl, authorizationCode: back.searchParams.get("code") });
-  const tools = await listTools(provider);
+  const { tools } = await listTools(provider);
   console.log(JSON.stringify({ result: second, clientId: provider.saved.client.client_id, scope: provider.saved.tokens.scope,
                                refresh: Boolean(provider.saved.tokens.refresh_token), iss: back.searchParams.get("iss"), tools }));
 } else if (mode === "client-credentials") {
   const [clientId, clientSecret, issuer] = rest;
   const provider = new ClientCredentialsProvider({ clientId, clientSecret, expectedIssuer: issuer });
-  const tools = await listTools(provider);
+  const seen = await listTools(provider, async (client) => {
+    const cancel = await client.callTool({ name: "cancel", arguments: { requestId: "ts-c1", runId: "run_none", reason: "no" } });
+    const work = await client.callTool({ name: "get_work", arguments: {} });
+    return { cancel: { isError: Boolean(cancel.isError), error: cancel.structuredContent?.error },
+             work: work.structuredContent?.ok === true };
+  });
   const tokens = await provider.tokens();
-  console.log(JSON.stringify({ tools, scope: tokens.scope, token: tokens.access_token.slice(0, 4) }));
+  console.log(JSON.stringify({ ...seen, scope: tokens.scope, token: tokens.access_token.slice(0, 4) }));
 } else {
   throw new Error(`unknown mode ${mode}`);
 }

@@ -310,8 +310,15 @@ impl Outbound {
         let status = response.status();
         let headers = std::mem::take(response.headers_mut());
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            body.extend_from_slice(&chunk);
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                Ok(None) => break,
+                // An answer that is not a success is judged by its status; a body cut
+                // short (a server that closes without ending TLS) loses only itself.
+                Err(_) if !status.is_success() => break,
+                Err(error) => return Err(unreachable(error)),
+            }
             if body.len() > max {
                 return Err(OutboundError::TooLarge(max));
             }

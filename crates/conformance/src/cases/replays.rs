@@ -1,5 +1,6 @@
-//! Idempotency: a `requestId` replays its original result, a reused one with other
-//! arguments is `conflict`, and a refused call records nothing.
+//! Idempotency: a `requestId` replays its original result to the caller that made it,
+//! a reused one with other arguments (or by another caller) is `conflict`, and a
+//! refused call records nothing.
 
 use serde_json::json;
 
@@ -63,6 +64,30 @@ pub(crate) async fn cases(cx: &Context, env: &Env<'_>, runner: &mut Runner<'_>) 
                 ensure!(
                     !issues(&other).contains(&"run_ended"),
                     "the reuse was refused for another reason: {other}"
+                );
+                Ok(Outcome::Passed)
+            },
+        )
+        .await;
+    runner
+        .case(
+            "replays/answer-only-the-caller-that-made-the-call",
+            "specification §4.2 (the caller is part of the call); docs/wire-contract.md",
+            async {
+                let (_, run, step) = agent_run(cx, env).await?.ok_or_else(no_agent_first)?;
+                // The kind of requestId a client derives from what it does: guessable.
+                let arguments = json!({ "runId": run, "stepId": step, "requestId": format!("claim-{run}-{step}") });
+                let first = cx.agents[0].ok("claim", arguments.clone()).await?;
+                let other = cx.agents[1].refused("claim", arguments.clone(), "conflict").await?;
+                let token = first["token"].as_str().unwrap_or_default();
+                ensure!(
+                    token.is_empty() || !other.to_string().contains(token),
+                    "another agent reusing the requestId was given the first agent's claim token"
+                );
+                let again = cx.agents[0].ok("claim", arguments).await?;
+                ensure!(
+                    first["token"] == again["token"],
+                    "the caller's own replay gave another token"
                 );
                 Ok(Outcome::Passed)
             },
