@@ -301,3 +301,16 @@ def test_token_failures_are_limited_per_client(limited):
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0, refused.text
     assert refused.json()["error"] == "invalid_request"
     assert guess("apc_another").status_code == 401, "another client is counted apart"
+
+
+def test_what_a_sign_up_keeps_until_the_callback_is_bounded(production, provider):
+    visitor = Visitor(production.bases[0])
+    page = visitor.request("GET", "/signup")
+    form = {"csrf": csrf_of(page.text), "name": "Probe", "slug": f"probe-{secrets.token_hex(3)}",
+            "issuer": issuer_of(provider), "clientId": "c" * 1025, "clientSecret": "s" * 1025}
+    refused = visitor.request("POST", "/signup", data=form)
+    assert refused.status_code == 400, refused.text
+    problems = problems_of(refused.text)
+    assert "clientId: give the client id" in problems and "clientSecret: at most 1024 characters" in problems
+    huge = visitor.request("POST", "/signup", data=form | {"clientSecret": "s" * 20_000})
+    assert huge.status_code == 413, huge.status_code

@@ -50,6 +50,11 @@ pub struct PendingSignIn {
     pub started_at: i64,
 }
 
+/// The longest issuer URL a sign-up takes; what it keeps until the callback is bounded.
+const MAX_URL: usize = 2048;
+/// The longest client id or client secret a sign-up takes.
+const MAX_CLIENT_FIELD: usize = 1024;
+
 /// Why someone went to the provider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
@@ -159,9 +164,17 @@ impl<S: Store + Clone> Auth<S> {
         issues.extend(slug_problems);
         let issuer = form.issuer.trim();
         issues.extend(self.oidc.issuer_issues(issuer));
+        if issuer.len() > MAX_URL {
+            issues.push(format!("issuer: at most {MAX_URL} characters"));
+        }
         let client_id = form.client_id.trim();
-        if client_id.is_empty() || client_id.chars().any(char::is_control) {
-            issues.push("clientId: give the client id registered at the identity provider".to_owned());
+        if client_id.is_empty() || client_id.len() > MAX_CLIENT_FIELD || client_id.chars().any(char::is_control) {
+            issues.push(format!(
+                "clientId: give the client id registered at the identity provider (at most {MAX_CLIENT_FIELD} characters)"
+            ));
+        }
+        if form.client_secret.trim().len() > MAX_CLIENT_FIELD {
+            issues.push(format!("clientSecret: at most {MAX_CLIENT_FIELD} characters"));
         }
         if well_formed && self.store.organization_by_slug(slug).await?.is_some() {
             issues.push(format!("slug: {slug:?} is taken"));

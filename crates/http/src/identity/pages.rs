@@ -21,6 +21,9 @@ use super::{
     signed_in,
 };
 
+/// The largest form the sign-up, sign-in and account pages read.
+const FORM_BYTES: usize = 16 * 1024;
+
 /// The session key of a sign-in on its way through the provider.
 const PENDING: &str = "pendingSignIn";
 
@@ -36,6 +39,8 @@ where
         .route("/account", get(account::<S, B>))
         .route("/logout", axum::routing::post(logout::<S, B>))
         .route("/dev/sign-in", get(dev_form::<S, B>).post(dev_sign_in::<S, B>))
+        // A few short fields each: nothing a stranger sends here is read past this.
+        .layer(axum::extract::DefaultBodyLimit::max(FORM_BYTES))
         .with_state(web)
 }
 
