@@ -783,6 +783,10 @@ def test_sign_in_settings(tmp_path):
     assert api["AGENTPROCESS_SESSION_ABSOLUTE_SECONDS"] == "86400"
     assert api["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "10"
     assert api["AGENTPROCESS_ACCESS_TOKEN_SECONDS"] == "3600"
+    assert "AGENTPROCESS_OIDC_ALLOW_HOSTS" not in api
+    assert (api["AGENTPROCESS_SIGN_INS_PER_ADDRESS"], api["AGENTPROCESS_SIGN_INS_PER_ORGANIZATION"],
+            api["AGENTPROCESS_TOKEN_FAILURES_PER_ADDRESS"], api["AGENTPROCESS_TOKEN_FAILURES_PER_CLIENT"]) == (
+        "2000", "600", "2000", "30")
     secret = named(docs, "Secret", RELEASE + "-agentprocess")
     assert "AGENTPROCESS_SIGNUP_CODES" not in secret["data"]
     (container,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
@@ -799,7 +803,8 @@ def test_sign_in_settings(tmp_path):
         extra={
             "signup": {"policy": "invite", "codes": ["spring-2026", "partner code"]},
             "sessions": {"idleSeconds": 3600, "absoluteSeconds": 43200},
-            "oidc": {"timeoutSeconds": 2.5},
+            "oidc": {"timeoutSeconds": 2.5, "allowHosts": ["sso.corp.internal", "keycloak:8443"]},
+            "anonymous": {"signInsPerAddress": 50},
         },
         tmp_path=tmp_path,
     )
@@ -808,11 +813,14 @@ def test_sign_in_settings(tmp_path):
     assert api["AGENTPROCESS_SESSION_IDLE_SECONDS"] == "3600"
     assert api["AGENTPROCESS_SESSION_ABSOLUTE_SECONDS"] == "43200"
     assert api["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "2.5"
+    assert api["AGENTPROCESS_OIDC_ALLOW_HOSTS"] == "sso.corp.internal,keycloak:8443"
+    assert api["AGENTPROCESS_SIGN_INS_PER_ADDRESS"] == "50"
     secret = named(docs, "Secret", RELEASE + "-agentprocess")
     assert base64.b64decode(secret["data"]["AGENTPROCESS_SIGNUP_CODES"]).decode() == "spring-2026,partner code"
     # The scheduler signs nobody in.
     scheduler = named(docs, "ConfigMap", "-scheduler")["data"]
-    sign_in = ("AGENTPROCESS_SIGNUP", "AGENTPROCESS_SESSION", "AGENTPROCESS_OIDC")
+    sign_in = ("AGENTPROCESS_SIGNUP", "AGENTPROCESS_SESSION", "AGENTPROCESS_OIDC", "AGENTPROCESS_SIGN_INS",
+               "AGENTPROCESS_TOKEN_FAILURES")
     assert not [name for name in scheduler if name.startswith(sign_in)]
 
     production = named(render(PRODUCTION), "ConfigMap", "-api")["data"]
