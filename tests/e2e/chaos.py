@@ -547,8 +547,14 @@ async def views_of(layout: Layout, runs: list[str]) -> dict[str, dict | str]:
     async def read(http: httpx.AsyncClient, shard: list[str]) -> None:
         for run in shard:
             body = rawmcp.call_body("get_run", {"runId": run})
-            response = await http.post(f"{layout.next_base()}/mcp", content=body, headers=headers,
-                                       timeout=CALL_DEADLINE)
+            # A long load leaves many thousands of runs: reading them all at once may meet
+            # the organization's call rate, and `retry` is then answered, as to any client.
+            for _ in range(50):
+                response = await http.post(f"{layout.next_base()}/mcp", content=body, headers=headers,
+                                           timeout=CALL_DEADLINE)
+                if not told_to_retry(response):
+                    break
+                await anyio.sleep(0.2)
             try:
                 answer = response.json()["result"]
                 check_result("get_run", answer["structuredContent"], bool(answer.get("isError")))
@@ -560,6 +566,18 @@ async def views_of(layout: Layout, runs: list[str]) -> dict[str, dict | str]:
         for index in range(WORKERS):
             group.start_soon(read, http, runs[index::WORKERS])
     return views
+
+
+def told_to_retry(response: httpx.Response) -> bool:
+    """Whether an answer of the MCP endpoint says to try again later (429 or 503, or
+    the tool's `retry`)."""
+    if response.status_code in (429, 503):
+        return True
+    try:
+        content = response.json()["result"]["structuredContent"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return isinstance(content, dict) and (content.get("error") or {}).get("code") == "retry"
 
 
 def sha256_hex(data: bytes) -> str:

@@ -117,10 +117,21 @@ class PrivatePostgres:
         (self.disk / "filler").unlink(missing_ok=True)
 
     def sql(self, query: str, database: str = "postgres") -> str:
-        return subprocess.run(
-            ["psql", f"{self.base}/{database}", "-v", "ON_ERROR_STOP=1", "-Atc", query],
-            check=True, capture_output=True, text=True, timeout=60,
-        ).stdout
+        # The harness's own connections are bounded like the servers': a connection
+        # that happens to land on a port pair a fault blackholes (its port reused) is
+        # given up within seconds and made again on another port.
+        bounded = "connect_timeout=10&tcp_user_timeout=10000&keepalives_idle=5&keepalives_interval=2"
+        for attempt in range(3):
+            try:
+                return subprocess.run(
+                    ["psql", f"{self.base}/{database}?{bounded}", "-v", "ON_ERROR_STOP=1", "-Atc", query],
+                    check=True, capture_output=True, text=True, timeout=30,
+                ).stdout
+            except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as error:
+                lost = isinstance(error, subprocess.TimeoutExpired) or "timeout" in (error.stderr or "")
+                if attempt == 2 or not lost:
+                    raise
+        raise AssertionError("unreachable")
 
     def terminate_backends(self, database: str) -> int:
         """Ends every session connected to `database` (the servers'), mid-transaction
