@@ -14,10 +14,12 @@ on the other."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import uuid
 from contextlib import AsyncExitStack
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
@@ -295,3 +297,27 @@ def test_a_tool_an_agent_is_never_granted_is_refused_by_the_tool_and_the_session
         assert refused.is_error and refused.structured_content["error"]["code"] == "forbidden", refused
         assert "operators" in refused.structured_content["error"]["message"], refused
     assert not work.is_error and work.structured_content["ok"] is True
+
+
+def test_a_code_exchange_must_name_the_redirect_uri_its_request_named(site):
+    """RFC 6749 §4.1.3: a code whose authorization request named a redirect URI is
+    traded only by a request naming the same one."""
+    _, slug = signed_up(site)
+    callback = "http://127.0.0.1:3998/callback"
+    registered = httpx2.post(site.last + "/oauth/register", json={
+        "client_name": "exchange probe", "redirect_uris": [callback], "token_endpoint_auth_method": "none"})
+    assert registered.status_code == 201, registered.text
+    client_id = registered.json()["client_id"]
+    verifier = "a-verifier-long-enough-for-pkce-0123456789-abcdefghij"
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": callback, "state": "s",
+                       "code_challenge": challenge, "code_challenge_method": "S256"})
+    person = PersonAtTheBrowser(site.last, slug, "ann")
+    back = person._drive(f"{site.last}/oauth/authorize?{query}")
+    code = parse_qs(urlsplit(back).query)["code"][0]
+    exchange = {"grant_type": "authorization_code", "client_id": client_id, "code": code, "code_verifier": verifier}
+    refused = httpx2.post(site.last + "/oauth/token", data=exchange)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.text
+    assert "redirect_uri is required" in refused.json()["error_description"]
+    issued = httpx2.post(site.last + "/oauth/token", data=exchange | {"redirect_uri": callback})
+    assert issued.status_code == 200, issued.text
