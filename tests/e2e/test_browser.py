@@ -284,3 +284,31 @@ def test_the_admin_pages_pass_axe_and_fit_a_phone(site, chromium):
             page.goto("/admin/people")
             screenshot(page, "admin-people")
         browser.close()
+
+
+def test_the_sign_in_pages_pass_axe_fit_a_phone_and_ask_before_switching(site, chromium):
+    """The pages a stranger sees (sign-in, sign-up, the development sign-in, the fresh
+    sign-in a late decision asks for) and the question before a session of one
+    organization is ended for another: axe-clean, within the policy, at both widths."""
+    for viewport in ((1280, 900), (390, 844)):
+        browser = context(chromium, site, viewport=viewport)
+        watched = Watched(browser.new_page())
+        page = watched.page
+        for path in ("/login", "/login?org=dev&fresh=1", "/signup", "/dev/sign-in"):
+            response = page.goto(path)
+            assert response.status == 200, f"{path}: {response.status}"
+            assert "frame-ancestors 'none'" in response.headers["content-security-policy"], path
+            accessible(watched, f"{path} at {viewport[0]} px")
+            fits(page, f"{path} at {viewport[0]} px")
+            shot = os.environ.get("SIGN_IN_SCREENSHOTS")
+            if shot:
+                page.screenshot(path=f"{shot}/{path.strip('/').replace('/', '-').replace('?', '-')}-{viewport[0]}.png",
+                                full_page=True)
+        sign_in(watched, site, "admin")
+        page.goto("/login?org=another-organization")
+        page.get_by_role("button", name="Continue to your identity provider").click()
+        assert page.get_by_role("alert").inner_text().startswith("there is no organization"), page.content()
+        accessible(watched, f"a refused sign-in at {viewport[0]} px")
+        fits(page, f"a refused sign-in at {viewport[0]} px")
+        assert page.goto("/inbox").url.endswith("/inbox"), "the session is still there"
+        browser.close()

@@ -369,12 +369,12 @@ impl Caller {
             return Err(ToolError::new(
                 Code::Forbidden,
                 format!(
-                    "{} is for the organization's operators: a person with the operator role, signed in to {} or \
-                     through a client they use; an agent's token is never granted {scope}",
+                    "{} needs {scope}, which an agent's OAuth client is never granted: the organization's \
+                     operators call it, signed in to {} or through a client they use",
                     tool.name(),
                     public_url.trim_end_matches('/')
                 ),
-                vec![format!("scope: {scope} is not granted to agents")],
+                vec![format!("scope: {scope} is not granted to agents' clients")],
             ));
         }
         Err(ToolError::new(

@@ -693,7 +693,7 @@ async fn people_operated(app: TestApp) -> TestApp {
     assert_eq!(cancelled["error"]["code"], "forbidden", "{cancelled}");
     let said = cancelled["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        said.contains("operators") && said.contains("never granted process:operate"),
+        said.contains("operators") && said.contains("process:operate, which an agent's OAuth client is never granted"),
         "{said}"
     );
 
