@@ -88,12 +88,6 @@ pub fn literal_ip(url: &Url) -> Option<IpAddr> {
     }
 }
 
-/// Why a URL whose host is an address literal may not be requested, if it may not.
-pub fn literal_refusal(url: &str) -> Option<String> {
-    let ip = literal_ip(&Url::parse(url).ok()?)?;
-    (!is_public(ip)).then(|| format!("{ip} is not a public address"))
-}
-
 /// Resolves names as the system does, keeping only public addresses.
 pub struct PublicOnly;
 
@@ -265,11 +259,6 @@ impl Outbound {
         })
     }
 
-    /// Whether requests may reach private addresses at all.
-    pub fn allows_private(&self) -> bool {
-        self.settings.allow_private
-    }
-
     /// Whether `url` may be on a private address (everything may, or its host is allowed).
     pub fn may_be_private(&self, url: &Url) -> bool {
         if self.settings.allow_private {
@@ -438,15 +427,17 @@ mod tests {
 
     #[test]
     fn literal_hosts_are_checked_and_names_left_to_the_resolver() {
-        assert!(literal_refusal("http://127.0.0.1:8080/hook").is_some());
-        assert!(literal_refusal("http://[::1]/hook").is_some());
-        assert!(literal_refusal("http://[::ffff:127.0.0.1]/hook").is_some());
-        assert!(literal_refusal("https://169.254.169.254/latest").is_some());
+        let guarded = outbound(OutboundSettings::default());
+        let refusal = |url: &str| guarded.refusal(&Url::parse(url).expect("url"));
+        assert!(refusal("http://127.0.0.1:8080/hook").is_some());
+        assert!(refusal("http://[::1]/hook").is_some());
+        assert!(refusal("http://[::ffff:127.0.0.1]/hook").is_some());
+        assert!(refusal("https://169.254.169.254/latest").is_some());
         // Spellings of 127.0.0.1 that URL parsing turns into the address.
-        assert!(literal_refusal("http://2130706433/").is_some());
-        assert!(literal_refusal("http://0x7f.1/").is_some());
-        assert_eq!(literal_refusal("https://8.8.8.8/hook"), None);
-        assert_eq!(literal_refusal("https://hooks.example.com/hook"), None);
+        assert!(refusal("http://2130706433/").is_some());
+        assert!(refusal("http://0x7f.1/").is_some());
+        assert_eq!(refusal("https://8.8.8.8/hook"), None);
+        assert_eq!(refusal("https://hooks.example.com/hook"), None);
     }
 
     fn outbound(settings: OutboundSettings) -> Outbound {
