@@ -17,15 +17,9 @@ use crate::redirects;
 /// How the server fetches metadata documents.
 #[derive(Debug, Clone)]
 pub struct MetadataDocumentSettings {
-    /// Hosts (`host` or `host:port`) whose documents may be fetched from any address,
-    /// private ones included.
-    pub allow_hosts: Vec<String>,
-    /// Extra root certificates (PEM) trusted for these fetches.
-    pub extra_roots_pem: Vec<Vec<u8>>,
-    /// How long one fetch may take.
-    pub timeout: Duration,
-    /// The largest document read.
-    pub max_bytes: usize,
+    /// Where documents may be fetched from, and how long and large one may be (the
+    /// hosts allowed are those whose documents may be on a private address).
+    pub fetch: OutboundSettings,
     /// The longest a document is kept, whatever its `Cache-Control` says.
     pub max_age: Duration,
 }
@@ -33,10 +27,12 @@ pub struct MetadataDocumentSettings {
 impl Default for MetadataDocumentSettings {
     fn default() -> Self {
         Self {
-            allow_hosts: Vec::new(),
-            extra_roots_pem: Vec::new(),
-            timeout: Duration::from_secs(5),
-            max_bytes: 5 * 1024,
+            fetch: OutboundSettings {
+                timeout: Duration::from_secs(5),
+                max_bytes: 5 * 1024,
+                user_agent: "agentprocess (client metadata)".to_owned(),
+                ..OutboundSettings::default()
+            },
             max_age: Duration::from_secs(3600),
         }
     }
@@ -80,7 +76,7 @@ pub struct MetadataDocuments {
 impl std::fmt::Debug for MetadataDocuments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetadataDocuments")
-            .field("allow_hosts", &self.settings.allow_hosts)
+            .field("allow_hosts", &self.settings.fetch.allow_hosts)
             .finish_non_exhaustive()
     }
 }
@@ -88,13 +84,10 @@ impl std::fmt::Debug for MetadataDocuments {
 impl MetadataDocuments {
     /// A fetcher with these settings.
     pub fn new(settings: MetadataDocumentSettings) -> Result<Self, String> {
+        // Only the hosts named may be private: never every address.
         let outbound = Outbound::new(OutboundSettings {
             allow_private: false,
-            allow_hosts: settings.allow_hosts.clone(),
-            extra_roots_pem: settings.extra_roots_pem.clone(),
-            timeout: settings.timeout,
-            max_bytes: settings.max_bytes,
-            user_agent: "agentprocess (client metadata)".to_owned(),
+            ..settings.fetch.clone()
         })?;
         Ok(Self {
             outbound,

@@ -754,14 +754,13 @@ impl AuthArgs {
             return Ok(auth);
         }
         let extra_roots_pem = pem_file("--client-metadata-ca-file", self.client_metadata_ca_file.as_deref())?;
-        let documents = agentprocess_auth::metadata_documents::MetadataDocuments::new(
-            agentprocess_auth::metadata_documents::MetadataDocumentSettings {
-                allow_hosts: self.client_metadata_allow_hosts.clone(),
-                extra_roots_pem,
-                timeout: self.client_metadata_timeout_seconds,
-                ..Default::default()
-            },
-        )
+        let documents = agentprocess_auth::metadata_documents::MetadataDocuments::new({
+            let mut settings = agentprocess_auth::metadata_documents::MetadataDocumentSettings::default();
+            settings.fetch.allow_hosts = self.client_metadata_allow_hosts.clone();
+            settings.fetch.extra_roots_pem = extra_roots_pem;
+            settings.fetch.timeout = self.client_metadata_timeout_seconds;
+            settings
+        })
         .map_err(|error| anyhow::anyhow!("client metadata document fetcher: {error}"))?;
         Ok(auth.with_metadata_documents(documents))
     }
