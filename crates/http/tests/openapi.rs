@@ -47,3 +47,28 @@ fn every_operation_says_which_role_it_needs_and_answers_errors_in_the_protocols_
     }
     assert!(operations >= 45, "{operations} operations");
 }
+
+/// A page size the document offers is one the server takes: 1 to the largest page of
+/// each list (asking for 0, or more, is refused with `invalid`).
+#[test]
+fn page_sizes_are_bounded_as_the_server_bounds_them() {
+    let document: serde_json::Value = serde_json::from_str(&agentprocess_http::openapi_text()).expect("JSON");
+    for (path, most) in [
+        ("/api/v1/runs", u64::from(agentprocess_service::MAX_PAGE)),
+        ("/api/v1/audit", 200),
+    ] {
+        let parameters = document["paths"][path]["get"]["parameters"]
+            .as_array()
+            .expect("parameters");
+        let limit = parameters
+            .iter()
+            .find(|parameter| parameter["name"] == "limit")
+            .unwrap_or_else(|| panic!("{path}: no limit"));
+        let schema = &limit["schema"];
+        assert_eq!(
+            (schema["minimum"].as_u64(), schema["maximum"].as_u64()),
+            (Some(1), Some(most)),
+            "{path}: {schema}"
+        );
+    }
+}

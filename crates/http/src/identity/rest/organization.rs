@@ -905,6 +905,8 @@ pub(super) struct AuditQuery {
     kind: Option<String>,
     target: Option<String>,
     cursor: Option<String>,
+    /// Page size, 1 to 200 (50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
 }
 

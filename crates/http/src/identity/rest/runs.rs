@@ -56,6 +56,7 @@ pub(super) struct RunsQuery {
     /// Only runs in this state.
     state: Option<String>,
     /// Page size, 1 to 100 (50).
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
     /// Where the previous page ended.
     cursor: Option<String>,
