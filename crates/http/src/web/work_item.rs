@@ -115,7 +115,7 @@ where
     };
     let body = html! {
         @if let Some(error) = &refusal {
-            @if error.code.as_str() == "stale" {
+            @if error.code == Code::Stale {
                 div class="notice" role="alert" {
                     p { "The run changed since you opened this page. Its data below is fresh: look again, then decide." }
                     (changed(run, &sent.fields, context.zone))
@@ -211,7 +211,7 @@ fn changed(run: &RunView, form: &[(String, String)], zone: &TimeZone) -> Markup 
 fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> Response {
     let body = html! {
         // A second click on a form whose first decided is no error to the person.
-        @if let Some(error) = refusal.filter(|error| error.code.as_str() != "conflict") {
+        @if let Some(error) = refusal.filter(|error| error.code != Code::Conflict) {
             (problems(&error.message, &error.issues))
         }
         div class="notice" role="status" {
