@@ -195,10 +195,7 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{hex}")
 }
 
-/// SHA-256 of `bytes` as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
-}
+pub use agentprocess_engine::sha256_hex;
 
 /// Whether two secrets are equal, in time that does not depend on where they differ.
 pub fn same(a: &str, b: &str) -> bool {

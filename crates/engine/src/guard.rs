@@ -60,8 +60,8 @@ pub(crate) fn token_hash(token: &str) -> String {
     sha256_hex(token.as_bytes())
 }
 
-/// SHA-256 of `bytes`, lowercase hex.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+/// SHA-256 of `bytes`, lowercase hex: the one spelling of a hash every crate uses.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 

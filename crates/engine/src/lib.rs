@@ -36,6 +36,7 @@ pub use error::{Code, ToolError};
 pub use escalate::escalate;
 pub use event::send_event;
 pub use fields::{PersonFormat, check_fields};
+pub use guard::sha256_hex;
 pub use model::{
     Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run, StepRun, StepState,
     WorkItem,

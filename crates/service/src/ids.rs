@@ -3,7 +3,6 @@
 use agentprocess_engine::Ids;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 
 /// `prefix` and `bytes` random bytes as lowercase hex: `r_3f9c…`.
 pub fn random_id(prefix: &str, bytes: usize) -> String {
@@ -37,10 +36,7 @@ fn fill(buffer: &mut [u8]) {
     getrandom::fill(buffer).expect("the operating system's random source failed");
 }
 
-/// SHA-256, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+pub use agentprocess_engine::sha256_hex;
 
 /// Ids for one run: work items, and claim tokens that start with the run id, so a
 /// token leads to its run without a lookup table.
