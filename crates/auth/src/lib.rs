@@ -100,11 +100,12 @@ pub struct AuthSettings {
 pub struct AnonymousLimits {
     /// Sign-ins started from one network address (each sends the server to a provider).
     pub sign_ins_per_address: u32,
-    /// Sign-ins started for one organization.
+    /// Sign-ins of one organization the server tries at its provider first (to report a
+    /// refusal on the page); past it, sign-ins go straight to the provider.
     pub sign_ins_per_organization: u32,
     /// Failed requests to the token endpoint from one network address.
     pub token_failures_per_address: u32,
-    /// Failed requests to the token endpoint for one client id.
+    /// Failed requests to the token endpoint for one client id from one address.
     pub token_failures_per_client: u32,
 }
 

@@ -24,9 +24,9 @@ const KNOWN: [&str; 14] = [
 ];
 
 /// The longest `error` kept.
-const MAX_ERROR: usize = 64;
+pub(crate) const MAX_ERROR: usize = 64;
 /// The longest `error_description` kept, in characters.
-const MAX_DESCRIPTION: usize = 300;
+pub(crate) const MAX_DESCRIPTION: usize = 300;
 
 /// `error` and `error_description` of an answer's body: from a JSON object with an
 /// `error` member, else the first known error code a page names (its description is
@@ -58,7 +58,7 @@ fn names(text: &str, code: &str) -> bool {
 
 /// `text` if it is made of the characters RFC 6749 allows in these fields
 /// (%x20-21 / %x23-5B / %x5D-7E: printable ASCII without `"` and `\`), cut to `max`.
-fn oauth_text(text: &str, max: usize) -> Option<String> {
+pub(crate) fn oauth_text(text: &str, max: usize) -> Option<String> {
     let allowed = |c: char| matches!(c, ' '..='!' | '#'..='[' | ']'..='~');
     let text = text.trim();
     if text.is_empty() || !text.chars().all(allowed) {

@@ -313,7 +313,12 @@ impl Oidc {
     /// client, an unregistered redirect URI) is reported before anyone leaves. `fresh`
     /// asks the provider to sign the person in again even if it has a session of its
     /// own (`max_age=0`, `prompt=login`), before a decision that needs a recent sign-in.
-    pub async fn begin(&self, config: &ClientConfig<'_>, fresh: bool) -> Result<(String, Pending), OidcError> {
+    pub async fn begin(
+        &self,
+        config: &ClientConfig<'_>,
+        fresh: bool,
+        preflight: bool,
+    ) -> Result<(String, Pending), OidcError> {
         let metadata = self.metadata(config.issuer, false).await?;
         // Providers that offer a `groups` scope (Okta's custom claim, oidc-provider) put
         // the groups claim in the ID token only when it is asked for.
@@ -339,7 +344,9 @@ impl Oidc {
                 .add_prompt(openidconnect::core::CoreAuthPrompt::Login);
         }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
-        self.preflight(&url).await?;
+        if preflight {
+            self.preflight(&url).await?;
+        }
         Ok((
             url.to_string(),
             Pending {
@@ -420,12 +427,14 @@ impl Oidc {
             .map_err(|error| {
                 OidcError::Exchange(match error {
                     RequestTokenError::ServerResponse(response) => {
-                        let description = response.error_description().map(String::as_str).unwrap_or("");
-                        format!(
-                            "{}{}{description}",
-                            response.error(),
-                            if description.is_empty() { "" } else { ": " }
-                        )
+                        use crate::oauth_error::{MAX_DESCRIPTION, MAX_ERROR, oauth_text};
+                        let error =
+                            oauth_text(response.error().as_ref(), MAX_ERROR).unwrap_or_else(|| "an error".to_owned());
+                        let description = response
+                            .error_description()
+                            .and_then(|text| oauth_text(text, MAX_DESCRIPTION))
+                            .unwrap_or_default();
+                        format!("{error}{}{description}", if description.is_empty() { "" } else { ": " })
                     }
                     RequestTokenError::Request(error) => {
                         format!("the token endpoint could not be reached ({})", chain(&error))

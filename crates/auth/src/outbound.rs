@@ -95,7 +95,12 @@ impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            // One answer for a name that does not resolve and one that resolves only
+            // inside: which internal names exist is not for a sign-up form to learn.
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map(Iterator::collect)
+                .unwrap_or_default();
             let public: Vec<SocketAddr> = found.into_iter().filter(|address| is_public(address.ip())).collect();
             if public.is_empty() {
                 return Err(format!("{host} resolves to no public address").into());

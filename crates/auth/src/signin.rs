@@ -195,7 +195,7 @@ impl<S: Store + Clone> Auth<S> {
         // Discovery afresh: whoever signs up sees the provider as it is now, not as the
         // server last fetched it.
         self.oidc.discover(issuer).await.map_err(unusable)?;
-        let (url, pending) = self.oidc.begin(&config, false).await.map_err(unusable)?;
+        let (url, pending) = self.oidc.begin(&config, false, true).await.map_err(unusable)?;
         Ok((
             url,
             PendingSignIn {
@@ -213,7 +213,15 @@ impl<S: Store + Clone> Auth<S> {
     /// Starts a sign-in to the organization named by `who`: its slug, or an email
     /// whose domain an organization has verified. `fresh` makes the provider sign the
     /// person in again rather than reuse its own session.
-    pub async fn begin_signin(&self, who: &str, fresh: bool) -> Result<(String, PendingSignIn), Error> {
+    /// `preflight`: try the authorization request from the server first, so a provider
+    /// refusing it is reported here (the caller turns it off past the organization's
+    /// budget of such requests: the person then goes to the provider all the same).
+    pub async fn begin_signin(
+        &self,
+        who: &str,
+        fresh: bool,
+        preflight: bool,
+    ) -> Result<(String, PendingSignIn), Error> {
         let who = who.trim().to_ascii_lowercase();
         let organization = if who.contains('@') {
             let domain = email_domain(&who).unwrap_or_default();
@@ -244,7 +252,7 @@ impl<S: Store + Clone> Auth<S> {
             client_id: &provider.client_id,
             client_secret: secret.as_deref(),
         };
-        let (url, pending) = self.oidc.begin(&config, fresh).await.map_err(|error| {
+        let (url, pending) = self.oidc.begin(&config, fresh, preflight).await.map_err(|error| {
             Error::refused(
                 Code::Retry,
                 "the identity provider cannot be used right now",

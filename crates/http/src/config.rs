@@ -664,13 +664,16 @@ pub struct AnonymousLimitArgs {
     /// to an identity provider).
     #[arg(long, env = "AGENTPROCESS_SIGN_INS_PER_ADDRESS", default_value_t = agentprocess_auth::AnonymousLimits::default().sign_ins_per_address, value_parser = clap::value_parser!(u32).range(1..))]
     pub sign_ins_per_address: u32,
-    /// Sign-ins that may start for one organization per ten minutes.
+    /// Sign-ins of one organization the server tries at its provider first, per ten
+    /// minutes; past it, sign-ins go straight to the provider (nobody can lock an
+    /// organization out by spending this).
     #[arg(long, env = "AGENTPROCESS_SIGN_INS_PER_ORGANIZATION", default_value_t = agentprocess_auth::AnonymousLimits::default().sign_ins_per_organization, value_parser = clap::value_parser!(u32).range(1..))]
     pub sign_ins_per_organization: u32,
     /// Failed token requests one network address may make per ten minutes; then 429.
     #[arg(long, env = "AGENTPROCESS_TOKEN_FAILURES_PER_ADDRESS", default_value_t = agentprocess_auth::AnonymousLimits::default().token_failures_per_address, value_parser = clap::value_parser!(u32).range(1..))]
     pub token_failures_per_address: u32,
-    /// Failed token requests for one client id per ten minutes; then 429.
+    /// Failed token requests for one client id from one address per ten minutes; then
+    /// 429 (for that address: nobody locks a client out for others).
     #[arg(long, env = "AGENTPROCESS_TOKEN_FAILURES_PER_CLIENT", default_value_t = agentprocess_auth::AnonymousLimits::default().token_failures_per_client, value_parser = clap::value_parser!(u32).range(1..))]
     pub token_failures_per_client: u32,
 }

@@ -54,9 +54,9 @@ pub(crate) struct Limits {
     pub(crate) registrations: WindowCounts,
     /// Sign-ins started, per network address: each sends the server to a provider.
     pub(crate) sign_ins_by_address: WindowCounts,
-    /// Sign-ins started, per organization (as typed).
+    /// Sign-ins the server tried at the provider first, per organization (as typed).
     pub(crate) sign_ins_by_org: WindowCounts,
-    /// Failed token requests, per client id.
+    /// Failed token requests, per client id from one address.
     pub(crate) token_failures_by_client: WindowCounts,
     /// Failed token requests, per network address.
     pub(crate) token_failures_by_address: WindowCounts,

@@ -214,7 +214,9 @@ where
     if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
         return signup_page(&web, &session, &headers, &fields.form, Some(&error)).await;
     }
-    if let Err(error) = sign_in_allowed(&web, address.as_deref(), &format!("signup:{}", fields.form.slug)) {
+    // A sign-up always tries its provider first: that is how its form reports a
+    // provider that refuses it. Only the per-address limit holds it back.
+    if let Err(error) = started_from(&web, address.as_deref()) {
         let page = signup_page(&web, &session, &headers, &fields.form, Some(&error)).await;
         return error.with_retry_after(page);
     }
@@ -362,24 +364,27 @@ where
     login_page(&web, &session, &headers, &fields, LoginNotice::None).await
 }
 
-/// A sign-in's start, refused when this address or organization started too many
-/// lately: each start sends the server to a provider.
-fn sign_in_allowed<S, B>(web: &Web<S, B>, address: Option<&str>, who: &str) -> Result<(), ApiError> {
-    let who = format!("who:{}", who.trim().to_ascii_lowercase());
-    let address = address.unwrap_or_default();
-    let limits = &web.limits;
-    let wait = limits
+/// A sign-in's (or sign-up's) start from `address`, refused when that address started
+/// too many lately: each sends the server to a provider.
+fn started_from<S, B>(web: &Web<S, B>, address: Option<&str>) -> Result<(), ApiError> {
+    web.limits
         .sign_ins_by_address
-        .within(address)
-        .and_then(|()| limits.sign_ins_by_org.within(&who))
-        .and_then(|()| limits.sign_ins_by_address.admit(address))
-        .and_then(|()| limits.sign_ins_by_org.admit(&who));
-    wait.map_err(|seconds| {
-        ApiError::too_many(
-            format!("too many sign-ins were started from here or for this organization; try again in {seconds} s"),
-            seconds,
-        )
-    })
+        .admit(address.unwrap_or_default())
+        .map_err(|seconds| {
+            ApiError::too_many(
+                format!("too many sign-ins were started from here; try again in {seconds} s"),
+                seconds,
+            )
+        })
+}
+
+/// Whether the server may try a sign-in's authorization request itself first (its
+/// pre-flight), within the organization's budget of them. Past that budget the person
+/// still goes on to the provider: nobody can lock an organization out of signing in by
+/// spending its budget; the provider just hears no more from the server.
+fn may_preflight<S, B>(web: &Web<S, B>, who: &str) -> bool {
+    let who = agentprocess_auth::secrets::sha256_hex(who.trim().to_ascii_lowercase().as_bytes());
+    web.limits.sign_ins_by_org.admit(&who).is_ok()
 }
 
 async fn login_submit<S, B>(
@@ -396,15 +401,16 @@ where
     if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
         return login_page(&web, &session, &headers, &fields, LoginNotice::Refused(&error)).await;
     }
-    if let Err(error) = sign_in_allowed(&web, address.as_deref(), &fields.who) {
+    if let Err(error) = started_from(&web, address.as_deref()) {
         let page = login_page(&web, &session, &headers, &fields, LoginNotice::Refused(&error)).await;
         return error.with_retry_after(page);
     }
+    let preflight = may_preflight(&web, &fields.who);
     let current = match signed_in(&web, &session).await {
         Ok(current) => current,
         Err(error) => return error.into_response(),
     };
-    let (url, pending) = match web.auth.begin_signin(&fields.who, fields.fresh == "1").await {
+    let (url, pending) = match web.auth.begin_signin(&fields.who, fields.fresh == "1", preflight).await {
         Ok(started) => started,
         Err(error) => {
             return login_page(

@@ -150,9 +150,9 @@ fn presented(headers: &HeaderMap, fields: &ClientFields) -> Result<Presented, Gr
     }
 }
 
-/// The token endpoint. Failed requests are counted per client and per network
-/// address, and past the limit refused with 429 before any credential is checked, so
-/// nobody guesses secrets, codes or refresh tokens at speed.
+/// The token endpoint. Failed requests are counted per network address and per client
+/// from each address, and past the limit refused with 429 before any credential is
+/// checked, so nobody guesses secrets, codes or refresh tokens at speed.
 pub(super) async fn token<S, B>(
     State(web): State<Arc<Web<S, B>>>,
     ClientAddress(address): ClientAddress,
@@ -171,7 +171,9 @@ where
             Ok(Presented::Secret { client_id, .. }) => Some(client_id),
             _ => form.client.client_id.clone(),
         })
-        .map(|id| format!("client:{id}"));
+        // Counted per client from one address, so nobody locks a client out for others
+        // by failing in its name; hashed, so a long id costs the count no memory.
+        .map(|id| agentprocess_auth::secrets::sha256_hex(format!("{id}\0{address}").as_bytes()));
     let limits = &web.limits;
     let waited = limits.token_failures_by_address.within(&address).and_then(|()| {
         client
