@@ -184,7 +184,7 @@ impl Oidc {
             return vec![format!("issuer: {issuer:?} is not a URL")];
         };
         let mut issues = Vec::new();
-        if url.scheme() != "https" && !(self.settings.allow_private_issuers && url.scheme() == "http") {
+        if !self.scheme_allowed(&url) {
             issues.push(format!("issuer: {issuer} must use https"));
         }
         if url.query().is_some() || url.fragment().is_some() {
@@ -194,6 +194,12 @@ impl Oidc {
             issues.push(format!("issuer: {refusal}"));
         }
         issues
+    }
+
+    /// Whether a provider URL's scheme may be used: https, or plain http where private
+    /// providers are allowed (development and tests).
+    fn scheme_allowed(&self, url: &reqwest::Url) -> bool {
+        url.scheme() == "https" || (self.settings.allow_private_issuers && url.scheme() == "http")
     }
 
     /// Every reason the endpoints a provider's metadata names cannot be used: each must
@@ -208,7 +214,7 @@ impl Oidc {
                 issues.push(format!("{name} is not a URL"));
                 continue;
             };
-            if url.scheme() != "https" && !(self.settings.allow_private_issuers && url.scheme() == "http") {
+            if !self.scheme_allowed(&url) {
                 issues.push(format!("{name} must use https"));
             }
             if let Some(refusal) = self.outbound.refusal(&url) {

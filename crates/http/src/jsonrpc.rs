@@ -137,14 +137,7 @@ fn outside_scopes(
 ) -> Option<Response> {
     let caller = extensions.get::<agentprocess_service::Caller>()?;
     let tool = agentprocess_service::Tool::parse(message["params"]["name"].as_str()?)?;
-    // Only a scope the client could still be granted is one to step up to. `decide`
-    // never is (an admin marked the client as operated by people, or it never will
-    // decide), nor is a scope an agent's client is never granted: a client that asked
-    // for it would be refused `invalid_scope` and give up, so the tool's own
-    // `forbidden` answer says who may call it instead.
-    if caller.may_call(tool) || tool == agentprocess_service::Tool::Decide || !caller.could_be_granted(tool.scope()) {
-        return None;
-    }
+    let challenge = scope_challenge(caller, tool, public_url)?;
     let needed = tool.scope();
     let mut response = error(
         StatusCode::FORBIDDEN,
@@ -156,20 +149,25 @@ fn outside_scopes(
             tool.name()
         ),
     );
-    if let Some(value) = scope_challenge(caller, tool, public_url) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
-    }
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
     Some(response)
 }
 
-/// The `WWW-Authenticate` challenge for a tool the caller's token was not granted: it
-/// names the scopes the token holds and the one the call needs, so a client that asks
-/// again for exactly those loses nothing.
+/// The `WWW-Authenticate` challenge for a tool the caller's token was not granted and
+/// could still be: it names the scopes the token holds and the one the call needs, so
+/// a client that asks again for exactly those loses nothing. None when there is
+/// nothing to step up to: the token may call the tool, or it is `decide` (an admin
+/// marked the client as operated by people, or it never will decide), or a scope an
+/// agent's client is never granted (a client that asked for it would be refused
+/// `invalid_scope` and give up); the tool's own `forbidden` then says who may.
 pub(crate) fn scope_challenge(
     caller: &agentprocess_service::Caller,
     tool: agentprocess_service::Tool,
     public_url: &str,
 ) -> Option<HeaderValue> {
+    if caller.may_call(tool) || tool == agentprocess_service::Tool::Decide || !caller.could_be_granted(tool.scope()) {
+        return None;
+    }
     let needed = tool.scope();
     let mut scopes: Vec<&str> = caller.scopes.iter().flatten().map(|scope| scope.name()).collect();
     scopes.push(needed.name());

@@ -39,9 +39,8 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
             Json(agentprocess_mcp::tools::envelope(Err(refused))),
         )
             .into_response();
-        if caller.could_be_granted(agentprocess_service::Tool::Upload.scope())
-            && let Some(challenge) =
-                crate::jsonrpc::scope_challenge(&caller, agentprocess_service::Tool::Upload, public_url)
+        if let Some(challenge) =
+            crate::jsonrpc::scope_challenge(&caller, agentprocess_service::Tool::Upload, public_url)
         {
             response
                 .headers_mut()

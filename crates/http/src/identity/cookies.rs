@@ -133,8 +133,8 @@ impl VisitorCookies {
     }
 }
 
-/// The value of the cookie `name` the request carries.
-fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+/// The value of the cookie `name` the request carries, when it is not empty.
+pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

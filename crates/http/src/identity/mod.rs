@@ -231,9 +231,8 @@ pub(crate) async fn check_form_csrf<S, B>(
     session: &Session,
     echoed: &str,
 ) -> Result<(), ApiError> {
-    same_origin(headers, &web.origin)?;
     if web.visitors.form_token_matches(headers, echoed) {
-        return Ok(());
+        return same_origin(headers, &web.origin);
     }
     check_csrf(headers, &web.origin, session, Some(echoed)).await
 }

@@ -2,7 +2,7 @@
 //! page script sets), in UTC until the server knows it. Each is a `<time>` element
 //! carrying the exact instant.
 
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use maud::{Markup, html};
@@ -13,14 +13,8 @@ const COOKIE: &str = "tz";
 /// The time zone the `Cookie` headers name, or UTC when they name none this server
 /// knows.
 pub(crate) fn zone_of(headers: &HeaderMap) -> TimeZone {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|cookies| cookies.split(';'))
-        .filter_map(|cookie| cookie.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .and_then(|(_, value)| {
+    crate::identity::cookies::cookie_value(headers, COOKIE)
+        .and_then(|value| {
             let name = url::form_urlencoded::parse(format!("z={value}").as_bytes())
                 .next()
                 .map(|(_, name)| name.into_owned())?;
@@ -40,7 +34,7 @@ pub(crate) fn when(zone: &TimeZone, at: Timestamp) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use axum::http::{HeaderValue, header};
 
     fn headers(cookie: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
