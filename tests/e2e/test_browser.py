@@ -308,6 +308,8 @@ def test_the_sign_in_pages_pass_axe_fit_a_phone_and_ask_before_switching(site, c
         page.goto("/login?org=another-organization")
         page.get_by_role("button", name="Continue to your identity provider").click()
         assert page.get_by_role("alert").inner_text().startswith("there is no organization"), page.content()
+        if shot:
+            page.screenshot(path=f"{shot}/login-refused-{viewport[0]}.png", full_page=True)
         accessible(watched, f"a refused sign-in at {viewport[0]} px")
         fits(page, f"a refused sign-in at {viewport[0]} px")
         assert page.goto("/inbox").url.endswith("/inbox"), "the session is still there"

@@ -292,7 +292,7 @@ where
         LoginNotice::None => String::new(),
         LoginNotice::Refused(error) => problems(error),
         LoginNotice::Switching { current } => format!(
-            "<div class=\"problems\" role=\"alert\"><p>You are signed in to <strong>{current}</strong>. Signing \
+            "<div class=\"notice\" role=\"alert\"><p>You are signed in to <strong>{current}</strong>. Signing \
              in to <strong>{who}</strong> signs you out of it first. If you did not mean to sign in to \
              {who}, close this page.</p></div>",
             current = escape(current),
