@@ -94,6 +94,24 @@ pub struct AuthSettings {
     pub anonymous: AnonymousLimits,
 }
 
+impl Default for AuthSettings {
+    /// A closed server (`agentprocess admin create-org` only), with the session and
+    /// token lifetimes the server's flags default to.
+    fn default() -> Self {
+        Self {
+            signup: SignupPolicy::Closed,
+            signup_code_hashes: Vec::new(),
+            session_idle: Duration::from_secs(8 * 3600),
+            session_absolute: Duration::from_secs(24 * 3600),
+            dns_nameservers: Vec::new(),
+            access_token_lifetime: Duration::from_secs(3600),
+            client_registrations_per_hour: 20,
+            decide_sign_in_within: Duration::from_secs(8 * 3600),
+            anonymous: AnonymousLimits::default(),
+        }
+    }
+}
+
 /// What anyone may do without an account, per ten minutes on each API process. Behind
 /// a proxy every client has the proxy's address: raise the per-address limits there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! `cancel`: an operator stops an active or waiting run, with a reason.
 
-use crate::Transition;
 use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::not_ended;
 use crate::machine::Machine;
 use crate::model::Run;
+use crate::outcome::Transition;
 
 /// Cancels the run. Only an operator may; the reason becomes `run.ended.note`.
 pub fn cancel(

@@ -4,50 +4,15 @@
 
 use agentprocess_format::{Check, Question, QuestionKind, Step, StepKind};
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use std::collections::VecDeque;
-
-use crate::Transition;
 use crate::acceptance::Submission;
-use crate::context::{Context, ProcessVersion, Settings};
+use crate::context::{ProcessVersion, Settings};
 use crate::error::{Code, ToolError};
-use crate::machine::Machine;
-use crate::model::{Escalation, Evidence, Record, Run};
-use crate::submit::{Submitted, run_data_cap};
+use crate::model::{Evidence, Run};
+use crate::verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, Verdict};
 use crate::view::{json_bytes, run_data};
-
-/// The server's check limits (`describe.limits`, check.md §5).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CheckLimits {
-    /// `checkPass`: the default yes-probability at or above which a yes/no answer passes.
-    pub pass: f64,
-    /// `checkFail`: the default yes-probability below which a yes/no answer fails;
-    /// without one, below `pass` fails.
-    pub fail: Option<f64>,
-    /// `checkConfidence`: the default confidence below which a choice or rubric answer
-    /// is unsure.
-    pub confidence: f64,
-    /// `checkStateBytes`: how much run data, in bytes of JSON, the evaluator is shown.
-    pub state_bytes: usize,
-}
-
-impl CheckLimits {
-    /// check.md §5's server defaults.
-    pub const DEFAULT: CheckLimits = CheckLimits {
-        pass: 0.9,
-        fail: None,
-        confidence: 0.8,
-        state_bytes: 64 * 1024,
-    };
-}
-
-impl Default for CheckLimits {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
 
 /// What an evaluator is shown for one submission (check.md §2): the step's
 /// instructions, the body, the run data and the submission. Every question of the check
@@ -114,93 +79,6 @@ pub struct Checked {
     pub truncated: bool,
     /// One answer per question, in order; `None` when the evaluator did not answer.
     pub answers: Option<Vec<Answer>>,
-}
-
-/// The verdict of a check: the worst question's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// Every question passed.
-    Pass,
-    /// Some question failed and none was unsure.
-    Fail,
-    /// Some question was unsure.
-    Unsure,
-    /// The evaluator did not answer.
-    Error,
-}
-
-impl Verdict {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Unsure => "unsure",
-            Verdict::Error => "error",
-        }
-    }
-}
-
-/// A question's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    /// At or above its threshold.
-    Pass,
-    /// Below it.
-    Fail,
-    /// Between the thresholds, or below the confidence asked for.
-    Unsure,
-}
-
-/// A recorded verdict (`check-verdict.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckRecord {
-    /// `pass`, `fail`, `unsure` or `error`.
-    pub verdict: Verdict,
-    /// Whether the step's check is advisory.
-    pub advisory: bool,
-    /// The model that answered.
-    pub model: String,
-    /// Each question with its answer and result; empty for `error`.
-    pub questions: Vec<QuestionRecord>,
-    /// Present, `true`, when the run data shown was cut to `checkStateBytes`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<bool>,
-    /// When the verdict was made.
-    pub at: Timestamp,
-}
-
-impl CheckRecord {
-    /// `check: <ask> → <answer>` for each question that did not pass (check.md §3).
-    pub fn issues(&self) -> Vec<String> {
-        self.questions
-            .iter()
-            .filter(|question| question.result != Outcome::Pass)
-            .map(|question| format!("check: {} → {}", question.ask, question.shown))
-            .collect()
-    }
-}
-
-/// One question of a recorded verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QuestionRecord {
-    /// The question.
-    pub ask: String,
-    /// `yes_no`, `choice` or `rubric`.
-    pub kind: String,
-    /// The probability of yes, the chosen name, or the level.
-    pub answer: Value,
-    /// The confidence of a choice or rubric answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<f64>,
-    /// `pass`, `fail` or `unsure`.
-    pub result: Outcome,
-    /// The answer as an issue line spells it: `no (0.12)`, `hedges (0.9)`,
-    /// `level 1: One list is covered. (0.85)`. Not part of the record.
-    #[serde(skip)]
-    pub shown: String,
 }
 
 /// The check and advisory flag of a step, when it has a check.
@@ -442,64 +320,4 @@ pub(crate) fn judge_submission(
             ));
         }
     })
-}
-
-/// Carries out a judged submission's `record` on step `index`: completes, refuses
-/// (keeping the verdict in the handoff) or escalates with the candidate held.
-pub(crate) fn settle(
-    mut run: Run,
-    version: &ProcessVersion,
-    index: usize,
-    mut record: Record,
-    judged: Judged,
-    context: &mut Context<'_>,
-) -> Submitted {
-    match judged {
-        Judged::Ask(material) => Submitted::Check(material),
-        Judged::Complete(check) => {
-            if check.is_some() {
-                record.check = check;
-                if let Some(issue) = run_data_cap(&run, index, &record, context.settings.run_data_bytes) {
-                    return refused(run, index, vec![issue], None);
-                }
-            }
-            let chosen = record.next.clone();
-            let mut machine = Machine::new(&mut run, version, context.now, context.ids);
-            let mut queue = VecDeque::new();
-            machine.complete(index, record, chosen.as_deref(), &mut queue);
-            machine.run_queue(queue);
-            let effects = machine.effects;
-            Submitted::Accepted(Transition { run, effects })
-        }
-        Judged::Refuse(check) => refused(run, index, check.issues(), Some(check)),
-        Judged::Escalate(check) => {
-            let escalation = Escalation {
-                note: format!(
-                    "The step's check was unsure; decide on the held submission.\n{}",
-                    check.issues().join("\n")
-                ),
-                by: record.by.clone(),
-                at: context.now,
-                check: Some(check),
-                candidate: Some(record),
-            };
-            let mut machine = Machine::new(&mut run, version, context.now, context.ids);
-            machine.escalate(index, escalation, context.settings.escalation_group.clone());
-            let effects = machine.effects;
-            Submitted::Accepted(Transition { run, effects })
-        }
-    }
-}
-
-/// `not_accepted` with `issues`, which the step's handoff keeps with the verdict.
-fn refused(mut run: Run, index: usize, issues: Vec<String>, check: Option<CheckRecord>) -> Submitted {
-    let handoff = &mut run.steps[index].handoff;
-    handoff.issues = Some(issues.clone());
-    if check.is_some() {
-        handoff.check = check;
-    }
-    Submitted::NotAccepted {
-        run,
-        error: ToolError::not_accepted(issues),
-    }
 }

@@ -2,11 +2,11 @@
 
 use jiff::Timestamp;
 
-use crate::Transition;
 use crate::context::{Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run, StepState};
+use crate::outcome::Transition;
 use agentprocess_format::StepKind;
 
 /// What `claim` returns besides the new run: the token (the run keeps only its hash),

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use agentprocess_format::ValidatedProcess;
 use jiff::Timestamp;
 
-use crate::check::CheckLimits;
 use crate::fields::PersonFormat;
+use crate::verdict::CheckLimits;
 
 /// Who calls.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,15 +5,16 @@ use std::collections::VecDeque;
 
 use agentprocess_format::StepKind;
 
-use crate::Transition;
 use crate::acceptance::{EvidenceItem, Submission, Submitter, check_submission};
-use crate::check::{Checked, Judged, judge_submission, settle};
+use crate::check::{Checked, Judged, judge_submission};
 use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{assigned, not_ended};
 use crate::machine::Machine;
 use crate::model::{Record, Returned, Run, StepState};
-use crate::submit::{Submitted, record, run_data_cap};
+use crate::outcome::Transition;
+use crate::submit::{Submitted, record, settle};
+use crate::view::run_data_cap;
 use crate::view::snapshot;
 
 /// The five decisions.

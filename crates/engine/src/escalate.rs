@@ -1,12 +1,12 @@
 //! `escalate`: "I cannot finish this". The step waits on a person in the operators'
 //! queue, with the agent's note; the token dies.
 
-use crate::Transition;
 use crate::context::Context;
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, claimed_step, expire_leases, not_ended};
 use crate::machine::Machine;
 use crate::model::{Escalation, Run};
+use crate::outcome::Transition;
 
 /// Escalates the step `token` holds, with `note`.
 pub fn escalate(

@@ -7,12 +7,12 @@ use agentprocess_format::StepKind;
 use agentprocess_format::values::{STEP_ID_PATTERN, is_step_id};
 use serde_json::{Map, Value};
 
-use crate::Transition;
 use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::not_ended;
 use crate::machine::Machine;
 use crate::model::{HeldEvent, Record, Run, StepState};
+use crate::outcome::Transition;
 use crate::view::{json_bytes, run_data};
 
 /// Delivers event `name` with `data`. Returns the new run and `consumedBy`: the wait

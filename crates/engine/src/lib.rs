@@ -14,10 +14,12 @@ mod fields;
 mod guard;
 mod machine;
 mod model;
+mod outcome;
 mod renew;
 mod start;
 mod submit;
 mod timer;
+mod verdict;
 mod view;
 mod work;
 
@@ -25,9 +27,7 @@ pub use acceptance::{
     EvidenceItem, MAX_SUMMARY_CHARS, Submission, Submitter, check_submission, is_web_link, link_accepted,
 };
 pub use cancel::cancel;
-pub use check::{
-    Answer, CheckLimits, CheckRecord, Checked, Material, Outcome, QuestionRecord, Verdict, material, verdict,
-};
+pub use check::{Answer, Checked, Material, material, verdict};
 pub use claim::{Claimed, claim};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
 pub use decide::{Decide, Decision, decide};
@@ -41,18 +41,11 @@ pub use model::{
     Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run, StepRun, StepState,
     WorkItem,
 };
+pub use outcome::Transition;
 pub use renew::{Renewed, renew};
 pub use start::{StartRun, start};
 pub use submit::{Submitted, submit};
 pub use timer::timer_fired;
+pub use verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, Verdict};
 pub use view::{Asked, RunState, asked, run_data, run_state, snapshot, step_state};
 pub use work::{Work, work_items};
-
-/// What a command produces: the new run and what to do once it is stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Transition {
-    /// The run after the command.
-    pub run: Run,
-    /// Timers and notifications to carry out after commit.
-    pub effects: Vec<Effect>,
-}

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use agentprocess_format::EvidenceKind;
 
 use crate::acceptance::EvidenceItem;
-use crate::check::CheckRecord;
+use crate::verdict::CheckRecord;
 
 /// `live` or `test` (spec §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,11 +2,11 @@
 
 use jiff::Timestamp;
 
-use crate::Transition;
 use crate::context::Context;
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, claimed_step, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run};
+use crate::outcome::Transition;
 
 /// The new token of a renewed claim and its expiry.
 #[derive(Debug, Clone, PartialEq, Eq)]

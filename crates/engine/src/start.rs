@@ -4,12 +4,12 @@
 use agentprocess_format::PersonRef;
 use serde_json::{Map, Value};
 
-use crate::Transition;
 use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::fields::check_fields;
 use crate::machine::Machine;
 use crate::model::{Mode, Run, StepRun};
+use crate::outcome::Transition;
 use crate::view::json_bytes;
 
 /// What `start_run` asks for, once the server has chosen the run id.

@@ -1,13 +1,17 @@
 //! `submit`: an agent completes its claimed step, or learns every reason it cannot.
 
-use crate::Transition;
+use std::collections::VecDeque;
+
 use crate::acceptance::{Submission, Submitter, check_submission};
-use crate::check::{Checked, Judged, Material, judge_submission, settle};
+use crate::check::{Checked, Judged, Material, judge_submission};
 use crate::context::{Context, ProcessVersion};
 use crate::error::ToolError;
 use crate::guard::{agent, claimed_step, expire_leases, not_ended};
-use crate::model::{Evidence, Record, Run};
-use crate::view::{json_bytes, run_data};
+use crate::machine::Machine;
+use crate::model::{Escalation, Evidence, Record, Run};
+use crate::outcome::Transition;
+use crate::verdict::CheckRecord;
+use crate::view::run_data_cap;
 
 /// The outcome of a submission (or a person's decision) that got as far as the
 /// acceptance rules.
@@ -99,11 +103,62 @@ pub(crate) fn record(
     }
 }
 
-/// The run data with `record` in place must fit `limits.runDataBytes`.
-pub(crate) fn run_data_cap(run: &Run, index: usize, record: &Record, limit: usize) -> Option<String> {
-    let mut with = run.clone();
-    with.steps[index].record = Some(record.clone());
-    let bytes = json_bytes(&run_data(&with));
-    (bytes > limit)
-        .then(|| format!("run data: {bytes} bytes with this submission; the limit is {limit} (limits.runDataBytes)"))
+/// Carries out a judged submission's `record` on step `index`: completes, refuses
+/// (keeping the verdict in the handoff) or escalates with the candidate held.
+pub(crate) fn settle(
+    mut run: Run,
+    version: &ProcessVersion,
+    index: usize,
+    mut record: Record,
+    judged: Judged,
+    context: &mut Context<'_>,
+) -> Submitted {
+    match judged {
+        Judged::Ask(material) => Submitted::Check(material),
+        Judged::Complete(check) => {
+            if check.is_some() {
+                record.check = check;
+                if let Some(issue) = run_data_cap(&run, index, &record, context.settings.run_data_bytes) {
+                    return refused(run, index, vec![issue], None);
+                }
+            }
+            let chosen = record.next.clone();
+            let mut machine = Machine::new(&mut run, version, context.now, context.ids);
+            let mut queue = VecDeque::new();
+            machine.complete(index, record, chosen.as_deref(), &mut queue);
+            machine.run_queue(queue);
+            let effects = machine.effects;
+            Submitted::Accepted(Transition { run, effects })
+        }
+        Judged::Refuse(check) => refused(run, index, check.issues(), Some(check)),
+        Judged::Escalate(check) => {
+            let escalation = Escalation {
+                note: format!(
+                    "The step's check was unsure; decide on the held submission.\n{}",
+                    check.issues().join("\n")
+                ),
+                by: record.by.clone(),
+                at: context.now,
+                check: Some(check),
+                candidate: Some(record),
+            };
+            let mut machine = Machine::new(&mut run, version, context.now, context.ids);
+            machine.escalate(index, escalation, context.settings.escalation_group.clone());
+            let effects = machine.effects;
+            Submitted::Accepted(Transition { run, effects })
+        }
+    }
+}
+
+/// `not_accepted` with `issues`, which the step's handoff keeps with the verdict.
+fn refused(mut run: Run, index: usize, issues: Vec<String>, check: Option<CheckRecord>) -> Submitted {
+    let handoff = &mut run.steps[index].handoff;
+    handoff.issues = Some(issues.clone());
+    if check.is_some() {
+        handoff.check = check;
+    }
+    Submitted::NotAccepted {
+        run,
+        error: ToolError::not_accepted(issues),
+    }
 }

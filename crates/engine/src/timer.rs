@@ -7,11 +7,11 @@ use std::collections::VecDeque;
 use agentprocess_format::StepKind;
 use jiff::Timestamp;
 
-use crate::Transition;
 use crate::context::{Ids, ProcessVersion};
 use crate::effect::{Effect, Notification, TimerId, TimerKind};
 use crate::machine::Machine;
 use crate::model::{Mode, Run, StepState};
+use crate::outcome::Transition;
 
 /// Applies the timer `id` (a [`TimerId`]) at `now`.
 pub fn timer_fired(run: &Run, version: &ProcessVersion, id: &str, now: Timestamp, ids: &mut dyn Ids) -> Transition {

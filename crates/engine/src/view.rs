@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::model::{Run, StepRun, StepState, WorkItem};
+use crate::model::{Record, Run, StepRun, StepState, WorkItem};
 
 /// The state a step shows at `now`: a claim whose lease has ended reads as `ready`.
 pub fn step_state(step: &StepRun, now: Timestamp) -> Option<StepState> {
@@ -125,4 +125,13 @@ pub(crate) fn json_bytes(value: &impl serde::Serialize) -> usize {
 pub fn snapshot(run: &Run) -> String {
     let canonical = serde_json_canonicalizer::to_vec(&run_data(run)).unwrap_or_default();
     crate::guard::sha256_hex(&canonical)
+}
+
+/// The run data with `record` in place must fit `limits.runDataBytes`.
+pub(crate) fn run_data_cap(run: &Run, index: usize, record: &Record, limit: usize) -> Option<String> {
+    let mut with = run.clone();
+    with.steps[index].record = Some(record.clone());
+    let bytes = json_bytes(&run_data(&with));
+    (bytes > limit)
+        .then(|| format!("run data: {bytes} bytes with this submission; the limit is {limit} (limits.runDataBytes)"))
 }

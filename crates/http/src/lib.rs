@@ -1,14 +1,11 @@
 #![doc = include_str!("../README.md")]
 
-pub mod config;
 mod direct;
 mod headers;
 mod hosts;
 mod identity;
 mod jsonrpc;
-mod lifecycle;
 mod oauth;
-mod observe;
 mod uploads;
 mod web;
 mod windows;
@@ -30,77 +27,13 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 
+pub use agentprocess_app::HttpSettings;
 pub use identity::openapi_text;
-pub use lifecycle::{Draining, ProcessSettings, serve};
-
-/// What the HTTP surface needs beyond the service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpSettings {
-    /// Host names (without port) that `Host` may carry.
-    pub allowed_hosts: Vec<String>,
-    /// Origins (`https://app.example`) a browser may call `/mcp` from.
-    pub allowed_origins: Vec<String>,
-    /// The organization whose people `/dev/sign-in` lets anyone sign in as, with no
-    /// identity provider. Only for development servers.
-    pub dev_sign_in_org: Option<String>,
-    /// Whether plain stateless `tools/call` requests are answered without building an
-    /// rmcp service for each (see the `direct` module); off, rmcp serves every request.
-    pub direct_tool_calls: bool,
-}
 
 /// The largest `/mcp` request body: a maximal upload in base64 plus room for the
 /// JSON-RPC envelope and the other arguments.
 pub fn max_body_bytes(max_upload_bytes: usize) -> usize {
     max_upload_bytes.div_ceil(3).saturating_mul(4).saturating_add(64 << 10)
-}
-
-/// `POST /test/clock` with `{ "advanceSeconds": n }` moves `clock` forward and wakes
-/// the timer loop. Only for servers started for end-to-end tests.
-pub fn test_clock_route<S: Store, B: Blobs>(
-    service: Arc<Service<S, B>>,
-    clock: Arc<agentprocess_service::TestClock>,
-) -> Router {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Advance {
-        advance_seconds: i64,
-    }
-    let handler = move |axum::Json(advance): axum::Json<Advance>| async move {
-        let now = clock.advance(advance.advance_seconds);
-        service.wake_timers();
-        axum::Json(serde_json::json!({ "now": now.to_string() }))
-    };
-    Router::new().route("/test/clock", axum::routing::post(handler))
-}
-
-/// The system clock, or a test clock (returned too) when `test` is set.
-pub fn clock(
-    test: bool,
-) -> (
-    Arc<dyn agentprocess_service::Clock>,
-    Option<Arc<agentprocess_service::TestClock>>,
-) {
-    if test {
-        let clock = Arc::new(agentprocess_service::TestClock::default());
-        (clock.clone(), Some(clock))
-    } else {
-        (Arc::new(agentprocess_service::SystemClock), None)
-    }
-}
-
-/// `router` with `/test/clock` added when a test clock is given.
-pub fn with_test_clock<S: Store, B: Blobs>(
-    router: Router,
-    service: &Arc<Service<S, B>>,
-    clock: Option<Arc<agentprocess_service::TestClock>>,
-) -> Router {
-    match clock {
-        Some(clock) => {
-            tracing::warn!("test clock on: POST /test/clock moves this server's time; never use this in production");
-            router.merge(test_clock_route(Arc::clone(service), clock))
-        }
-        None => router,
-    }
 }
 
 /// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`, the
@@ -334,159 +267,11 @@ async fn download<S: Store, B: Blobs>(
 
 async fn ready<S: Store, B: Blobs>(
     State(service): State<Arc<Service<S, B>>>,
-    draining: Option<axum::Extension<Draining>>,
+    draining: Option<axum::Extension<agentprocess_app::Draining>>,
 ) -> Response {
     // The API stays ready through a Redis outage: writes go on, and the reconciler
     // queues their timers once Redis is back.
-    readiness(service.store(), None, draining.as_deref()).await
-}
-
-/// `/readyz`: 200 when the database answers with every migration of this build
-/// applied and the timer queue (when given) answers; 503 naming what is not, or while
-/// the process shuts down.
-pub async fn readiness<S: Store>(
-    store: &S,
-    queue: Option<&dyn agentprocess_timers::TimerQueue>,
-    draining: Option<&Draining>,
-) -> Response {
-    let unready = |reason: String| {
-        tracing::warn!(reason = %reason, "not ready");
-        (StatusCode::SERVICE_UNAVAILABLE, reason).into_response()
-    };
-    if draining.is_some_and(Draining::is_draining) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
-    }
-    match store.pending_migrations().await {
-        Ok(pending) if pending.is_empty() => {}
-        Ok(pending) => {
-            let versions: Vec<String> = pending.iter().map(i64::to_string).collect();
-            return unready(format!("migrations not applied: {}", versions.join(", ")));
-        }
-        Err(error) => return unready(format!("database unreachable: {error}")),
-    }
-    if let Some(queue) = queue
-        && let Err(error) = queue.ping().await
-    {
-        return unready(format!("timer queue unreachable: {error}"));
-    }
-    (StatusCode::OK, "ready").into_response()
-}
-
-/// The background work of a process: firing timers and delivering webhooks.
-#[derive(Debug, Clone, Default)]
-pub struct Background {
-    /// How timers are fired.
-    pub scheduler: agentprocess_service::SchedulerSettings,
-    /// How webhooks are delivered.
-    pub webhooks: agentprocess_service::WebhookSettings,
-}
-
-/// Starts the timer loop, the reconciler (with a timer queue), the webhook loop and
-/// the sampler of the work gauges; each stops when `stop` is cancelled, after
-/// finishing what it has under way.
-pub fn spawn_background<S: Store, B: Blobs>(
-    service: &Arc<Service<S, B>>,
-    background: &Background,
-    stop: &tokio_util::sync::CancellationToken,
-) -> tokio::task::JoinSet<()> {
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(Arc::clone(service).run_scheduler(background.scheduler.clone(), stop.clone()));
-    tasks.spawn(Arc::clone(service).run_reconciler(background.scheduler.clone(), stop.clone()));
-    tasks.spawn(Arc::clone(service).run_webhooks(background.webhooks.clone(), stop.clone()));
-    tasks.spawn(Arc::clone(service).run_gauges(stop.clone()));
-    tasks
-}
-
-/// The production and embedded assembly: PostgreSQL or SQLite, evidence in a
-/// directory or in S3.
-pub type SqlService = Service<agentprocess_store::SqlStore, agentprocess_blobs::ServerBlobs>;
-
-/// Where uploaded evidence is kept.
-#[derive(Debug, Clone)]
-pub enum Storage {
-    /// Files under a directory.
-    Dir(std::path::PathBuf),
-    /// Objects in an S3 bucket.
-    S3 {
-        /// How to reach it.
-        settings: agentprocess_blobs::S3Settings,
-        /// Create the bucket if it does not exist.
-        create_bucket: bool,
-    },
-}
-
-impl Storage {
-    /// The store, ready for use.
-    pub async fn open(&self) -> Result<agentprocess_blobs::ServerBlobs, agentprocess_blobs::Error> {
-        Ok(match self {
-            Storage::Dir(dir) => agentprocess_blobs::ServerBlobs::Local(agentprocess_blobs::LocalBlobs::new(dir)?),
-            Storage::S3 {
-                settings,
-                create_bucket,
-            } => {
-                let s3 = agentprocess_blobs::S3Blobs::new(settings).await;
-                if *create_bucket {
-                    s3.create_bucket().await?;
-                }
-                agentprocess_blobs::ServerBlobs::S3(s3)
-            }
-        })
-    }
-}
-
-/// Connects to `database_url`, applies migrations when `migrate` is set, and builds
-/// the service over it with evidence in `storage`.
-pub async fn assemble(
-    database_url: &str,
-    max_connections: u32,
-    migrate: bool,
-    storage: &Storage,
-    settings: agentprocess_service::Settings,
-    clock: Arc<dyn agentprocess_service::Clock>,
-    extras: Extras,
-) -> Result<Arc<SqlService>, AssembleError> {
-    let store = agentprocess_store::SqlStore::connect(database_url, max_connections).await?;
-    if migrate {
-        store.migrate().await?;
-    }
-    observe_pool(&store);
-    let blobs = storage.open().await?;
-    let mut service = Service::new(store, blobs, clock, settings);
-    if let Some(queue) = extras.queue {
-        service = service.with_timer_queue(queue);
-    }
-    if let Some(evaluator) = extras.evaluator {
-        service = service.with_evaluator(evaluator);
-    }
-    Ok(Arc::new(service))
-}
-
-/// Reports the store's connections as `db.client.connection.count`.
-pub fn observe_pool(store: &agentprocess_store::SqlStore) {
-    let sampled = store.clone();
-    agentprocess_telemetry::observe_pool("agentprocess", move || sampled.pool_stats());
-    let store = store.clone();
-    agentprocess_telemetry::observe_dead_connections("agentprocess", move || store.connections_found_dead());
-}
-
-/// What a service may use besides its database and evidence store.
-#[derive(Default)]
-pub struct Extras {
-    /// Where timers are mirrored for a separate scheduler; `None` fires them in process.
-    pub queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
-    /// The check-1 evaluator; `None` leaves check-1 unoffered.
-    pub evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
-}
-
-/// Why the service could not be assembled.
-#[derive(Debug, thiserror::Error)]
-pub enum AssembleError {
-    /// The database could not be reached or migrated.
-    #[error(transparent)]
-    Store(#[from] agentprocess_store::Error),
-    /// The evidence store could not be opened.
-    #[error(transparent)]
-    Blobs(#[from] agentprocess_blobs::Error),
+    agentprocess_app::readiness(service.store(), None, draining.as_deref()).await
 }
 
 /// The origins a browser may call `/mcp` from: the configured ones and the server's
@@ -503,16 +288,4 @@ pub fn origin_of(url: &str) -> Option<String> {
     let authority = rest.split(['/', '?', '#']).next()?;
     let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
     (!authority.is_empty()).then(|| format!("{}://{}", scheme.to_ascii_lowercase(), authority.to_ascii_lowercase()))
-}
-
-/// The host name of a URL, without scheme, port or path.
-pub fn host_of(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split('/').next()?;
-    let host = if let Some(bracketed) = authority.strip_prefix('[') {
-        bracketed.split(']').next()?
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(host, _)| host)
-    };
-    (!host.is_empty()).then(|| host.to_owned())
 }

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agentprocess_app::flags::SealArgs;
 use agentprocess_engine::PersonFormat;
-use agentprocess_http::config::SealArgs;
 use agentprocess_service::{Admin, SystemClock};
 use agentprocess_store::{Role, SqlStore, Store as _};
 use anyhow::Context as _;
@@ -285,28 +285,15 @@ fn identity(
     allow_private_issuers: bool,
 ) -> anyhow::Result<agentprocess_auth::Auth<SqlStore>> {
     let throwaway = agentprocess_auth::secrets::random_bytes::<32>();
-    let args = agentprocess_http::config::AuthArgs {
-        seal: seal.unwrap_or_default(),
-        signup: agentprocess_auth::SignupPolicy::Closed,
-        signup_codes: Vec::new(),
-        session_idle_seconds: std::time::Duration::from_secs(3600),
-        session_absolute_seconds: std::time::Duration::from_secs(3600),
-        oidc_allow_private_issuers: allow_private_issuers,
-        oidc_timeout_seconds: std::time::Duration::from_secs(10),
-        oidc_allow_hosts: Vec::new(),
-        oidc_ca_file: None,
-        dns_nameservers: Vec::new(),
-        no_client_metadata_documents: true,
-        client_metadata_allow_hosts: Vec::new(),
-        client_metadata_ca_file: None,
-        client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
-        client_registrations_per_hour: 20,
-        anonymous: agentprocess_http::config::AnonymousLimitArgs::default(),
-        decide_sign_in_seconds: std::time::Duration::from_secs(28800),
-        access_token_seconds: std::time::Duration::from_secs(3600),
+    let key = seal.unwrap_or_default().key(Some(&throwaway))?;
+    // Only organizations, providers and clients are administered here: no client
+    // metadata document is ever fetched.
+    let identity = agentprocess_app::IdentityConfig {
+        allow_private_issuers,
+        metadata_documents: None,
+        ..agentprocess_app::IdentityConfig::default()
     };
-    let key = args.seal.key(Some(&throwaway))?;
-    args.auth(store, "http://localhost", key)
+    identity.auth(store, "http://localhost", key)
 }
 
 pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {

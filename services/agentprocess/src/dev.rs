@@ -74,9 +74,9 @@ pub(crate) struct Dev {
     #[arg(long, default_value_t = 600)]
     lease_seconds: u32,
     #[command(flatten)]
-    check: agentprocess_http::config::CheckArgs,
+    check: agentprocess_app::flags::CheckArgs,
     #[command(flatten)]
-    limits: agentprocess_http::config::LimitArgs,
+    limits: agentprocess_app::flags::LimitArgs,
     /// Turn off the development sign-in (`/dev/sign-in`, which lets anyone sign in as
     /// any person of the dev organization with no identity provider).
     #[arg(long)]
@@ -135,23 +135,44 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
         settings.limits.concurrent_calls = None;
     }
     let database = format!("sqlite://{}?mode=rwc", dev.data_dir.join("agentprocess.db").display());
-    let (clock, test_clock) = agentprocess_http::clock(dev.test_clock);
-    let service = agentprocess_http::assemble(
-        &database,
-        1,
-        true,
-        &agentprocess_http::Storage::Dir(dev.data_dir.join("files")),
-        settings,
-        clock,
-        agentprocess_http::Extras {
-            queue: None,
-            evaluator: dev.check.evaluator()?,
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    hosts.extend(agentprocess_app::flags::host_of(&public_url));
+    // On one's own machine a webhook receiver is usually on localhost too.
+    let mut background = agentprocess_app::Background::default();
+    background.webhooks.allow_private_networks = true;
+    let config = agentprocess_app::ApiConfig {
+        database: agentprocess_app::Database {
+            url: agentprocess_app::Secret::new(database),
+            max_connections: 1,
+            migrate: true,
         },
-    )
-    .await?;
-    dev.check.watch(&service).await?;
-    let admin = Admin::new(service.store().clone(), Arc::new(SystemClock), PersonFormat::Email)
-        .with_capabilities(service.capabilities());
+        listen: address,
+        service: settings,
+        storage: agentprocess_app::Storage::Dir(dev.data_dir.join("files")),
+        sweep: agentprocess_service::SweepSettings::default(),
+        queue: None,
+        evaluator: dev.check.evaluator()?,
+        background: Some(background),
+        process: agentprocess_app::config::ProcessConfig {
+            log_json: false,
+            metrics_listen: None,
+            metrics_organizations: Vec::new(),
+            shutdown_grace: std::time::Duration::from_secs(10),
+            shutdown_delay: std::time::Duration::ZERO,
+            test_clock: dev.test_clock,
+        },
+        identity: identity(&dev),
+        http: agentprocess_app::HttpSettings {
+            allowed_hosts: hosts,
+            allowed_origins: dev.allowed_origin.clone(),
+            dev_sign_in_org: (!dev.no_dev_sign_in).then(|| ORG.to_owned()),
+            direct_tool_calls: true,
+        },
+        warnings: Vec::new(),
+    };
+    let api = agentprocess_app::Api::start(&config, Some(listener)).await?;
+    let admin = Admin::new(api.service.store().clone(), Arc::new(SystemClock), PersonFormat::Email)
+        .with_capabilities(api.service.capabilities());
     let identities = identities(&admin).await?;
     let published = publish_all(&admin, &processes).await?;
     let details = json!({ "url": format!("{public_url}/mcp"), "organization": ORG, "identities": identities });
@@ -161,69 +182,34 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     print_welcome(&details, &origin, &published);
-    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
-    hosts.extend(agentprocess_http::host_of(&public_url));
-    let http = agentprocess_http::HttpSettings {
-        allowed_hosts: hosts,
-        allowed_origins: dev.allowed_origin.clone(),
-        dev_sign_in_org: (!dev.no_dev_sign_in).then(|| ORG.to_owned()),
-        direct_tool_calls: true,
-    };
-    // Anyone may sign up an organization against an identity provider of their own,
-    // on this machine too; secrets are sealed with a key derived from the data folder's.
-    let auth = agentprocess_http::config::AuthArgs {
-        seal: agentprocess_http::config::SealArgs::default(),
-        signup: agentprocess_auth::SignupPolicy::Open,
-        signup_codes: Vec::new(),
-        session_idle_seconds: std::time::Duration::from_secs(8 * 3600),
-        session_absolute_seconds: std::time::Duration::from_secs(24 * 3600),
-        oidc_allow_private_issuers: true,
-        oidc_timeout_seconds: std::time::Duration::from_secs(10),
-        oidc_allow_hosts: Vec::new(),
-        oidc_ca_file: None,
-        dns_nameservers: dev.dns_nameservers.clone(),
-        no_client_metadata_documents: false,
-        client_metadata_allow_hosts: Vec::new(),
-        client_metadata_ca_file: None,
-        client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
-        client_registrations_per_hour: 20,
-        // One person's machine: the limits that shield a public server from strangers
-        // would only get in the way of trying sign-in over and over.
-        anonymous: agentprocess_http::config::AnonymousLimitArgs {
-            sign_ins_per_address: 10_000,
-            sign_ins_per_organization: 10_000,
-            token_failures_per_address: 10_000,
-            token_failures_per_client: 10_000,
-        },
-        decide_sign_in_seconds: std::time::Duration::from_secs(28800),
-        access_token_seconds: std::time::Duration::from_secs(3600),
-    }
-    .auth(
-        service.store().clone(),
-        &public_url,
-        service.settings().seal_key.clone(),
-    )?;
     if let (Some(issuer), Some(client_id)) = (&dev.oidc_issuer, &dev.oidc_client_id) {
-        sso(&auth, &dev, issuer, client_id).await?;
+        sso(&api.auth, &dev, issuer, client_id).await?;
     }
-    let router = agentprocess_http::with_test_clock(
-        agentprocess_http::router(Arc::clone(&service), Arc::new(auth), &http),
-        &service,
-        test_clock,
-    );
-    // On one's own machine a webhook receiver is usually on localhost too.
-    let mut background = agentprocess_http::Background::default();
-    background.webhooks.allow_private_networks = true;
-    let sweep = agentprocess_service::SweepSettings::default();
-    let process = agentprocess_http::ProcessSettings {
-        shutdown_grace: std::time::Duration::from_secs(10),
-        shutdown_delay: std::time::Duration::ZERO,
-        telemetry: Arc::clone(&telemetry),
-        metrics_listen: None,
-    };
-    let served = agentprocess_http::serve(service, listener, router, Some(background), Some(sweep), &process).await;
+    let router = agentprocess_http::router(Arc::clone(&api.service), Arc::clone(&api.auth), &config.http);
+    let served = api.serve(&config, router, &telemetry).await;
     telemetry.shutdown();
     served
+}
+
+/// Identity on one person's machine: anyone may sign up an organization against an
+/// identity provider of their own, on this machine too (secrets are sealed with a key
+/// derived from the data folder's).
+fn identity(dev: &Dev) -> agentprocess_app::IdentityConfig {
+    let mut identity = agentprocess_app::IdentityConfig {
+        allow_private_issuers: true,
+        ..agentprocess_app::IdentityConfig::default()
+    };
+    identity.settings.signup = agentprocess_auth::SignupPolicy::Open;
+    identity.settings.dns_nameservers = dev.dns_nameservers.clone();
+    // The limits that shield a public server from strangers would only get in the way
+    // of trying sign-in over and over.
+    identity.settings.anonymous = agentprocess_auth::AnonymousLimits {
+        sign_ins_per_address: 10_000,
+        sign_ins_per_organization: 10_000,
+        token_failures_per_address: 10_000,
+        token_failures_per_client: 10_000,
+    };
+    identity
 }
 
 /// Signs the dev organization in through the developer's own OpenID provider.

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use agentprocess_app::IdentityConfig;
+use agentprocess_app::{HttpSettings, SqlService, Storage};
 use agentprocess_auth::{Auth, Role};
-use agentprocess_http::config::AuthArgs;
-use agentprocess_http::{HttpSettings, SqlService, Storage};
 use agentprocess_service::{Settings, TestClock};
 use agentprocess_store::{Dialect, SqlStore, Store as _};
 use agentprocess_testkit::TestDb;
@@ -79,14 +79,17 @@ impl TestApp {
         let db = TestDb::new(dialect).await;
         let files = std::env::temp_dir().join(agentprocess_testkit::random_name("agentprocess-files-"));
         let clock = Arc::new(TestClock::default());
-        let service = agentprocess_http::assemble(
-            &db.url,
-            8,
-            false,
+        let database = agentprocess_app::Database {
+            url: agentprocess_app::Secret::new(db.url.clone()),
+            max_connections: 8,
+            migrate: false,
+        };
+        let service = agentprocess_app::assemble(
+            &database,
             &Storage::Dir(files.clone()),
             settings,
             clock.clone(),
-            agentprocess_http::Extras {
+            agentprocess_app::Extras {
                 queue: None,
                 evaluator: evaluator.as_ref().map(|double| {
                     Arc::new(
@@ -365,28 +368,14 @@ pub(crate) const AUTH_KEY: [u8; 32] = [9; 32];
 
 /// Identity over `store`, sealing with `key`.
 pub(crate) fn auth_over(store: SqlStore, public_url: &str, key: agentprocess_auth::SecretKey) -> Auth<SqlStore> {
-    AuthArgs {
-        oidc_allow_hosts: Vec::new(),
-        oidc_ca_file: None,
-        seal: agentprocess_http::config::SealArgs::default(),
-        signup: agentprocess_auth::SignupPolicy::Closed,
-        signup_codes: Vec::new(),
-        session_idle_seconds: std::time::Duration::from_secs(3600),
-        session_absolute_seconds: std::time::Duration::from_secs(3600),
-        oidc_allow_private_issuers: false,
-        oidc_timeout_seconds: std::time::Duration::from_secs(2),
-        dns_nameservers: Vec::new(),
-        no_client_metadata_documents: false,
-        client_metadata_allow_hosts: Vec::new(),
-        client_metadata_ca_file: None,
-        client_metadata_timeout_seconds: std::time::Duration::from_secs(5),
-        client_registrations_per_hour: 20,
-        anonymous: agentprocess_http::config::AnonymousLimitArgs::default(),
-        decide_sign_in_seconds: std::time::Duration::from_secs(600),
-        access_token_seconds: std::time::Duration::from_secs(3600),
-    }
-    .auth(store, public_url, key)
-    .expect("auth")
+    let mut identity = IdentityConfig {
+        oidc_timeout: std::time::Duration::from_secs(2),
+        ..IdentityConfig::default()
+    };
+    identity.settings.session_idle = std::time::Duration::from_secs(3600);
+    identity.settings.session_absolute = std::time::Duration::from_secs(3600);
+    identity.settings.decide_sign_in_within = std::time::Duration::from_secs(600);
+    identity.auth(store, public_url, key).expect("auth")
 }
 
 fn settings(public_url: &str) -> Settings {

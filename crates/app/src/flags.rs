@@ -1,13 +1,17 @@
-//! Settings shared by the API and the scheduler, as command-line flags with
-//! `AGENTPROCESS_*` environment variables, so both binaries read them alike.
+//! The flags of the server binaries, each with its `AGENTPROCESS_*` environment
+//! variable, so every binary reads them alike; `from_args` turns them into the typed
+//! configuration of [`crate::config`], checking every value once, at start.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use agentprocess_service::{DEFAULT_LIMITS, SchedulerSettings, WebhookSettings};
-use agentprocess_timers::{RedisQueue, RedisSettings, TimerQueue};
+use agentprocess_timers::RedisSettings;
 
-use crate::{Background, SqlService};
+use crate::config::{
+    ApiConfig, Database, EvaluatorConfig, HttpSettings, IdentityConfig, ProcessConfig, SchedulerConfig, Secret,
+};
+use crate::{Background, Storage};
 
 /// The check-1 profile: the evaluator that answers check questions, and the limits
 /// `describe` publishes.
@@ -66,8 +70,9 @@ impl CheckArgs {
         }
     }
 
-    /// The evaluator, when one is configured.
-    pub fn evaluator(&self) -> anyhow::Result<Option<Arc<dyn agentprocess_evaluator::Evaluator>>> {
+    /// The evaluator, when one is configured; its API key read from its file or
+    /// `AGENTPROCESS_EVALUATOR_API_KEY`.
+    pub fn evaluator(&self) -> anyhow::Result<Option<EvaluatorConfig>> {
         use anyhow::Context as _;
         let (Some(url), Some(model)) = (&self.evaluator_url, &self.evaluator_model) else {
             return Ok(None);
@@ -82,34 +87,17 @@ impl CheckArgs {
             None => std::env::var("AGENTPROCESS_EVALUATOR_API_KEY").ok(),
         }
         .filter(|key| !key.is_empty());
-        let evaluator = agentprocess_evaluator::OpenAiEvaluator::new(agentprocess_evaluator::OpenAiSettings {
-            base_url: url.clone(),
-            model: model.clone(),
-            api_key,
-            timeout: self.evaluator_timeout_seconds,
-            concurrency: usize::from(self.evaluator_concurrency),
-            top_logprobs: 10,
-        })
-        .map_err(|error| anyhow::anyhow!("{error}"))?;
-        Ok(Some(Arc::new(evaluator)))
-    }
-
-    /// Probes the service's evaluator once, then every `--evaluator-probe-seconds` in
-    /// the background. An evaluator that answers without logprobs is a configuration
-    /// error; one that does not answer yet is only logged.
-    pub async fn watch(&self, service: &Arc<SqlService>) -> anyhow::Result<()> {
-        if !service.evaluator_configured() {
-            return Ok(());
-        }
-        match service.probe_evaluator().await {
-            Err(error) if error.unusable => anyhow::bail!("the check-1 evaluator cannot be used: {error}"),
-            Err(error) => {
-                tracing::warn!(error = %error.message, "the evaluator does not answer yet; check-1 is offered once it does")
-            }
-            Ok(()) => tracing::info!("the evaluator answers; check-1 is offered"),
-        }
-        tokio::spawn(Arc::clone(service).watch_evaluator(self.evaluator_probe_seconds));
-        Ok(())
+        Ok(Some(EvaluatorConfig {
+            settings: agentprocess_evaluator::OpenAiSettings {
+                base_url: url.clone(),
+                model: model.clone(),
+                api_key,
+                timeout: self.evaluator_timeout_seconds,
+                concurrency: usize::from(self.evaluator_concurrency),
+                top_logprobs: 10,
+            },
+            probe_every: self.evaluator_probe_seconds,
+        }))
     }
 }
 
@@ -147,19 +135,16 @@ pub struct QueueArgs {
 }
 
 impl QueueArgs {
-    /// The Redis queue, if a URL is given.
-    pub fn queue(&self) -> anyhow::Result<Option<Arc<dyn TimerQueue>>> {
-        let Some(url) = &self.redis_url else {
-            return Ok(None);
-        };
-        let settings = RedisSettings {
+    /// The Redis queue's settings, if a URL is given.
+    pub fn settings(&self) -> Option<RedisSettings> {
+        let url = self.redis_url.as_ref()?;
+        Some(RedisSettings {
             cluster: self.redis_cluster,
             prefix: self.redis_prefix.clone(),
             partitions: self.redis_partitions,
             timeout: self.redis_timeout_seconds,
             ..RedisSettings::new(url.clone())
-        };
-        Ok(Some(Arc::new(RedisQueue::new(&settings)?)))
+        })
     }
 }
 
@@ -312,7 +297,7 @@ impl StorageArgs {
     }
 
     /// The store these flags name.
-    pub fn storage(&self) -> anyhow::Result<crate::Storage> {
+    pub fn storage(&self) -> anyhow::Result<Storage> {
         if let Some(bucket) = &self.s3_bucket {
             let keys = match (&self.s3_access_key_id, &self.s3_secret_access_key) {
                 (Some(access_key_id), Some(secret_access_key)) => Some(agentprocess_blobs::S3Keys {
@@ -322,7 +307,7 @@ impl StorageArgs {
                 (None, None) => None,
                 _ => anyhow::bail!("give both --s3-access-key-id and --s3-secret-access-key, or neither"),
             };
-            return Ok(crate::Storage::S3 {
+            return Ok(Storage::S3 {
                 settings: agentprocess_blobs::S3Settings {
                     bucket: bucket.clone(),
                     prefix: self.s3_prefix.clone(),
@@ -337,7 +322,7 @@ impl StorageArgs {
             });
         }
         match &self.blob_dir {
-            Some(dir) => Ok(crate::Storage::Dir(dir.clone())),
+            Some(dir) => Ok(Storage::Dir(dir.clone())),
             None => anyhow::bail!("give --blob-dir or --s3-bucket"),
         }
     }
@@ -437,26 +422,15 @@ pub struct ProcessArgs {
 }
 
 impl ProcessArgs {
-    /// Starts telemetry (logs, and traces and metrics per the OTEL_* environment) for
-    /// a process named `service_name`.
-    pub fn telemetry(&self, service_name: &str) -> anyhow::Result<Arc<agentprocess_telemetry::Telemetry>> {
-        Ok(Arc::new(agentprocess_telemetry::init(
-            &agentprocess_telemetry::Options {
-                service_name,
-                log_json: self.log_json,
-                prometheus: self.metrics_listen.is_some(),
-                watched_organizations: &self.metrics_organizations,
-            },
-        )?))
-    }
-
-    /// How the process stops and shows its metrics.
-    pub fn settings(&self, telemetry: &Arc<agentprocess_telemetry::Telemetry>) -> crate::ProcessSettings {
-        crate::ProcessSettings {
+    /// The process's configuration.
+    pub fn config(&self) -> ProcessConfig {
+        ProcessConfig {
+            log_json: self.log_json,
+            metrics_listen: self.metrics_listen,
+            metrics_organizations: self.metrics_organizations.clone(),
             shutdown_grace: self.shutdown_grace_seconds,
             shutdown_delay: self.shutdown_delay_seconds,
-            telemetry: Arc::clone(telemetry),
-            metrics_listen: self.metrics_listen,
+            test_clock: self.test_clock,
         }
     }
 }
@@ -546,19 +520,13 @@ impl SealArgs {
 
     /// For a process beside the API (the scheduler): the API's key, given as
     /// `--secret-key` or, where the API derives its key, as the API's `url_secret`
-    /// (base64). Without either, a throwaway key, with a warning: what the API sealed
-    /// does not open, and webhook deliveries fail, recorded as such, until one is given.
+    /// (base64). Without either, a throwaway key: what the API sealed does not open,
+    /// and webhook deliveries fail, recorded as such, until one is given.
     pub fn key_of_the_api(&self, url_secret: Option<&str>) -> anyhow::Result<agentprocess_auth::SecretKey> {
         match url_secret {
             Some(text) => self.key_or_derived_from(&decode_key(text, "--url-secret")?),
             None if self.secret_key.is_some() => self.key(None),
-            None => {
-                tracing::warn!(
-                    "neither --secret-key nor --url-secret: the webhook signing secrets the API processes sealed \
-                     cannot be opened, and deliveries fail until the key is given"
-                );
-                self.key(Some(&agentprocess_auth::secrets::random_bytes::<32>()))
-            }
+            None => self.key(Some(&agentprocess_auth::secrets::random_bytes::<32>())),
         }
     }
 }
@@ -678,18 +646,6 @@ pub struct AnonymousLimitArgs {
     pub token_failures_per_client: u32,
 }
 
-impl Default for AnonymousLimitArgs {
-    fn default() -> Self {
-        let limits = agentprocess_auth::AnonymousLimits::default();
-        Self {
-            sign_ins_per_address: limits.sign_ins_per_address,
-            sign_ins_per_organization: limits.sign_ins_per_organization,
-            token_failures_per_address: limits.token_failures_per_address,
-            token_failures_per_client: limits.token_failures_per_client,
-        }
-    }
-}
-
 impl AnonymousLimitArgs {
     fn limits(&self) -> agentprocess_auth::AnonymousLimits {
         agentprocess_auth::AnonymousLimits {
@@ -709,35 +665,24 @@ fn pem_file(flag: &str, path: Option<&std::path::Path>) -> anyhow::Result<Vec<Ve
 }
 
 impl AuthArgs {
-    /// Identity over `store`, sealing with `key` (see [`SealArgs::key`]; the service
-    /// seals with the same one).
-    pub fn auth<S>(
-        &self,
-        store: S,
-        public_url: &str,
-        key: agentprocess_auth::SecretKey,
-    ) -> anyhow::Result<agentprocess_auth::Auth<S>> {
+    /// Identity's configuration; refused when `--signup invite` has no code or a
+    /// certificate file cannot be read.
+    pub fn identity(&self) -> anyhow::Result<IdentityConfig> {
         if self.signup == agentprocess_auth::SignupPolicy::Invite && self.signup_codes.is_empty() {
             anyhow::bail!("--signup invite needs at least one --signup-code");
         }
-        let oidc = agentprocess_auth::Oidc::new(agentprocess_auth::OidcSettings {
-            redirect_uri: format!("{}/auth/callback", public_url.trim_end_matches('/')),
-            allow_private_issuers: self.oidc_allow_private_issuers,
-            allow_hosts: self.oidc_allow_hosts.clone(),
-            extra_roots_pem: pem_file("--oidc-ca-file", self.oidc_ca_file.as_deref())?,
-            timeout: self.oidc_timeout_seconds,
-        })
-        .map_err(|error| anyhow::anyhow!("identity provider client: {error}"))?;
-        if self.oidc_allow_private_issuers {
-            tracing::warn!(
-                "identity providers on private addresses and plain http are allowed; never on a public server"
-            );
-        }
-        let auth = agentprocess_auth::Auth::new(
-            store,
-            key,
-            oidc,
-            agentprocess_auth::AuthSettings {
+        let metadata_documents = if self.no_client_metadata_documents {
+            None
+        } else {
+            let mut settings = agentprocess_auth::metadata_documents::MetadataDocumentSettings::default();
+            settings.fetch.allow_hosts = self.client_metadata_allow_hosts.clone();
+            settings.fetch.extra_roots_pem =
+                pem_file("--client-metadata-ca-file", self.client_metadata_ca_file.as_deref())?;
+            settings.fetch.timeout = self.client_metadata_timeout_seconds;
+            Some(settings)
+        };
+        Ok(IdentityConfig {
+            settings: agentprocess_auth::AuthSettings {
                 signup: self.signup,
                 signup_code_hashes: self
                     .signup_codes
@@ -752,19 +697,354 @@ impl AuthArgs {
                 anonymous: self.anonymous.limits(),
                 decide_sign_in_within: self.decide_sign_in_seconds,
             },
-        );
-        if self.no_client_metadata_documents {
-            return Ok(auth);
-        }
-        let extra_roots_pem = pem_file("--client-metadata-ca-file", self.client_metadata_ca_file.as_deref())?;
-        let documents = agentprocess_auth::metadata_documents::MetadataDocuments::new({
-            let mut settings = agentprocess_auth::metadata_documents::MetadataDocumentSettings::default();
-            settings.fetch.allow_hosts = self.client_metadata_allow_hosts.clone();
-            settings.fetch.extra_roots_pem = extra_roots_pem;
-            settings.fetch.timeout = self.client_metadata_timeout_seconds;
-            settings
+            allow_private_issuers: self.oidc_allow_private_issuers,
+            oidc_allow_hosts: self.oidc_allow_hosts.clone(),
+            oidc_extra_roots_pem: pem_file("--oidc-ca-file", self.oidc_ca_file.as_deref())?,
+            oidc_timeout: self.oidc_timeout_seconds,
+            metadata_documents,
         })
-        .map_err(|error| anyhow::anyhow!("client metadata document fetcher: {error}"))?;
-        Ok(auth.with_metadata_documents(documents))
+    }
+}
+
+/// The flags of an API process.
+#[derive(Debug, clap::Args)]
+pub struct ApiArgs {
+    /// postgres://user:password@host/database (or sqlite://path?mode=rwc).
+    #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// Address to listen on.
+    #[arg(long, env = "AGENTPROCESS_LISTEN", default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
+    /// The address callers use to reach this server, for file URLs (http://host:port).
+    #[arg(long, env = "AGENTPROCESS_PUBLIC_URL")]
+    pub public_url: String,
+    /// Key that signs file URLs, base64; every API process of a deployment needs the same one.
+    #[arg(long, env = "AGENTPROCESS_URL_SECRET", hide_env_values = true)]
+    pub url_secret: String,
+    /// Where uploaded evidence is kept.
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    /// Apply migrations before serving.
+    #[arg(long, env = "AGENTPROCESS_MIGRATE")]
+    pub migrate: bool,
+    /// Database connections per process.
+    #[arg(long, env = "AGENTPROCESS_MAX_CONNECTIONS", default_value_t = 20)]
+    pub max_connections: u32,
+    /// Host names callers may use, besides the public URL's (repeat or comma-separate).
+    #[arg(long, env = "AGENTPROCESS_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_host: Vec<String>,
+    /// Browser origins allowed to call /mcp (repeat or comma-separate); none by default.
+    #[arg(long, env = "AGENTPROCESS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origin: Vec<String>,
+    /// Serve every /mcp request through the MCP SDK's own request handling, including
+    /// plain tool calls, which are otherwise answered directly (the same answers, with
+    /// less work per call). For comparing the two.
+    #[arg(long, env = "AGENTPROCESS_NO_DIRECT_TOOL_CALLS")]
+    pub no_direct_tool_calls: bool,
+    /// Lease length of a claim, in seconds.
+    #[arg(long, env = "AGENTPROCESS_LEASE_SECONDS", default_value_t = 600)]
+    pub lease_seconds: u32,
+    /// Largest upload, in bytes.
+    #[arg(long, env = "AGENTPROCESS_MAX_UPLOAD_BYTES", default_value_t = 10 << 20)]
+    pub max_upload_bytes: usize,
+    /// Largest run data of one run, in bytes.
+    #[arg(long, env = "AGENTPROCESS_RUN_DATA_BYTES", default_value_t = 1 << 20)]
+    pub run_data_bytes: usize,
+    /// Do not fire timers or deliver webhooks in this process (a separate scheduler
+    /// does). Implied by --redis-url: then timers go to the queue and
+    /// agentprocess-scheduler fires them.
+    #[arg(long, env = "AGENTPROCESS_NO_TIMERS")]
+    pub no_timers: bool,
+    /// Where timers are queued.
+    #[command(flatten)]
+    pub queue: QueueArgs,
+    /// How timers are fired and webhooks delivered.
+    #[command(flatten)]
+    pub background: BackgroundArgs,
+    /// Logs, metrics and shutdown.
+    #[command(flatten)]
+    pub process: ProcessArgs,
+    /// Sign-up, sign-in and OAuth.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    /// The check-1 profile.
+    #[command(flatten)]
+    pub check: CheckArgs,
+    /// The limits of every organization.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Offer `/dev/sign-in` for this organization: anyone may sign in as any of its
+    /// people with no identity provider. Only for development and tests.
+    #[arg(long, env = "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN", value_name = "ORG")]
+    pub dangerously_allow_dev_sign_in: Option<String>,
+}
+
+impl ApiConfig {
+    /// The configuration `args` give, every value checked.
+    pub fn from_args(args: ApiArgs) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        use base64::Engine as _;
+        let secret = base64::engine::general_purpose::STANDARD
+            .decode(args.url_secret.trim())
+            .context("--url-secret must be base64")?;
+        anyhow::ensure!(secret.len() >= 32, "--url-secret must hold at least 32 bytes");
+        let mut service = agentprocess_service::Settings::new(args.public_url.clone(), secret);
+        // Identity and the service seal with one key: --secret-key, or the one derived
+        // from --url-secret.
+        service.seal_key = args.auth.seal.key_or_derived_from(&service.url_secret)?;
+        service.call_deadline = args.process.call_deadline_seconds;
+        service.engine.lease_seconds = args.lease_seconds;
+        service.engine.run_data_bytes = args.run_data_bytes;
+        service.max_upload_bytes = args.max_upload_bytes;
+        service.engine.check = args.check.limits();
+        service.limits = args.limits.limits(args.max_connections);
+        let mut allowed_hosts = args.allowed_host.clone();
+        allowed_hosts.extend(host_of(&args.public_url));
+        let mut warnings = Vec::new();
+        if args.auth.seal.secret_key.is_none() {
+            warnings.push(
+                "no --secret-key: secrets are sealed with a key derived from --url-secret, so changing that \
+                 secret makes them unreadable",
+            );
+        }
+        if args.dangerously_allow_dev_sign_in.is_some() {
+            warnings.push("development sign-in on: anyone can sign in as this organization's people");
+        }
+        let queue = args.queue.settings();
+        let background = (!args.no_timers && queue.is_none()).then(|| args.background.background());
+        Ok(Self {
+            database: Database {
+                url: Secret::new(args.database_url),
+                max_connections: args.max_connections,
+                migrate: args.migrate,
+            },
+            listen: args.listen,
+            service,
+            storage: args.storage.storage()?,
+            sweep: args.storage.sweep(),
+            queue,
+            evaluator: args.check.evaluator()?,
+            background,
+            process: args.process.config(),
+            identity: args.auth.identity()?,
+            http: HttpSettings {
+                allowed_hosts,
+                allowed_origins: args.allowed_origin,
+                dev_sign_in_org: args.dangerously_allow_dev_sign_in,
+                direct_tool_calls: !args.no_direct_tool_calls,
+            },
+            warnings,
+        })
+    }
+}
+
+/// The flags of a scheduler process.
+#[derive(Debug, clap::Args)]
+pub struct SchedulerArgs {
+    /// postgres://user:password@host/database (or sqlite://path).
+    #[arg(long, env = "AGENTPROCESS_DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// Address of /healthz and /readyz.
+    #[arg(long, env = "AGENTPROCESS_SCHEDULER_LISTEN", default_value = "0.0.0.0:8081")]
+    pub listen: SocketAddr,
+    /// Database connections.
+    #[arg(long, env = "AGENTPROCESS_MAX_CONNECTIONS", default_value_t = 20)]
+    pub max_connections: u32,
+    /// Where timers are queued.
+    #[command(flatten)]
+    pub queue: QueueArgs,
+    /// How timers are fired and webhooks delivered.
+    #[command(flatten)]
+    pub background: BackgroundArgs,
+    /// Logs, metrics and shutdown.
+    #[command(flatten)]
+    pub process: ProcessArgs,
+    /// The API processes' key, which opens the webhook signing secrets they sealed.
+    #[command(flatten)]
+    pub seal: SealArgs,
+    /// The API processes' --url-secret, when they derive their key from it (no
+    /// --secret-key).
+    #[arg(long, env = "AGENTPROCESS_URL_SECRET", hide_env_values = true)]
+    pub url_secret: Option<String>,
+}
+
+impl SchedulerConfig {
+    /// The configuration `args` give, every value checked.
+    pub fn from_args(args: SchedulerArgs) -> anyhow::Result<Self> {
+        let mut warnings = Vec::new();
+        if args.url_secret.is_none() && args.seal.secret_key.is_none() {
+            warnings.push(
+                "neither --secret-key nor --url-secret: the webhook signing secrets the API processes sealed \
+                 cannot be opened, and deliveries fail until the key is given",
+            );
+        }
+        let queue = args.queue.settings();
+        if queue.is_none() {
+            warnings.push("no --redis-url: firing timers from the database rows");
+        }
+        // The scheduler presents no files, so it needs no public URL or URL key.
+        let service = agentprocess_service::Settings {
+            call_deadline: args.process.call_deadline_seconds,
+            seal_key: args.seal.key_of_the_api(args.url_secret.as_deref())?,
+            ..agentprocess_service::Settings::new("", Vec::new())
+        };
+        Ok(Self {
+            database: Database {
+                url: Secret::new(args.database_url),
+                max_connections: args.max_connections,
+                migrate: false,
+            },
+            listen: args.listen,
+            service,
+            queue,
+            background: args.background.background(),
+            process: args.process.config(),
+            warnings,
+        })
+    }
+}
+
+/// The host name of a URL, without scheme, port or path.
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next()?;
+    let host = if let Some(bracketed) = authority.strip_prefix('[') {
+        bracketed.split(']').next()?
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    };
+    (!host.is_empty()).then(|| host.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Api {
+        #[command(flatten)]
+        args: ApiArgs,
+    }
+
+    #[derive(clap::Parser)]
+    struct Scheduler {
+        #[command(flatten)]
+        args: SchedulerArgs,
+    }
+
+    const URL_SECRET: &str = "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE=";
+
+    fn api(extra: &[&str]) -> anyhow::Result<ApiConfig> {
+        let mut argv = vec![
+            "api",
+            "--database-url",
+            "postgres://agentprocess:hunter2@db/agentprocess",
+            "--public-url",
+            "https://process.example",
+        ];
+        if !extra.contains(&"--url-secret") {
+            argv.extend(["--url-secret", URL_SECRET]);
+        }
+        if !extra.contains(&"--s3-bucket") {
+            argv.extend(["--blob-dir", "/var/lib/agentprocess"]);
+        }
+        argv.extend_from_slice(extra);
+        ApiConfig::from_args(Api::try_parse_from(argv)?.args)
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_settings_defaults() {
+        let config = api(&[]).expect("a configuration");
+        // Debug output stands for equality: the settings hold keys and clients that
+        // have no `PartialEq`.
+        assert_eq!(
+            format!("{:?}", config.identity),
+            format!("{:?}", IdentityConfig::default())
+        );
+        assert_eq!(
+            format!("{:?}", config.background),
+            format!("{:?}", Some(Background::default()))
+        );
+        assert_eq!(
+            format!("{:?}", config.sweep),
+            format!("{:?}", agentprocess_service::SweepSettings::default())
+        );
+        assert_eq!(config.http.allowed_hosts, ["process.example"]);
+        assert!(config.http.direct_tool_calls);
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn secrets_are_not_in_the_configuration_s_debug_output() {
+        let shown = format!("{:?}", api(&["--secret-key", URL_SECRET]).expect("a configuration"));
+        for secret in ["hunter2", URL_SECRET, "0123456789"] {
+            assert!(!shown.contains(secret), "{secret} shown in {shown}");
+        }
+    }
+
+    #[test]
+    fn wrong_values_are_refused_at_start() {
+        for (flags, refusal) in [
+            (&["--url-secret", "not base64!"][..], "--url-secret must be base64"),
+            (
+                &["--url-secret", "c2hvcnQ="][..],
+                "--url-secret must hold at least 32 bytes",
+            ),
+            (
+                &["--signup", "invite"][..],
+                "--signup invite needs at least one --signup-code",
+            ),
+            (&["--secret-key", "c2hvcnQ="][..], "--secret-key"),
+            (
+                &["--oidc-ca-file", "/nonexistent/ca.pem"][..],
+                "--oidc-ca-file /nonexistent/ca.pem",
+            ),
+            (
+                &["--s3-bucket", "b", "--s3-access-key-id", "k"][..],
+                "give both --s3-access-key-id",
+            ),
+        ] {
+            let error = api(flags).expect_err("refused");
+            assert!(format!("{error:#}").contains(refusal), "{flags:?}: {error:#}");
+        }
+    }
+
+    #[test]
+    fn timers_go_to_the_scheduler_when_a_queue_is_named() {
+        assert!(
+            api(&["--redis-url", "redis://127.0.0.1:6379"])
+                .expect("a configuration")
+                .background
+                .is_none()
+        );
+        assert!(api(&["--no-timers"]).expect("a configuration").background.is_none());
+    }
+
+    #[test]
+    fn a_scheduler_without_the_api_s_key_is_warned() {
+        let config = SchedulerConfig::from_args(
+            Scheduler::try_parse_from(["scheduler", "--database-url", "sqlite://x"])
+                .expect("flags")
+                .args,
+        )
+        .expect("a configuration");
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        let config = SchedulerConfig::from_args(
+            Scheduler::try_parse_from([
+                "scheduler",
+                "--database-url",
+                "sqlite://x",
+                "--url-secret",
+                URL_SECRET,
+                "--redis-url",
+                "redis://127.0.0.1:6379",
+            ])
+            .expect("flags")
+            .args,
+        )
+        .expect("a configuration");
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     }
 }

@@ -1,0 +1,95 @@
+//! The service over its database and evidence store.
+
+use std::sync::Arc;
+
+use agentprocess_service::Service;
+
+/// The production and embedded assembly: PostgreSQL or SQLite, evidence in a
+/// directory or in S3.
+pub type SqlService = Service<agentprocess_store::SqlStore, agentprocess_blobs::ServerBlobs>;
+
+/// Where uploaded evidence is kept.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// Files under a directory.
+    Dir(std::path::PathBuf),
+    /// Objects in an S3 bucket.
+    S3 {
+        /// How to reach it.
+        settings: agentprocess_blobs::S3Settings,
+        /// Create the bucket if it does not exist.
+        create_bucket: bool,
+    },
+}
+
+impl Storage {
+    /// The store, ready for use.
+    pub async fn open(&self) -> Result<agentprocess_blobs::ServerBlobs, agentprocess_blobs::Error> {
+        Ok(match self {
+            Storage::Dir(dir) => agentprocess_blobs::ServerBlobs::Local(agentprocess_blobs::LocalBlobs::new(dir)?),
+            Storage::S3 {
+                settings,
+                create_bucket,
+            } => {
+                let s3 = agentprocess_blobs::S3Blobs::new(settings).await;
+                if *create_bucket {
+                    s3.create_bucket().await?;
+                }
+                agentprocess_blobs::ServerBlobs::S3(s3)
+            }
+        })
+    }
+}
+
+/// Connects to the database, applies migrations when it says so, and builds the
+/// service over it with evidence in `storage`.
+pub async fn assemble(
+    database: &crate::Database,
+    storage: &Storage,
+    settings: agentprocess_service::Settings,
+    clock: Arc<dyn agentprocess_service::Clock>,
+    extras: Extras,
+) -> Result<Arc<SqlService>, AssembleError> {
+    let store = agentprocess_store::SqlStore::connect(database.url.expose(), database.max_connections).await?;
+    if database.migrate {
+        store.migrate().await?;
+    }
+    observe_pool(&store);
+    let blobs = storage.open().await?;
+    let mut service = Service::new(store, blobs, clock, settings);
+    if let Some(queue) = extras.queue {
+        service = service.with_timer_queue(queue);
+    }
+    if let Some(evaluator) = extras.evaluator {
+        service = service.with_evaluator(evaluator);
+    }
+    Ok(Arc::new(service))
+}
+
+/// Reports the store's connections as `db.client.connection.count`.
+pub fn observe_pool(store: &agentprocess_store::SqlStore) {
+    let sampled = store.clone();
+    agentprocess_telemetry::observe_pool("agentprocess", move || sampled.pool_stats());
+    let store = store.clone();
+    agentprocess_telemetry::observe_dead_connections("agentprocess", move || store.connections_found_dead());
+}
+
+/// What a service may use besides its database and evidence store.
+#[derive(Default)]
+pub struct Extras {
+    /// Where timers are mirrored for a separate scheduler; `None` fires them in process.
+    pub queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
+    /// The check-1 evaluator; `None` leaves check-1 unoffered.
+    pub evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
+}
+
+/// Why the service could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// The database could not be reached or migrated.
+    #[error(transparent)]
+    Store(#[from] agentprocess_store::Error),
+    /// The evidence store could not be opened.
+    #[error(transparent)]
+    Blobs(#[from] agentprocess_blobs::Error),
+}

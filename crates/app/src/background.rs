@@ -1,0 +1,32 @@
+//! The work a process does beside answering requests.
+
+use std::sync::Arc;
+
+use agentprocess_blobs::Blobs;
+use agentprocess_service::Service;
+use agentprocess_store::Store;
+
+/// The background work of a process: firing timers and delivering webhooks.
+#[derive(Debug, Clone, Default)]
+pub struct Background {
+    /// How timers are fired.
+    pub scheduler: agentprocess_service::SchedulerSettings,
+    /// How webhooks are delivered.
+    pub webhooks: agentprocess_service::WebhookSettings,
+}
+
+/// Starts the timer loop, the reconciler (with a timer queue), the webhook loop and
+/// the sampler of the work gauges; each stops when `stop` is cancelled, after
+/// finishing what it has under way.
+pub fn spawn_background<S: Store, B: Blobs>(
+    service: &Arc<Service<S, B>>,
+    background: &Background,
+    stop: &tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(Arc::clone(service).run_scheduler(background.scheduler.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_reconciler(background.scheduler.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_webhooks(background.webhooks.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_gauges(stop.clone()));
+    tasks
+}
