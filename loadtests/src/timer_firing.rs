@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agentprocess_blobs::NoBlobs;
+use agentprocess_blobs::{NoBlobs, ServerBlobs};
 use agentprocess_engine::{Mode, PersonFormat};
 use agentprocess_service::{
     Admin, Caller, Clock as _, SchedulerSettings, Service, Settings, StartRunArgs, TestClock, Write,
@@ -111,8 +111,10 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         ..RedisSettings::new(args.redis_url.clone())
     })?);
     let settings = Settings::new("http://127.0.0.1", vec![0; 32]);
-    let service =
-        Arc::new(Service::new(store.clone(), NoBlobs, clock.clone(), settings).with_timer_queue(queue.clone()));
+    let service = Arc::new(
+        Service::new(store.clone(), ServerBlobs::None(NoBlobs), clock.clone(), settings)
+            .with_timer_queue(queue.clone()),
+    );
 
     let first_due = clock.now().as_millisecond() + 3_600_000;
     let spread_ms = i64::try_from(args.spread_seconds * 1000)?;
@@ -217,7 +219,7 @@ async fn seed(store: &SqlStore) -> anyhow::Result<Caller> {
 }
 
 async fn start_runs(
-    service: &Arc<Service<SqlStore, NoBlobs>>,
+    service: &Arc<Service>,
     caller: &Caller,
     args: &Args,
     first_due: i64,

@@ -4,10 +4,6 @@ use std::sync::Arc;
 
 use agentprocess_service::Service;
 
-/// The production and embedded assembly: PostgreSQL or SQLite, evidence in a
-/// directory or in S3.
-pub type SqlService = Service<agentprocess_store::SqlStore, agentprocess_blobs::ServerBlobs>;
-
 /// Where uploaded evidence is kept.
 #[derive(Debug, Clone)]
 pub enum Storage {
@@ -49,7 +45,7 @@ pub async fn assemble(
     settings: agentprocess_service::Settings,
     clock: Arc<dyn agentprocess_service::Clock>,
     extras: Extras,
-) -> Result<Arc<SqlService>, AssembleError> {
+) -> Result<Arc<Service>, AssembleError> {
     let store = agentprocess_store::SqlStore::connect(database.url.expose(), database.max_connections).await?;
     if database.migrate {
         store.migrate().await?;

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_service::Service;
-use agentprocess_store::Store;
 
 /// The background work of a process: firing timers and delivering webhooks.
 #[derive(Debug, Clone, Default)]
@@ -18,8 +16,8 @@ pub struct Background {
 /// Starts the timer loop, the reconciler (with a timer queue), the webhook loop and
 /// the sampler of the work gauges; each stops when `stop` is cancelled, after
 /// finishing what it has under way.
-pub fn spawn_background<S: Store, B: Blobs>(
-    service: &Arc<Service<S, B>>,
+pub fn spawn_background(
+    service: &Arc<Service>,
     background: &Background,
     stop: &tokio_util::sync::CancellationToken,
 ) -> tokio::task::JoinSet<()> {

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_service::{Clock, Service, SystemClock, TestClock};
-use agentprocess_store::Store;
 use axum::Router;
 use serde::Deserialize;
 
@@ -20,7 +18,7 @@ pub fn clock(test: bool) -> (Arc<dyn Clock>, Option<Arc<TestClock>>) {
 
 /// `POST /test/clock` with `{ "advanceSeconds": n }` moves `clock` forward and wakes
 /// the timer loop. Only for servers started for end-to-end tests.
-pub fn test_clock_route<S: Store, B: Blobs>(service: Arc<Service<S, B>>, clock: Arc<TestClock>) -> Router {
+pub fn test_clock_route(service: Arc<Service>, clock: Arc<TestClock>) -> Router {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Advance {
@@ -35,11 +33,7 @@ pub fn test_clock_route<S: Store, B: Blobs>(service: Arc<Service<S, B>>, clock: 
 }
 
 /// `router` with `/test/clock` added when a test clock is given.
-pub fn with_test_clock<S: Store, B: Blobs>(
-    router: Router,
-    service: &Arc<Service<S, B>>,
-    clock: Option<Arc<TestClock>>,
-) -> Router {
+pub fn with_test_clock(router: Router, service: &Arc<Service>, clock: Option<Arc<TestClock>>) -> Router {
     match clock {
         Some(clock) => {
             tracing::warn!("test clock on: POST /test/clock moves this server's time; never use this in production");

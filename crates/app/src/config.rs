@@ -98,7 +98,12 @@ impl Default for IdentityConfig {
 impl IdentityConfig {
     /// Identity over `store` for a server at `public_url`, sealing with `key` (the
     /// service seals with the same one).
-    pub fn auth<S>(&self, store: S, public_url: &str, key: agentprocess_auth::SecretKey) -> anyhow::Result<Auth<S>> {
+    pub fn auth(
+        &self,
+        store: agentprocess_store::SqlStore,
+        public_url: &str,
+        key: agentprocess_auth::SecretKey,
+    ) -> anyhow::Result<Auth> {
         let oidc = Oidc::new(OidcSettings {
             redirect_uri: format!("{}/auth/callback", public_url.trim_end_matches('/')),
             allow_private_issuers: self.allow_private_issuers,

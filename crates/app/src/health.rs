@@ -9,8 +9,8 @@ use crate::Draining;
 /// `/readyz`: 200 when the database answers with every migration of this build
 /// applied and the timer queue (when given) answers; 503 naming what is not, or while
 /// the process shuts down.
-pub async fn readiness<S: Store>(
-    store: &S,
+pub async fn readiness(
+    store: &agentprocess_store::SqlStore,
     queue: Option<&dyn agentprocess_timers::TimerQueue>,
     draining: Option<&Draining>,
 ) -> Response {
@@ -39,11 +39,9 @@ pub async fn readiness<S: Store>(
 
 /// `/healthz` and `/readyz` of a process that serves nothing else (the scheduler):
 /// ready while the database and the timer queue answer.
-pub fn routes<S: Store, B: agentprocess_blobs::Blobs>(
-    service: std::sync::Arc<agentprocess_service::Service<S, B>>,
-) -> axum::Router {
-    async fn ready<S: Store, B: agentprocess_blobs::Blobs>(
-        axum::extract::State(service): axum::extract::State<std::sync::Arc<agentprocess_service::Service<S, B>>>,
+pub fn routes(service: std::sync::Arc<agentprocess_service::Service>) -> axum::Router {
+    async fn ready(
+        axum::extract::State(service): axum::extract::State<std::sync::Arc<agentprocess_service::Service>>,
         draining: Option<axum::Extension<Draining>>,
     ) -> Response {
         readiness(
@@ -55,6 +53,6 @@ pub fn routes<S: Store, B: agentprocess_blobs::Blobs>(
     }
     axum::Router::new()
         .route("/healthz", axum::routing::get(|| async { "ok" }))
-        .route("/readyz", axum::routing::get(ready::<S, B>))
+        .route("/readyz", axum::routing::get(ready))
         .with_state(service)
 }

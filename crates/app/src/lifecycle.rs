@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_service::Service;
-use agentprocess_store::Store;
 use agentprocess_telemetry::Telemetry;
 use axum::Router;
 use axum::http::StatusCode;
@@ -54,8 +52,8 @@ impl Draining {
 /// Serves `router` on `listener` with the background work beside it when given (and
 /// the sweeper of uploads no run cites, in a process that holds the evidence store),
 /// until a signal; see the module's documentation for the order of a shutdown.
-pub async fn serve<S: Store, B: Blobs>(
-    service: Arc<Service<S, B>>,
+pub async fn serve(
+    service: Arc<Service>,
     listener: tokio::net::TcpListener,
     router: Router,
     background: Option<Background>,

@@ -11,16 +11,19 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::config::{self, ApiConfig, SchedulerConfig};
-use crate::{Extras, SqlService};
+use agentprocess_service::Service;
+
+use crate::Extras;
+use agentprocess_blobs::{NoBlobs, ServerBlobs};
 
 /// An API process: its service assembled and its identity built, listening, not yet
 /// serving. The surfaces are built over `service` and `auth`, then handed to
 /// [`Api::serve`].
 pub struct Api {
     /// The service.
-    pub service: Arc<SqlService>,
+    pub service: Arc<Service>,
     /// Identity over the same store, sealing with the service's key.
-    pub auth: Arc<Auth<SqlStore>>,
+    pub auth: Arc<Auth>,
     listener: TcpListener,
     test_clock: Option<Arc<TestClock>>,
 }
@@ -92,7 +95,7 @@ impl Api {
 /// Probes the service's evaluator once, then every `every` in the background. An
 /// evaluator that answers without logprobs is a configuration error; one that does
 /// not answer yet is only logged.
-async fn watch_evaluator(service: &Arc<SqlService>, every: std::time::Duration) -> anyhow::Result<()> {
+async fn watch_evaluator(service: &Arc<Service>, every: std::time::Duration) -> anyhow::Result<()> {
     match service.probe_evaluator().await {
         Err(error) if error.unusable => anyhow::bail!("the check-1 evaluator cannot be used: {error}"),
         Err(error) => {
@@ -114,7 +117,7 @@ pub async fn run_scheduler(config: &SchedulerConfig, telemetry: &Arc<Telemetry>)
     crate::observe_pool(&store);
     let (clock, test_clock) = crate::clock(config.process.test_clock);
     let mut service =
-        agentprocess_service::Service::new(store, agentprocess_blobs::NoBlobs, clock, config.service.clone());
+        agentprocess_service::Service::new(store, ServerBlobs::None(NoBlobs), clock, config.service.clone());
     if let Some(queue) = config::queue(config.queue.as_ref())? {
         service = service.with_timer_queue(queue);
     }

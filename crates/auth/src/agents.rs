@@ -11,6 +11,8 @@ use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::tokens::MAX_TOKEN_DAYS;
 use crate::{Auth, Error, millis};
+use agentprocess_store::Directory;
+use agentprocess_store::SqlTx;
 
 /// Which token of an agent to replace, and how long the old one keeps working.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +42,7 @@ pub const MCP_TOKEN_PREFIX: &str = "apt_";
 /// The longest overlap of a rotated token with its successor.
 pub const MAX_OVERLAP_SECONDS: u32 = 7 * 86_400;
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// The organization's agents.
     pub async fn agents(&self, org: &str) -> Result<Vec<Identity>, Error> {
         Ok(self
@@ -187,7 +189,7 @@ impl<S: Store + Clone> Auth<S> {
 
     async fn add_agent_token(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         actor: &Actor,
         org: &str,
         id: &str,

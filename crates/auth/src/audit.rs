@@ -66,7 +66,7 @@ pub fn detail<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
     pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
 }
 
-impl<S: agentprocess_store::Store> crate::Auth<S> {
+impl crate::Auth {
     /// Records an action taken elsewhere (publishing, webhooks, cancelling a run), in
     /// a transaction of its own, after that action committed.
     pub async fn record(
@@ -85,7 +85,7 @@ impl<S: agentprocess_store::Store> crate::Auth<S> {
     }
 }
 
-impl<S: Directory> crate::Auth<S> {
+impl crate::Auth {
     /// Entries of an organization's log, in order, and whether more follow.
     pub async fn audit(&self, org: &str, filter: &AuditFilter) -> Result<(Vec<AuditRow>, bool), crate::Error> {
         Ok(self.store.audit(org, filter).await?)

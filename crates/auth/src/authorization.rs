@@ -21,6 +21,9 @@ use crate::clients::{GrantError, GrantErrorOr, Issued, check_resource, granted_s
 use crate::people_clients::{DECIDE_SCOPE, PeopleClient, serves};
 use crate::secrets::{new_id, new_token, same, sha256_hex};
 use crate::{Auth, Error, millis, redirects};
+use agentprocess_store::Directory;
+use agentprocess_store::Grants;
+use agentprocess_store::SqlTx;
 
 /// How an authorization code begins.
 pub const CODE_PREFIX: &str = "apac_";
@@ -135,7 +138,7 @@ fn failed(error: agentprocess_store::Error) -> GrantErrorOr {
 /// What introspection tells about a token (RFC 7662 §2.2).
 pub type Introspection = Value;
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// Checks an authorization request: the client and redirect URI first (problems
     /// there are shown, never redirected), then the rest (sent back to the client).
     pub async fn check_authorization(
@@ -454,7 +457,7 @@ impl<S: Store + Clone> Auth<S> {
 
     /// A used refresh token came back: within the grace window it is only refused;
     /// later, the grant and everything of it is revoked.
-    async fn reused(&self, mut tx: S::Tx, token: &RefreshToken, at: i64) -> GrantErrorOr {
+    async fn reused(&self, mut tx: SqlTx, token: &RefreshToken, at: i64) -> GrantErrorOr {
         if at.saturating_sub(token.used_at.unwrap_or(at)) <= REFRESH_REUSE_GRACE_MILLIS {
             return GrantError::new(
                 "invalid_grant",
@@ -478,7 +481,7 @@ impl<S: Store + Clone> Auth<S> {
 
     async fn issue_for_grant(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         grant: &Grant,
         scope: &str,
         lifetime: u64,

@@ -10,6 +10,7 @@ use crate::clients::{GrantError, GrantErrorOr};
 use crate::people_clients::PeopleClient;
 use crate::secrets::{same, sha256_hex};
 use crate::{Auth, millis};
+use agentprocess_store::Directory;
 
 /// What a request presented to authenticate its client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +61,7 @@ fn invalid_client(description: impl Into<String>) -> GrantErrorOr {
     GrantError::new("invalid_client", description).into()
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// The client `presented` proves, at `now`. `audiences` are what a JWT assertion
     /// may be addressed to: the issuer and the endpoint's URL.
     pub async fn authenticate(

@@ -11,6 +11,7 @@ use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::{Auth, Error, millis};
+use agentprocess_store::Directory;
 
 /// How an OAuth access token for `/mcp` begins.
 pub const ACCESS_TOKEN_PREFIX: &str = "apo_";
@@ -75,7 +76,7 @@ pub struct ClientCredentials<'a> {
     pub resource: Option<&'a str>,
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// An agent's OAuth clients, with their live secrets (never the secrets).
     pub async fn agent_clients(&self, org: &str, agent: &str) -> Result<Vec<(OAuthClient, Vec<ClientSecret>)>, Error> {
         self.agent(org, agent).await?;

@@ -11,6 +11,7 @@ use hickory_resolver::{Resolver, TokioResolver};
 
 use crate::audit::{self, Actor, detail};
 use crate::{Auth, Error, millis};
+use agentprocess_store::Directory;
 
 /// Whether `name` is a domain name DNS can hold: at least two labels, each 1 to 63 of
 /// letters, digits and inner dashes, 253 characters at most.
@@ -31,7 +32,7 @@ pub fn record_name(domain: &str) -> String {
     format!("_agentprocess.{domain}")
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     fn resolver(&self) -> Result<TokioResolver, Error> {
         let unavailable = |error: String| Error::refused(Code::Retry, "DNS cannot be asked right now", vec![error]);
         if self.settings.dns_nameservers.is_empty() {

@@ -8,6 +8,7 @@ use crate::audit::{self, Actor, detail};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::{Auth, Error, millis};
+use agentprocess_store::Directory;
 
 /// A group to make.
 #[derive(Debug, Clone, serde::Serialize, Deserialize, utoipa::ToSchema)]
@@ -29,7 +30,7 @@ fn name_issues(name: Option<&str>) -> Vec<String> {
     }
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// The organization's groups with their members.
     pub async fn groups(&self, org: &str) -> Result<Vec<Group>, Error> {
         Ok(self.store.group_list(org).await?)

@@ -23,7 +23,7 @@ pub struct Idempotent {
     key: SecretKey,
 }
 
-impl<S> Auth<S> {
+impl Auth {
     /// The request `operation` with `arguments` (what it was asked, path ids
     /// included) by the identity `caller` under the client's `key`. Keys live beside
     /// `requestId`s but never meet them: they are kept as `rest:<key>`. The caller is

@@ -26,6 +26,7 @@ pub mod sessions;
 pub mod signin;
 pub mod tokens;
 
+use agentprocess_store::SqlStore;
 use std::time::Duration;
 
 pub use agentprocess_store::{Identity, IdentityKind, Role};
@@ -145,17 +146,17 @@ impl Default for AnonymousLimits {
 
 /// Identity's operations over a store.
 #[derive(Debug, Clone)]
-pub struct Auth<S> {
-    store: S,
+pub struct Auth {
+    store: SqlStore,
     key: SecretKey,
     oidc: Oidc,
     settings: AuthSettings,
     documents: Option<metadata_documents::MetadataDocuments>,
 }
 
-impl<S> Auth<S> {
+impl Auth {
     /// Identity over `store`, sealing secrets with `key`.
-    pub fn new(store: S, key: SecretKey, oidc: Oidc, settings: AuthSettings) -> Self {
+    pub fn new(store: SqlStore, key: SecretKey, oidc: Oidc, settings: AuthSettings) -> Self {
         Self {
             store,
             key,
@@ -189,7 +190,7 @@ impl<S> Auth<S> {
     }
 
     /// The store.
-    pub fn store(&self) -> &S {
+    pub fn store(&self) -> &SqlStore {
         &self.store
     }
 }

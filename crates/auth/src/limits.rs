@@ -28,7 +28,7 @@ pub fn choice_issues(chosen: &LimitValues, ceiling: &LimitValues) -> Vec<String>
     issues
 }
 
-impl<S: Store> Auth<S> {
+impl Auth {
     /// Replaces what the organization's admins chose for its limits, recorded in the
     /// audit log; refused, naming every problem, when a value is 0 or over `ceiling`.
     pub async fn choose_limits(

@@ -10,6 +10,7 @@ use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token};
 use crate::signin::is_email;
 use crate::{Auth, Error, millis};
+use agentprocess_store::Directory;
 
 /// Someone an admin invites; they get in at their first sign-in with this email.
 #[derive(Debug, Clone, serde::Serialize, Deserialize, utoipa::ToSchema)]
@@ -78,7 +79,7 @@ fn optional_role<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Op
         .transpose()
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// The organization, by id.
     pub async fn organization(&self, org: &str) -> Result<Organization, Error> {
         self.store

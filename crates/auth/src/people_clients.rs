@@ -14,6 +14,7 @@ use crate::idempotency::{Idempotent, remember};
 use crate::metadata_documents::{self, MetadataDocuments};
 use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::{Auth, Error, millis, redirects};
+use agentprocess_store::Grants;
 
 /// How the id of a client an admin made begins.
 pub const APP_PREFIX: &str = "apa_";
@@ -163,7 +164,7 @@ fn registration_error(error: &'static str, issues: &[String]) -> GrantError {
     GrantError::new(error, issues.join("; "))
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// The client `client_id` names, if it is one people may use; a metadata document
     /// that cannot be used is refused with the reason.
     pub async fn people_client(

@@ -7,6 +7,8 @@ use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
 
 use crate::secrets::sha256_hex;
+use agentprocess_store::Directory;
+use agentprocess_store::SqlStore;
 
 /// The key under which a signed-in session holds who signed in.
 pub const SIGNED_IN: &str = "signedIn";
@@ -24,13 +26,13 @@ pub struct SignedIn {
 
 /// tower-sessions' store over ours.
 #[derive(Debug, Clone)]
-pub struct Sessions<S> {
-    store: S,
+pub struct Sessions {
+    store: SqlStore,
 }
 
-impl<S> Sessions<S> {
+impl Sessions {
     /// Sessions kept in `store`.
-    pub fn new(store: S) -> Self {
+    pub fn new(store: SqlStore) -> Self {
         Self { store }
     }
 }
@@ -53,7 +55,7 @@ fn row(record: &Record) -> session_store::Result<SessionRow> {
     })
 }
 
-impl<S: Store + Clone + std::fmt::Debug> Sessions<S> {
+impl Sessions {
     async fn put(&self, record: &Record, only_new: bool) -> session_store::Result<bool> {
         let row = row(record)?;
         let mut tx = self.store.begin().await.map_err(backend)?;
@@ -64,7 +66,7 @@ impl<S: Store + Clone + std::fmt::Debug> Sessions<S> {
 }
 
 #[async_trait::async_trait]
-impl<S: Store + Clone + std::fmt::Debug> SessionStore for Sessions<S> {
+impl SessionStore for Sessions {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         // A new id until one is free (a collision of 128 random bits is not expected).
         while !self.put(record, true).await? {

@@ -12,6 +12,7 @@ use crate::error::refuse_if_any;
 use crate::oidc::{Callback, Claims, ClientConfig, OidcError, Pending};
 use crate::secrets::{new_id, same, sha256_hex};
 use crate::{Auth, Error, SignupPolicy, millis};
+use agentprocess_store::Directory;
 
 /// What the sign-up form asks (its fields named as the form names them).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -134,7 +135,7 @@ fn sign_in_failed(error: &OidcError) -> Error {
     Error::refused(Code::Forbidden, "the sign-in failed", vec![error.to_string()])
 }
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// Checks a sign-up form, runs discovery and makes the authorization request:
     /// where to send the person, and what to keep until they come back. Nothing is
     /// stored.

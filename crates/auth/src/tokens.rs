@@ -10,6 +10,7 @@ use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
 use crate::{Auth, Error, millis};
+use agentprocess_store::Directory;
 
 /// What an API token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, utoipa::ToSchema)]
@@ -52,7 +53,7 @@ pub struct NewToken {
 /// The prefix of API tokens, so a leaked one is recognisable to secret scanners.
 pub const API_TOKEN_PREFIX: &str = "apr_";
 
-impl<S: Store + Clone> Auth<S> {
+impl Auth {
     /// Makes an API token for `maker`; the token is returned this once.
     pub async fn create_token(
         &self,

@@ -78,6 +78,8 @@ pub enum ServerBlobs {
     Local(LocalBlobs),
     /// An S3 bucket.
     S3(S3Blobs),
+    /// None, in a process that never reads or writes evidence (the scheduler).
+    None(NoBlobs),
 }
 
 impl ServerBlobs {
@@ -85,6 +87,7 @@ impl ServerBlobs {
         let store = match self {
             ServerBlobs::Local(_) => "local",
             ServerBlobs::S3(_) => "s3",
+            ServerBlobs::None(_) => "none",
         };
         agentprocess_telemetry::spans::blob(operation, store)
     }
@@ -96,6 +99,7 @@ impl Blobs for ServerBlobs {
             match self {
                 ServerBlobs::Local(local) => local.put(key, bytes, content_type).await,
                 ServerBlobs::S3(s3) => s3.put(key, bytes, content_type).await,
+                ServerBlobs::None(none) => none.put(key, bytes, content_type).await,
             }
         };
         put.instrument(self.span("put")).await
@@ -106,6 +110,7 @@ impl Blobs for ServerBlobs {
             match self {
                 ServerBlobs::Local(local) => local.get(key).await,
                 ServerBlobs::S3(s3) => s3.get(key).await,
+                ServerBlobs::None(none) => none.get(key).await,
             }
         };
         get.instrument(self.span("get")).await
@@ -116,6 +121,7 @@ impl Blobs for ServerBlobs {
             match self {
                 ServerBlobs::Local(local) => local.delete(key).await,
                 ServerBlobs::S3(s3) => s3.delete(key).await,
+                ServerBlobs::None(none) => none.delete(key).await,
             }
         };
         delete.instrument(self.span("delete")).await
@@ -129,7 +135,7 @@ impl Blobs for ServerBlobs {
         expires_in: Duration,
     ) -> Result<Option<String>, Error> {
         match self {
-            ServerBlobs::Local(_) => Ok(None),
+            ServerBlobs::Local(_) | ServerBlobs::None(_) => Ok(None),
             ServerBlobs::S3(s3) => s3.download_url(key, file_name, content_type, expires_in).await,
         }
     }

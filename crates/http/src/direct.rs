@@ -10,11 +10,9 @@
 //! serialized by rmcp's serializer, so the two paths answer byte for byte alike (the
 //! tests hold them to that).
 
-use agentprocess_blobs::Blobs;
 use agentprocess_mcp::arguments::ToolSpec;
 use agentprocess_mcp::{CallTrace, McpServer};
 use agentprocess_service::Caller;
-use agentprocess_store::Store;
 use agentprocess_telemetry::context::RequestSpan;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -37,13 +35,13 @@ pub(crate) struct PlainCall {
 }
 
 /// The direct path: the MCP server and the hosts `Host` may name.
-pub(crate) struct Direct<S, B> {
-    server: McpServer<S, B>,
+pub(crate) struct Direct {
+    server: McpServer,
     allowed_hosts: Vec<String>,
 }
 
-impl<S: Store, B: Blobs> Direct<S, B> {
-    pub(crate) fn new(server: McpServer<S, B>, allowed_hosts: &[String]) -> Self {
+impl Direct {
+    pub(crate) fn new(server: McpServer, allowed_hosts: &[String]) -> Self {
         Self {
             server,
             allowed_hosts: allowed_hosts

@@ -12,9 +12,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_mcp::CallArguments;
-use agentprocess_store::Store;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -35,10 +33,10 @@ const INSUFFICIENT_SCOPE: i64 = -32003;
 /// `tools/call` that the caller's OAuth token has no scope for is refused here, with
 /// 403 and the scope to ask for (RFC 6750 §3.1); `public_url` names the metadata.
 /// With `direct`, the calls it takes are answered here.
-pub(crate) async fn front<S: Store, B: Blobs>(
+pub(crate) async fn front(
     max_bytes: usize,
     public_url: Arc<str>,
-    direct: Option<Arc<crate::direct::Direct<S, B>>>,
+    direct: Option<Arc<crate::direct::Direct>>,
     request: Request,
     next: Next,
 ) -> Response {

@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![recursion_limit = "256"]
 
 mod direct;
 mod headers;
@@ -12,11 +13,9 @@ mod windows;
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::Code;
 use agentprocess_mcp::McpServer;
 use agentprocess_service::{FileDownload, Service};
-use agentprocess_store::Store;
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -38,15 +37,7 @@ pub fn max_body_bytes(max_upload_bytes: usize) -> usize {
 
 /// The router: `/mcp`, `POST /v1/uploads`, `/files/…`, `/healthz`, `/readyz`, the
 /// sign-up and sign-in pages and `/api/v1`.
-pub fn router<S, B>(
-    service: Arc<Service<S, B>>,
-    auth: Arc<agentprocess_auth::Auth<S>>,
-    settings: &HttpSettings,
-) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, settings: &HttpSettings) -> Router {
     let max_body = max_body_bytes(service.settings().max_upload_bytes);
     let https = service.settings().public_url.starts_with("https://");
     let allowed_hosts: Arc<[String]> = Arc::from(settings.allowed_hosts.clone());
@@ -71,7 +62,7 @@ where
         config,
     );
     let rest = Router::new()
-        .route("/v1/uploads", axum::routing::post(uploads::upload::<S, B>))
+        .route("/v1/uploads", axum::routing::post(uploads::upload))
         .layer(axum::extract::DefaultBodyLimit::max(
             service.settings().max_upload_bytes.saturating_add(64 << 10),
         ))
@@ -82,10 +73,9 @@ where
         .layer(middleware::from_fn(move |request, next| {
             jsonrpc::front(max_body, Arc::clone(&public_url), direct.clone(), request, next)
         }));
-    let authenticated = mcp.merge(rest).layer(middleware::from_fn_with_state(
-        Arc::clone(&service),
-        authenticate::<S, B>,
-    ));
+    let authenticated = mcp
+        .merge(rest)
+        .layer(middleware::from_fn_with_state(Arc::clone(&service), authenticate));
     let limits = identity::Limits::new(auth.settings());
     let web = Arc::new(identity::Web {
         service: Arc::clone(&service),
@@ -96,14 +86,14 @@ where
         visitors: identity::cookies::VisitorCookies::new(&service.settings().url_secret, https),
     });
     Router::new()
-        .route("/files/{org}/{id}", get(download::<S, B>))
+        .route("/files/{org}/{id}", get(download))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready::<S, B>))
+        .route("/readyz", get(ready))
         .with_state(Arc::clone(&service))
         .merge(authenticated)
         .merge(oauth::routes(Arc::clone(&web)))
         .merge(identity::routes(web))
-        .layer(middleware::from_fn_with_state(service, backstop::<S, B>))
+        .layer(middleware::from_fn_with_state(service, backstop))
         .layer(middleware::from_fn(move |request, next| {
             hosts::check(Arc::clone(&allowed_hosts), request, next)
         }))
@@ -114,11 +104,7 @@ where
 
 /// Resolves `Authorization: Bearer …` to a caller and leaves it on the request for
 /// the MCP handler; 401 otherwise.
-async fn authenticate<S: Store, B: Blobs>(
-    State(service): State<Arc<Service<S, B>>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+async fn authenticate(State(service): State<Arc<Service>>, mut request: Request, next: Next) -> Response {
     let token = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -164,11 +150,7 @@ fn try_again_shortly() -> Response {
 /// Past the call deadline (and a margin, so that a tool call's own deadline answers
 /// first, in the protocol's terms), any request is answered 503: the backstop for
 /// every page and REST operation.
-async fn backstop<S: Store, B: Blobs>(
-    State(service): State<Arc<Service<S, B>>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn backstop(State(service): State<Arc<Service>>, request: Request, next: Next) -> Response {
     let limit = service.settings().call_deadline + BACKSTOP_MARGIN;
     match service.bounded_by(limit, next.run(request)).await {
         Some(response) => response,
@@ -213,8 +195,8 @@ struct Signed {
 /// The media types a download may be shown inline as.
 pub(crate) const INLINE_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"];
 
-async fn download<S: Store, B: Blobs>(
-    State(service): State<Arc<Service<S, B>>>,
+async fn download(
+    State(service): State<Arc<Service>>,
     Path((org, id)): Path<(String, String)>,
     Query(signed): Query<Signed>,
 ) -> Response {
@@ -265,8 +247,8 @@ async fn download<S: Store, B: Blobs>(
     }
 }
 
-async fn ready<S: Store, B: Blobs>(
-    State(service): State<Arc<Service<S, B>>>,
+async fn ready(
+    State(service): State<Arc<Service>>,
     draining: Option<axum::Extension<agentprocess_app::Draining>>,
 ) -> Response {
     // The API stays ready through a Redis outage: writes go on, and the reconciler

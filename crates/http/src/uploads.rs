@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, ToolError};
 use agentprocess_service::{Caller, Service, Write};
-use agentprocess_store::Store;
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,8 +14,8 @@ use serde_json::{Map, json};
 use tracing::Instrument as _;
 
 /// The upload, or the refusal in the tools' envelope with a matching HTTP status.
-pub(crate) async fn upload<S: Store, B: Blobs>(
-    State(service): State<Arc<Service<S, B>>>,
+pub(crate) async fn upload(
+    State(service): State<Arc<Service>>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     multipart: Multipart,
@@ -68,8 +66,8 @@ pub(crate) async fn upload<S: Store, B: Blobs>(
     }
 }
 
-async fn upload_form<S: Store, B: Blobs>(
-    service: &Service<S, B>,
+async fn upload_form(
+    service: &Service,
     caller: &Caller,
     headers: &HeaderMap,
     multipart: Multipart,
@@ -103,11 +101,7 @@ struct Form {
 }
 
 /// The form's one `file` part, read up to the upload limit; every problem at once.
-async fn read<S: Store, B: Blobs>(
-    service: &Service<S, B>,
-    headers: &HeaderMap,
-    mut multipart: Multipart,
-) -> Result<Form, ToolError> {
+async fn read(service: &Service, headers: &HeaderMap, mut multipart: Multipart) -> Result<Form, ToolError> {
     let mut issues = Vec::new();
     let request_id = headers
         .get("idempotency-key")

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_service::{Caller, Service};
-use agentprocess_store::Store;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, ServerJsonRpcMessage, ServerResult, Tool,
@@ -31,12 +29,12 @@ const INSTRUCTIONS: &str = "An Agent Process server (protocol core-2). Agents: c
 pub struct CallArguments(pub serde_json::Map<String, serde_json::Value>);
 
 /// One MCP server over a shared service. Cheap to clone: rmcp makes one per request.
-pub struct McpServer<S, B> {
-    service: Arc<Service<S, B>>,
+pub struct McpServer {
+    service: Arc<Service>,
     tools: Arc<Vec<Tool>>,
 }
 
-impl<S, B> Clone for McpServer<S, B> {
+impl Clone for McpServer {
     fn clone(&self) -> Self {
         Self {
             service: Arc::clone(&self.service),
@@ -45,9 +43,9 @@ impl<S, B> Clone for McpServer<S, B> {
     }
 }
 
-impl<S: Store, B: Blobs> McpServer<S, B> {
+impl McpServer {
     /// A server answering with `service`.
-    pub fn new(service: Arc<Service<S, B>>) -> Self {
+    pub fn new(service: Arc<Service>) -> Self {
         let tools = ARGUMENTS
             .iter()
             .map(|spec| Tool::new(spec.tool.name(), spec.description, input_schema(spec)))
@@ -59,7 +57,7 @@ impl<S: Store, B: Blobs> McpServer<S, B> {
     }
 }
 
-impl<S: Store, B: Blobs> ServerHandler for McpServer<S, B> {
+impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("agentprocess", env!("CARGO_PKG_VERSION")))
@@ -139,7 +137,7 @@ pub struct CallTrace {
     pub jsonrpc_id: String,
 }
 
-impl<S: Store, B: Blobs> McpServer<S, B> {
+impl McpServer {
     /// Runs one tool call for an authenticated caller and gives its MCP result (a
     /// refusal is a result too, with `isError`). The one path of every `tools/call`,
     /// whether rmcp or the HTTP layer's direct path received it.

@@ -1,10 +1,8 @@
 //! `tools/call`: decode the arguments, call the service, wrap the answer as
 //! `{ ok: true, data }` or `{ ok: false, error: { code, message, issues? } }`.
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Decide, Mode, ToolError};
 use agentprocess_service::{Caller, ListRuns, Service, StartRunArgs, Tool, Write};
-use agentprocess_store::Store;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
@@ -35,8 +33,8 @@ pub fn envelope(result: Result<Value, ToolError>) -> Value {
 }
 
 /// Calls `spec`'s tool for `caller`.
-pub async fn call<S: Store, B: Blobs>(
-    service: &Service<S, B>,
+pub async fn call(
+    service: &Service,
     caller: &Caller,
     spec: &ToolSpec,
     arguments: Map<String, Value>,
@@ -53,8 +51,8 @@ pub async fn call<S: Store, B: Blobs>(
         .map_err(agentprocess_service::Error::into_tool_error)
 }
 
-async fn answer<S: Store, B: Blobs>(
-    service: &Service<S, B>,
+async fn answer(
+    service: &Service,
     caller: &Caller,
     spec: &ToolSpec,
     arguments: Map<String, Value>,

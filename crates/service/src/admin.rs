@@ -15,6 +15,9 @@ use agentprocess_store::{
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
 use crate::{CAPABILITIES, Clock, Error, invalid, millis, not_found, webhooks};
+use agentprocess_store::Directory;
+use agentprocess_store::Limits;
+use agentprocess_store::SqlStore;
 
 /// A draft after import or binding.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -42,8 +45,8 @@ pub struct Published {
 }
 
 /// The admin actions over a store.
-pub struct Admin<S> {
-    store: S,
+pub struct Admin {
+    store: SqlStore,
     clock: Arc<dyn Clock>,
     person: PersonFormat,
     capabilities: Capabilities,
@@ -52,9 +55,9 @@ pub struct Admin<S> {
     seal_key: Option<SecretKey>,
 }
 
-impl<S: Store> Admin<S> {
+impl Admin {
     /// Admin actions on `store`, with people identified in `person` format.
-    pub fn new(store: S, clock: Arc<dyn Clock>, person: PersonFormat) -> Self {
+    pub fn new(store: SqlStore, clock: Arc<dyn Clock>, person: PersonFormat) -> Self {
         Self {
             store,
             clock,

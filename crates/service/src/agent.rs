@@ -1,8 +1,6 @@
 //! The agent's loop: `claim`, `renew`, `submit`, `escalate`.
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::Submission;
-use agentprocess_store::Store;
 use agentprocess_views::{ClaimResult, RenewResult, RunView};
 
 use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
@@ -10,7 +8,7 @@ use crate::ids::RunIds;
 use crate::write::{Change, Locked, Target, Write, fresh};
 use crate::{Caller, Error, Service, Tool};
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// `claim`.
     pub async fn claim(
         &self,

@@ -6,16 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Checked, Material, ProcessVersion, Submitted, Transition};
 use agentprocess_evaluator::{Evaluator, EvaluatorError};
 use agentprocess_format::Question;
-use agentprocess_store::{Store, StoreTx as _};
+use agentprocess_store::StoreTx as _;
 use agentprocess_views::RunView;
 
 use crate::stored::Loaded;
 use crate::write::{Change, Write};
 use crate::{Caller, Error, Service, Tool, retry};
+use agentprocess_store::SqlTx;
 
 /// The model recorded on an `error` verdict when no evaluator is configured.
 const NO_EVALUATOR: &str = "none";
@@ -26,7 +26,7 @@ const LONGEST_RETRY_WAIT: Duration = Duration::from_secs(5);
 /// The wait before the one retry when the provider names none.
 const RETRY_WAIT: Duration = Duration::from_millis(200);
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Asks the evaluator every question of `material` at once, each on its own, each
     /// retried once; `answers: None` when any of them got no answer.
     pub(crate) async fn ask(&self, material: &Material) -> Checked {
@@ -126,7 +126,7 @@ pub(crate) enum Concluded {
     Ask(Box<Material>),
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Carries out `submitted`, made at `now`, in `tx`: an accepted write finishes (with `audited`, when
     /// given, in the audit log), a refusal keeps its handoff and is the error, and a
     /// check that needs answers rolls back at once, so that no lock is held while the
@@ -134,7 +134,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn conclude(
         &self,
-        mut tx: S::Tx,
+        mut tx: SqlTx,
         caller: &Caller,
         write: &Write,
         tool: Tool,

@@ -11,17 +11,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
 
 use crate::{Error, Service};
+use agentprocess_store::SqlStore;
 
 /// Work that did not finish within the deadline.
 #[derive(Debug, thiserror::Error)]
 #[error("the work did not finish within its deadline of {0:?}")]
 pub struct DeadlinePassed(pub Duration);
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// `work`'s result, or [`DeadlinePassed`] (an internal failure, answered `retry`)
     /// once the call deadline has passed.
     pub async fn within_deadline<T>(&self, work: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
@@ -59,13 +59,13 @@ impl<S: Store, B: Blobs> Service<S, B> {
 /// thread, so the store must already know to check them (told after, the pool's own
 /// unbounded check could wait for good on a silent connection, and a transaction's
 /// locks stay held on the server meanwhile).
-struct Unfinished<'a, S: Store, F> {
-    store: &'a S,
+struct Unfinished<'a, F> {
+    store: &'a SqlStore,
     work: Pin<Box<F>>,
     finished: bool,
 }
 
-impl<S: Store, F> Drop for Unfinished<'_, S, F> {
+impl<F> Drop for Unfinished<'_, F> {
     fn drop(&mut self) {
         // Fields, the work among them, are dropped after this.
         if !self.finished {

@@ -11,6 +11,7 @@ use hmac::{KeyInit, Mac};
 use crate::ids::{hex, random_id, sha256_hex};
 use crate::write::{Write, fresh};
 use crate::{Caller, Error, Limit, Service, Tool, forbidden, invalid, millis, retry};
+use agentprocess_store::SqlTx;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -34,7 +35,7 @@ pub enum FileDownload {
     Redirect(String),
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// `upload`: stores the bytes and records their SHA-256.
     pub async fn upload(
         &self,
@@ -94,7 +95,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// `sha256`; the rest give issues in the spec's words.
     pub(crate) async fn verify_files(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         org: &str,
         evidence: &mut [EvidenceItem],
     ) -> Result<Vec<String>, Error> {
@@ -195,7 +196,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Removes uploads never cited and older than `retention`. The record goes first, in
     /// a transaction that re-checks it is uncited (a citing write locks the row), then the
     /// bytes.

@@ -29,9 +29,11 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use agentprocess_blobs::Blobs;
+use agentprocess_blobs::ServerBlobs;
 use agentprocess_engine::{Actor, Code, Context, ToolError};
-use agentprocess_store::{Identity, IdentityKind, Role, Store};
+use agentprocess_store::Directory;
+use agentprocess_store::SqlStore;
+use agentprocess_store::{Identity, IdentityKind, Role};
 use agentprocess_timers::TimerQueue;
 use tokio::sync::Notify;
 
@@ -410,9 +412,9 @@ impl Caller {
 
 /// The service: a store, blob storage, a clock and settings. Holds nothing of a run
 /// between calls, so any number of API processes can share one database.
-pub struct Service<S, B> {
-    store: S,
-    blobs: B,
+pub struct Service {
+    store: SqlStore,
+    blobs: ServerBlobs,
     clock: Arc<dyn Clock>,
     settings: Settings,
     versions: versions::Cache,
@@ -435,9 +437,9 @@ pub struct Service<S, B> {
 /// The most identities remembered at once; past it the memory starts afresh.
 const CALLERS_KEPT: usize = 10_000;
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// A service over `store` and `blobs`.
-    pub fn new(store: S, blobs: B, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+    pub fn new(store: SqlStore, blobs: ServerBlobs, clock: Arc<dyn Clock>, settings: Settings) -> Self {
         let gate = limits::Gate::new(
             settings.limits,
             std::time::Duration::from_secs(u64::from(settings.identity_cache_seconds)),
@@ -490,17 +492,14 @@ impl<S: Store, B: Blobs> Service<S, B> {
     }
 
     /// The admin actions over this service's store and clock.
-    pub fn admin(&self) -> Admin<S>
-    where
-        S: Clone,
-    {
+    pub fn admin(&self) -> Admin {
         Admin::new(self.store.clone(), Arc::clone(&self.clock), self.settings.engine.person)
             .with_capabilities(self.capabilities())
             .with_seal_key(self.settings.seal_key.clone())
     }
 
     /// The store.
-    pub fn store(&self) -> &S {
+    pub fn store(&self) -> &SqlStore {
         &self.store
     }
 

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentprocess_engine::{Code, ToolError};
-use agentprocess_store::Store;
+use agentprocess_store::Limits;
+use agentprocess_store::SqlStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use agentprocess_store::{Limit, LimitValues, OrgLimits};
@@ -214,7 +215,7 @@ impl Gate {
     /// `org`'s limits in force, and the bound on its calls in progress; read from the
     /// store when not read within the cache time. A store that cannot answer leaves
     /// the limits last read (the server's defaults at first) for another cache time.
-    async fn limits<S: Store>(&self, store: &S, org: &str) -> (Arc<OrgGate>, LimitValues, Option<Arc<Semaphore>>) {
+    async fn limits(&self, store: &SqlStore, org: &str) -> (Arc<OrgGate>, LimitValues, Option<Arc<Semaphore>>) {
         let gate = self.org(org);
         let now = Instant::now();
         let held = {
@@ -256,9 +257,9 @@ impl Gate {
 
     /// Admits one call of `identity` of `org` (a write when `writes`), or says which
     /// limit it is over.
-    pub(crate) async fn admit<S: Store>(
+    pub(crate) async fn admit(
         &self,
-        store: &S,
+        store: &SqlStore,
         org: &str,
         identity: &str,
         writes: bool,
@@ -326,9 +327,9 @@ impl Gate {
 
     /// Whether `org` may add `amount` to what `limit` caps (open runs, stored bytes);
     /// counts again in the store when the count is old or near the cap.
-    pub(crate) async fn within_cap<S: Store>(
+    pub(crate) async fn within_cap(
         &self,
-        store: &S,
+        store: &SqlStore,
         org: &str,
         limit: Limit,
         amount: u64,
@@ -385,7 +386,7 @@ pub struct LimitsReport {
     pub stored_bytes: u64,
 }
 
-impl<S: Store, B: agentprocess_blobs::Blobs> crate::Service<S, B> {
+impl crate::Service {
     /// Admits one call of `identity` (a write when `writes`) under its organization's
     /// and its own limits; hold the admission until the call is answered.
     pub async fn admit(&self, identity: &agentprocess_store::Identity, writes: bool) -> Result<Admission, OverLimit> {

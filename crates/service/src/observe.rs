@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Effect, Notification};
 use agentprocess_store::{DeliveryStatus, Store};
 use agentprocess_telemetry::{KeyValue, gauges, labels, metrics};
@@ -84,7 +83,7 @@ pub(crate) async fn run_lock<T>(run_id: &str, lock: impl Future<Output = T>) -> 
     locked
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Samples the work levels (and the timer queue's length) every 15 seconds for
     /// the gauges, until `stop`.
     pub async fn run_gauges(self: Arc<Self>, stop: CancellationToken) {

@@ -1,6 +1,5 @@
 //! `decide`: a person acts on a work item.
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::Decide;
 use agentprocess_store::{AuditFilter, Store};
 use agentprocess_views::RunView;
@@ -9,8 +8,9 @@ use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
 use crate::write::{Locked, Target, Write, fresh};
 use crate::{Caller, Error, Service, Tool};
+use agentprocess_store::Directory;
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// `decide`. The engine refuses agents, in the order tools.md gives. A person
     /// completing a task with a check is checked as an agent is (see [`Service::submit`]).
     pub async fn decide(&self, caller: &Caller, run_id: &str, decide: Decide, write: &Write) -> Result<RunView, Error> {

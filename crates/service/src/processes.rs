@@ -1,6 +1,5 @@
 //! `describe` and `list_processes`.
 
-use agentprocess_blobs::Blobs;
 use agentprocess_store::Store;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -11,7 +10,7 @@ use crate::{Error, Service, Tool, invalid, retry};
 /// Processes per page of `list_processes`.
 const PROCESS_PAGE: u32 = 50;
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// `describe`: the protocol, profiles, lease, person format, tools and limits.
     pub fn describe(&self) -> Value {
         let settings = &self.settings;

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_store::{Purge, Store};
 
 use crate::scheduler::duration_millis;
@@ -86,7 +85,7 @@ impl Default for SweepSettings {
     }
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Sweeps every `settings.interval` until `stop` is cancelled. Several processes
     /// may sweep at once: each removes what the others have not.
     pub async fn run_sweeper(

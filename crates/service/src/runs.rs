@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{HeldEvent, Mode, ProcessVersion, Run, StartRun, TimerId};
 use agentprocess_store::{RunFilter, Store, StoredRun};
 use agentprocess_views::{EventResult, Page, RunListItem, RunView};
@@ -63,7 +62,7 @@ pub struct PendingTimer {
     pub at: jiff::Timestamp,
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// The run view of `get_run`, with the run's held events, its pending timers and
     /// the version it runs on, for the run page.
     pub async fn run_details(&self, caller: &Caller, run_id: &str) -> Result<RunDetails, Error> {

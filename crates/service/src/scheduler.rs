@@ -15,7 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::timer_fired;
 use agentprocess_store::{Store, StoreTx, TimerRow};
 use agentprocess_timers::{Entry, TimerQueue};
@@ -68,7 +67,7 @@ enum Fired {
     Stale,
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Fires timers until `stop` is cancelled; a pass under way finishes first. From
     /// the timer queue when the service has one, else from the rows.
     pub async fn run_scheduler(self: Arc<Self>, settings: SchedulerSettings, stop: CancellationToken) {

@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::ProcessVersion;
 use agentprocess_format::Options;
 use agentprocess_store::{Store, StoreTx, StoredVersion};
 
 use crate::{Error, PUBLISHED, Service, not_found, retry};
+use agentprocess_store::SqlTx;
 
 type Key = (String, String, u32);
 
@@ -19,7 +19,7 @@ pub(crate) struct Cache {
     parsed: Mutex<HashMap<Key, Arc<ProcessVersion>>>,
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Version `number` of `process` of the caller's organization (the latest when
     /// `None`), for pages that draw it.
     pub async fn version_for(
@@ -48,7 +48,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// As [`Self::process_version`], read inside a write's transaction.
     pub(crate) async fn process_version_in(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         org: &str,
         process: &str,
         number: Option<u32>,

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_store::{AttemptResult, Delivery, DeliveryStatus, Store};
 use base64::Engine as _;
 use futures_util::StreamExt as _;
@@ -89,7 +88,7 @@ pub fn sign_webhook(secret: &str, id: &str, timestamp: i64, body: &str) -> Optio
     Some(format!("v1,{signature}"))
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Delivers webhooks until `stop` is cancelled; attempts under way finish first.
     pub async fn run_webhooks(self: Arc<Self>, settings: WebhookSettings, stop: CancellationToken) {
         let client = match Outbound::new(OutboundSettings {

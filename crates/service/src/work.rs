@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, ProcessVersion, Run, Work, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
 use agentprocess_views::{AgentWork, Page, PersonWork, WorkEntry};
@@ -15,7 +14,7 @@ use crate::{Caller, Error, Service, cursor, millis};
 /// The inputs of the runs a page of work came from, by run id.
 type Inputs = HashMap<String, Map<String, Value>>;
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// `get_work`.
     pub async fn get_work(
         &self,

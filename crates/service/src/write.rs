@@ -11,7 +11,6 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, Effect, ProcessVersion, ToolError, Transition};
 use agentprocess_store::{DirectoryTx as _, NewRequest, RunRow, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
 use agentprocess_timers::Entry;
@@ -25,6 +24,7 @@ use crate::notify::Outgoing;
 use crate::recorded::{Recorded, RunRowRef, Sealing};
 use crate::stored::Loaded;
 use crate::{Caller, Error, Limit, Service, Tool, invalid, millis, not_found, retry};
+use agentprocess_store::SqlTx;
 
 /// What makes a call a write: its `requestId` and the hash of its other arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub(crate) enum Target<'a> {
     Token(&'a str),
 }
 
-impl<S: Store, B: Blobs> Service<S, B> {
+impl Service {
     /// Starts a write that names no run (`start_run`, `upload`). A replay is answered
     /// before any work.
     pub(crate) async fn open<R: ToolResult>(
@@ -101,7 +101,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         write: &Write,
         tool: Tool,
         adds: (Limit, u64),
-    ) -> Result<Opened<S::Tx, R>, Error> {
+    ) -> Result<Opened<SqlTx, R>, Error> {
         if let Some(stored) = self
             .store
             .request(caller.org(), &write.request_id)
@@ -125,7 +125,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
         write: &Write,
         tool: Tool,
         target: Target<'_>,
-    ) -> Result<Opened<Locked<S::Tx>, R>, Error> {
+    ) -> Result<Opened<Locked<SqlTx>, R>, Error> {
         // A token of another shape, or naming no run of this organization, does not
         // verify: `invalid`, not `not_found`.
         let unverified = || {
@@ -161,7 +161,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// The run a locked row holds, and its process version.
     pub(crate) async fn parse_run(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         org: &str,
         stored: &StoredRun,
     ) -> Result<(Loaded, Arc<ProcessVersion>), Error> {
@@ -206,7 +206,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// Writes a change for a write that records no result (a refused submission, a
     /// timer); returns what [`Service::committed`] needs to know after commit.
-    pub(crate) async fn save(&self, tx: &mut S::Tx, org: &str, change: Change<'_>) -> Result<Written, Error> {
+    pub(crate) async fn save(&self, tx: &mut SqlTx, org: &str, change: Change<'_>) -> Result<Written, Error> {
         let (row, _, deliveries) = self.prepare_change(tx, org, change).await?;
         let recorded = tx
             .put_run(org, &row, change.before.is_none(), None)
@@ -220,7 +220,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// pieces, and how many webhook deliveries the notifications made.
     async fn prepare_change(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         org: &str,
         change: Change<'_>,
     ) -> Result<(RunRow, bool, u64), Error> {
@@ -253,7 +253,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
 
     /// Writes timer rows and notifications; returns how many webhook deliveries the
     /// notifications made.
-    async fn apply_effects(&self, tx: &mut S::Tx, org: &str, transition: &Transition) -> Result<u64, Error> {
+    async fn apply_effects(&self, tx: &mut SqlTx, org: &str, transition: &Transition) -> Result<u64, Error> {
         let run = &transition.run;
         let mut deliveries = 0;
         // A timer (and a webhook delivery) continues the trace of the call that caused it.
@@ -297,7 +297,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// commit or roll back together.
     pub(crate) async fn audit(
         &self,
-        tx: &mut S::Tx,
+        tx: &mut SqlTx,
         caller: &Caller,
         kind: &str,
         run: &str,
@@ -371,7 +371,7 @@ impl<S: Store, B: Blobs> Service<S, B> {
     /// first, this one is rolled back and answers as a replay of that one.
     pub(crate) async fn finish<R: ToolResult>(
         &self,
-        mut tx: S::Tx,
+        mut tx: SqlTx,
         caller: &Caller,
         write: &Write,
         tool: Tool,

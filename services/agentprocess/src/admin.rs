@@ -283,7 +283,7 @@ fn identity(
     store: SqlStore,
     seal: Option<SealArgs>,
     allow_private_issuers: bool,
-) -> anyhow::Result<agentprocess_auth::Auth<SqlStore>> {
+) -> anyhow::Result<agentprocess_auth::Auth> {
     let throwaway = agentprocess_auth::secrets::random_bytes::<32>();
     let key = seal.unwrap_or_default().key(Some(&throwaway))?;
     // Only organizations, providers and clients are administered here: no client

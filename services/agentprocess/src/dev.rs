@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agentprocess_engine::PersonFormat;
 use agentprocess_service::{Admin, SystemClock, random_id};
-use agentprocess_store::{Role, SqlStore};
+use agentprocess_store::Role;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
@@ -213,7 +213,7 @@ fn identity(dev: &Dev) -> agentprocess_app::IdentityConfig {
 }
 
 /// Signs the dev organization in through the developer's own OpenID provider.
-async fn sso(auth: &agentprocess_auth::Auth<SqlStore>, dev: &Dev, issuer: &str, client_id: &str) -> anyhow::Result<()> {
+async fn sso(auth: &agentprocess_auth::Auth, dev: &Dev, issuer: &str, client_id: &str) -> anyhow::Result<()> {
     let actor = agentprocess_auth::audit::Actor {
         id: "agentprocess-dev".to_owned(),
         address: None,
@@ -243,7 +243,7 @@ fn url_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// Makes the dev organization on first start; issues a fresh token for every
 /// identity on each start (only hashes are kept, so old ones cannot be shown again).
-async fn identities(admin: &Admin<SqlStore>) -> anyhow::Result<Value> {
+async fn identities(admin: &Admin) -> anyhow::Result<Value> {
     if admin.identities(ORG).await?.is_empty() {
         admin.create_org(ORG, "Development").await?;
         for (id, kind, person, groups) in IDENTITIES {
@@ -271,7 +271,7 @@ async fn identities(admin: &Admin<SqlStore>) -> anyhow::Result<Value> {
 
 /// Publishes every process, binding every role to the people group. Returns each
 /// process folder's outcome.
-async fn publish_all(admin: &Admin<SqlStore>, processes: &[Entry]) -> anyhow::Result<BTreeMap<String, String>> {
+async fn publish_all(admin: &Admin, processes: &[Entry]) -> anyhow::Result<BTreeMap<String, String>> {
     let mut outcomes = BTreeMap::new();
     for process in processes {
         let outcome = match publish_one(admin, &process.source, &process.folder).await {
@@ -286,11 +286,7 @@ async fn publish_all(admin: &Admin<SqlStore>, processes: &[Entry]) -> anyhow::Re
     Ok(outcomes)
 }
 
-async fn publish_one(
-    admin: &Admin<SqlStore>,
-    source: &[u8],
-    folder: &str,
-) -> Result<String, agentprocess_service::Error> {
+async fn publish_one(admin: &Admin, source: &[u8], folder: &str) -> Result<String, agentprocess_service::Error> {
     let draft = admin.import_draft(ORG, source, Some(folder), None).await?;
     for role in &draft.roles {
         admin.bind_role(ORG, &draft.process, role, PEOPLE, false).await?;

@@ -14,9 +14,7 @@ use agentprocess_auth::audit::Actor;
 use agentprocess_auth::sessions::{SIGNED_IN, Sessions, SignedIn};
 use agentprocess_auth::tokens::Scope;
 use agentprocess_auth::{Auth, Identity, Role};
-use agentprocess_blobs::Blobs;
 use agentprocess_service::Service;
-use agentprocess_store::Store;
 use axum::Router;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
@@ -33,9 +31,9 @@ pub use rest::openapi::document_text as openapi_text;
 const CSRF: &str = "csrf";
 
 /// What the identity routes share.
-pub(crate) struct Web<S, B> {
-    pub(crate) service: Arc<Service<S, B>>,
-    pub(crate) auth: Arc<Auth<S>>,
+pub(crate) struct Web {
+    pub(crate) service: Arc<Service>,
+    pub(crate) auth: Arc<Auth>,
     /// `scheme://host[:port]` of the public URL: the only origin unsafe requests with
     /// a session may come from.
     pub(crate) origin: String,
@@ -81,12 +79,8 @@ impl Limits {
     }
 }
 
-impl<S, B> Web<S, B> {
-    fn now(&self) -> jiff::Timestamp
-    where
-        S: Store,
-        B: Blobs,
-    {
+impl Web {
+    fn now(&self) -> jiff::Timestamp {
         self.service.now()
     }
 }
@@ -102,11 +96,7 @@ pub(crate) fn session_cookie_name(secure: bool) -> &'static str {
 }
 
 /// The routes, with the session layer around them.
-pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) fn routes(web: Arc<Web>) -> Router {
     let secure = web.origin.starts_with("https://");
     let idle = web.auth.settings().session_idle;
     let layer = SessionManagerLayer::new(Sessions::new(web.auth.store().clone()))
@@ -128,11 +118,7 @@ where
 
 /// The REST surface on its own, for the admin pages to call in process (they bring
 /// the person's session with each request).
-pub(crate) fn rest_routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) fn rest_routes(web: Arc<Web>) -> Router {
     rest::routes(web)
 }
 
@@ -212,8 +198,8 @@ pub(crate) async fn csrf_token(session: &Session) -> Result<String, ApiError> {
 /// The CSRF token of a form a visitor may send before signing in (sign-in, sign-up,
 /// the development sign-in): the session's when it has one, else one bound to a
 /// cookie, so showing the form stores no session.
-pub(crate) async fn form_token<S, B>(
-    web: &Web<S, B>,
+pub(crate) async fn form_token(
+    web: &Web,
     session: &Session,
     headers: &HeaderMap,
 ) -> Result<cookies::FormToken, ApiError> {
@@ -225,8 +211,8 @@ pub(crate) async fn form_token<S, B>(
 
 /// The CSRF check of a form from [`form_token`]: from this server's own origin, with
 /// the session's token or the visitor cookie's.
-pub(crate) async fn check_form_csrf<S, B>(
-    web: &Web<S, B>,
+pub(crate) async fn check_form_csrf(
+    web: &Web,
     headers: &HeaderMap,
     session: &Session,
     echoed: &str,
@@ -279,11 +265,7 @@ fn is_unsafe(method: &Method) -> bool {
 
 /// The identity signed in with `session`, if it is still active and its sign-in is
 /// younger than the absolute timeout.
-pub(crate) async fn signed_in<S, B>(web: &Web<S, B>, session: &Session) -> Result<Option<Identity>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) async fn signed_in(web: &Web, session: &Session) -> Result<Option<Identity>, ApiError> {
     let Some(signed_in) = session.get::<SignedIn>(SIGNED_IN).await.map_err(ApiError::session)? else {
         return Ok(None);
     };
@@ -337,14 +319,10 @@ pub(crate) async fn sign_in_session(
 /// (CSRF-checked for unsafe methods).
 pub(crate) struct Authenticated(pub(crate) ApiCaller);
 
-impl<S, B> FromRequestParts<Arc<Web<S, B>>> for Authenticated
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+impl FromRequestParts<Arc<Web>> for Authenticated {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web<S, B>>) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web>) -> Result<Self, ApiError> {
         let address = address(parts);
         let bearer = parts
             .headers

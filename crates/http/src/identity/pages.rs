@@ -6,8 +6,6 @@ use std::sync::Arc;
 use agentprocess_auth::oidc::Callback;
 use agentprocess_auth::signin::{PendingSignIn, Purpose, SignupForm};
 use agentprocess_auth::{Identity, SignupPolicy};
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::Router;
 use axum::extract::{Form, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -27,18 +25,14 @@ const FORM_BYTES: usize = 16 * 1024;
 /// The session key of a sign-in on its way through the provider.
 const PENDING: &str = "pendingSignIn";
 
-pub(super) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes(web: Arc<Web>) -> Router {
     Router::new()
-        .route("/signup", get(signup_form::<S, B>).post(signup::<S, B>))
-        .route("/login", get(login::<S, B>).post(login_submit::<S, B>))
-        .route("/auth/callback", get(callback::<S, B>))
-        .route("/account", get(account::<S, B>))
-        .route("/logout", axum::routing::post(logout::<S, B>))
-        .route("/dev/sign-in", get(dev_form::<S, B>).post(dev_sign_in::<S, B>))
+        .route("/signup", get(signup_form).post(signup))
+        .route("/login", get(login).post(login_submit))
+        .route("/auth/callback", get(callback))
+        .route("/account", get(account))
+        .route("/logout", axum::routing::post(logout))
+        .route("/dev/sign-in", get(dev_form).post(dev_sign_in))
         // A few short fields each: nothing a stranger sends here is read past this.
         .layer(axum::extract::DefaultBodyLimit::max(FORM_BYTES))
         .with_state(web)
@@ -113,17 +107,13 @@ struct SignupFields {
     csrf: String,
 }
 
-async fn signup_page<S, B>(
-    web: &Web<S, B>,
+async fn signup_page(
+    web: &Web,
     session: &Session,
     headers: &HeaderMap,
     fields: &SignupForm,
     error: Option<&ApiError>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let policy = web.auth.settings().signup;
     if policy == SignupPolicy::Closed {
         return page(
@@ -192,25 +182,17 @@ where
     form.set_on(page(status, "Sign up your organization", &body))
 }
 
-async fn signup_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, headers: HeaderMap) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn signup_form(State(web): State<Arc<Web>>, session: Session, headers: HeaderMap) -> Response {
     signup_page(&web, &session, &headers, &SignupForm::default(), None).await
 }
 
-async fn signup<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn signup(
+    State(web): State<Arc<Web>>,
     session: Session,
     ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     Form(fields): Form<SignupFields>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
         return signup_page(&web, &session, &headers, &fields.form, Some(&error)).await;
     }
@@ -271,17 +253,13 @@ enum LoginNotice<'a> {
 /// The sign-in page. A GET only shows it (a link may fill in the organization);
 /// nothing starts until the person presses the button, which carries the page's
 /// CSRF token.
-async fn login_page<S, B>(
-    web: &Web<S, B>,
+async fn login_page(
+    web: &Web,
     session: &Session,
     headers: &HeaderMap,
     fields: &LoginFields,
     notice: LoginNotice<'_>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let form = match form_token(web, session, headers).await {
         Ok(form) => form,
         Err(error) => return error.into_response(),
@@ -346,16 +324,12 @@ where
     form.set_on(page(status, "Sign in", &body))
 }
 
-async fn login<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn login(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     Query(query): Query<LoginQuery>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let fields = LoginFields {
         who: query.org.unwrap_or_default(),
         fresh: if query.fresh.is_some() { "1" } else { "" }.to_owned(),
@@ -366,7 +340,7 @@ where
 
 /// A sign-in's (or sign-up's) start from `address`, refused when that address started
 /// too many lately: each sends the server to a provider.
-fn started_from<S, B>(web: &Web<S, B>, address: Option<&str>) -> Result<(), ApiError> {
+fn started_from(web: &Web, address: Option<&str>) -> Result<(), ApiError> {
     web.limits
         .sign_ins_by_address
         .admit(address.unwrap_or_default())
@@ -382,22 +356,18 @@ fn started_from<S, B>(web: &Web<S, B>, address: Option<&str>) -> Result<(), ApiE
 /// pre-flight), within the organization's budget of them. Past that budget the person
 /// still goes on to the provider: nobody can lock an organization out of signing in by
 /// spending its budget; the provider just hears no more from the server.
-fn may_preflight<S, B>(web: &Web<S, B>, who: &str) -> bool {
+fn may_preflight(web: &Web, who: &str) -> bool {
     let who = agentprocess_auth::secrets::sha256_hex(who.trim().to_ascii_lowercase().as_bytes());
     web.limits.sign_ins_by_org.admit(&who).is_ok()
 }
 
-async fn login_submit<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn login_submit(
+    State(web): State<Arc<Web>>,
     session: Session,
     ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     Form(fields): Form<LoginFields>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if let Err(error) = check_form_csrf(&web, &headers, &session, &fields.csrf).await {
         return login_page(&web, &session, &headers, &fields, LoginNotice::Refused(&error)).await;
     }
@@ -444,11 +414,7 @@ where
     to_provider(&session, &url, pending, web.now()).await
 }
 
-async fn callback<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, request: Request) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn callback(State(web): State<Arc<Web>>, session: Session, request: Request) -> Response {
     let (parts, _) = request.into_parts();
     let callback: Callback = Query::try_from_uri(&parts.uri)
         .map(|Query(query)| query)
@@ -480,11 +446,7 @@ const PENDING_MILLIS: i64 = 10 * 60 * 1000;
 
 /// Signs `identity` in with `session` and sends them on: back to the page that sent
 /// them to sign in (its cookie then forgotten), or their inbox.
-async fn signed_in_to<S, B>(web: &Web<S, B>, session: &Session, headers: &HeaderMap, identity: &Identity) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn signed_in_to(web: &Web, session: &Session, headers: &HeaderMap, identity: &Identity) -> Response {
     let back = web.visitors.returning_to(headers);
     match sign_in_session(session, identity, web.now(), back).await {
         Ok(next) => {
@@ -503,11 +465,7 @@ fn failed(error: &ApiError) -> Response {
     page(StatusCode::FORBIDDEN, "Sign-in failed", &body)
 }
 
-async fn account<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn account(State(web): State<Arc<Web>>, session: Session) -> Response {
     let identity = match signed_in(&web, &session).await {
         Ok(Some(identity)) => identity,
         Ok(None) => return Redirect::to("/login").into_response(),
@@ -549,16 +507,12 @@ struct CsrfOnly {
     identity: String,
 }
 
-async fn logout<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn logout(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     Form(fields): Form<CsrfOnly>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&fields.csrf)).await {
         return error.into_response();
     }
@@ -568,11 +522,7 @@ where
     }
 }
 
-async fn dev_people<S, B>(web: &Web<S, B>) -> Result<Vec<Identity>, Response>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn dev_people(web: &Web) -> Result<Vec<Identity>, Response> {
     let Some(org) = &web.dev_org else {
         return Err(ApiError::not_found("the development sign-in is off").into_response());
     };
@@ -582,11 +532,7 @@ where
         .map_err(|error| ApiError::from(error).into_response())
 }
 
-async fn dev_form<S, B>(State(web): State<Arc<Web<S, B>>>, session: Session, headers: HeaderMap) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn dev_form(State(web): State<Arc<Web>>, session: Session, headers: HeaderMap) -> Response {
     let people = match dev_people(&web).await {
         Ok(people) => people,
         Err(response) => return response,
@@ -614,16 +560,12 @@ where
     form.set_on(page(StatusCode::OK, "Development sign-in", &body))
 }
 
-async fn dev_sign_in<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn dev_sign_in(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     Form(fields): Form<CsrfOnly>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let people = match dev_people(&web).await {
         Ok(people) => people,
         Err(response) => return response,

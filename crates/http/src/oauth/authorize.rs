@@ -9,8 +9,6 @@ use std::sync::Arc;
 use agentprocess_auth::authorization::{AuthorizationRequest, AuthorizeError, Consentable};
 use agentprocess_auth::clients::GrantError;
 use agentprocess_auth::redirects;
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::Router;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -26,13 +24,9 @@ use crate::identity::{ApiError, ClientAddress, Web, check_csrf, csrf_token, sign
 /// The session key of the request on the consent page.
 const PENDING_CONSENT: &str = "pendingConsent";
 
-pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) fn routes(web: Arc<Web>) -> Router {
     Router::new()
-        .route("/oauth/authorize", get(authorize::<S, B>).post(answer::<S, B>))
+        .route("/oauth/authorize", get(authorize).post(answer))
         .with_state(web)
 }
 
@@ -81,11 +75,7 @@ fn shown(status: StatusCode, message: &str) -> Response {
     page(status, "This sign-in cannot go on", &body)
 }
 
-fn refusal<S, B>(web: &Web<S, B>, error: AuthorizeError) -> Response
-where
-    S: Store,
-    B: Blobs,
-{
+fn refusal(web: &Web, error: AuthorizeError) -> Response {
     match error {
         AuthorizeError::Shown(message) => shown(StatusCode::BAD_REQUEST, &message),
         AuthorizeError::Redirected {
@@ -102,16 +92,12 @@ where
     }
 }
 
-async fn authorize<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn authorize(
+    State(web): State<Arc<Web>>,
     session: Session,
     uri: Uri,
     query: Result<Query<AuthorizationRequest>, axum::extract::rejection::QueryRejection>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let Ok(Query(asked)) = query else {
         return shown(
             StatusCode::BAD_REQUEST,
@@ -207,17 +193,13 @@ struct Answer {
     answer: String,
 }
 
-async fn answer<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+async fn answer(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     Form(answer): Form<Answer>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if let Err(error) = check_csrf(&headers, &web.origin, &session, Some(&answer.csrf)).await {
         return error.into_response();
     }

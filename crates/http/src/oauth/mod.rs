@@ -13,9 +13,7 @@ pub(crate) use register::registration_limit;
 use std::sync::Arc;
 
 use agentprocess_auth::clients::{GrantError, GrantErrorOr};
-use agentprocess_blobs::Blobs;
 use agentprocess_service::Scope;
-use agentprocess_store::Store;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -35,19 +33,15 @@ const ASSERTION_ALGORITHMS: [&str; 9] = [
 
 /// The routes that carry no session (the authorization endpoint, which signs people
 /// in, is in [`authorize::routes`], under the session layer).
-pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) fn routes(web: Arc<Web>) -> Router {
     Router::new()
-        .route(RESOURCE_METADATA_PATH, get(resource_metadata::<S, B>))
-        .route("/.well-known/oauth-protected-resource", get(resource_metadata::<S, B>))
-        .route("/.well-known/oauth-authorization-server", get(server_metadata::<S, B>))
-        .route("/oauth/token", post(token::token::<S, B>))
-        .route("/oauth/revoke", post(token::revoke::<S, B>))
-        .route("/oauth/introspect", post(token::introspect::<S, B>))
-        .route("/oauth/register", post(register::register::<S, B>))
+        .route(RESOURCE_METADATA_PATH, get(resource_metadata))
+        .route("/.well-known/oauth-protected-resource", get(resource_metadata))
+        .route("/.well-known/oauth-authorization-server", get(server_metadata))
+        .route("/oauth/token", post(token::token))
+        .route("/oauth/revoke", post(token::revoke))
+        .route("/oauth/introspect", post(token::introspect))
+        .route("/oauth/register", post(register::register))
         .with_state(web)
 }
 
@@ -75,11 +69,7 @@ pub(crate) fn challenge(public_url: &str, token_presented: bool) -> HeaderValue 
     HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
 }
 
-async fn resource_metadata<S, B>(State(web): State<Arc<Web<S, B>>>) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn resource_metadata(State(web): State<Arc<Web>>) -> Response {
     let public_url = &web.service.settings().public_url;
     let body = json!({
         "resource": mcp_resource(public_url),
@@ -92,11 +82,7 @@ where
     cacheable(Json(body))
 }
 
-async fn server_metadata<S, B>(State(web): State<Arc<Web<S, B>>>) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn server_metadata(State(web): State<Arc<Web>>) -> Response {
     let issuer = issuer(&web.service.settings().public_url);
     let client_methods = ["client_secret_basic", "client_secret_post", "private_key_jwt"];
     let all_methods = ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"];

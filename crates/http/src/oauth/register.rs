@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use agentprocess_auth::clients::GrantError;
 use agentprocess_auth::people_clients::Registration;
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
@@ -30,15 +28,11 @@ pub(crate) fn registration_limit(per_address: u32) -> WindowCounts {
     WindowCounts::new(WINDOW, per_address, per_address.saturating_mul(IN_ALL_FACTOR))
 }
 
-pub(super) async fn register<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn register(
+    State(web): State<Arc<Web>>,
     ClientAddress(address): ClientAddress,
     body: Result<Json<Registration>, JsonRejection>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let address = address.unwrap_or_default();
     if let Err(seconds) = web.limits.registrations.admit(&address) {
         let mut response = no_store(

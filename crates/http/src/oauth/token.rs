@@ -7,8 +7,6 @@ use agentprocess_auth::assertion::JWT_BEARER;
 use agentprocess_auth::authorization::CodeExchange;
 use agentprocess_auth::client_auth::{Client, Presented};
 use agentprocess_auth::clients::{ClientCredentials, GrantError, Issued};
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::extract::State;
 use axum::extract::rejection::FormRejection;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -64,16 +62,7 @@ fn unreadable() -> Response {
 
 /// Authenticates the client of a request to `endpoint` (its path): the request's
 /// form and headers, read once.
-async fn client_of<S, B>(
-    web: &Web<S, B>,
-    headers: &HeaderMap,
-    fields: &ClientFields,
-    endpoint: &str,
-) -> Result<Client, Response>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn client_of(web: &Web, headers: &HeaderMap, fields: &ClientFields, endpoint: &str) -> Result<Client, Response> {
     let presented = presented(headers, fields).map_err(|error| refused(&error))?;
     let issuer = issuer(&web.service.settings().public_url);
     let audiences = [issuer.to_owned(), format!("{issuer}{endpoint}")];
@@ -153,16 +142,12 @@ fn presented(headers: &HeaderMap, fields: &ClientFields) -> Result<Presented, Gr
 /// The token endpoint. Failed requests are counted per network address and per client
 /// from each address, and past the limit refused with 429 before any credential is
 /// checked, so nobody guesses secrets, codes or refresh tokens at speed.
-pub(super) async fn token<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn token(
+    State(web): State<Arc<Web>>,
     ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let address = address.unwrap_or_default();
     let client = form
         .as_ref()
@@ -202,15 +187,7 @@ where
     response
 }
 
-async fn answer_token<S, B>(
-    web: &Arc<Web<S, B>>,
-    headers: &HeaderMap,
-    form: Result<Form<TokenForm>, FormRejection>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn answer_token(web: &Arc<Web>, headers: &HeaderMap, form: Result<Form<TokenForm>, FormRejection>) -> Response {
     let (web, headers) = (web.as_ref(), headers);
     let Ok(Form(form)) = form else {
         return unreadable();
@@ -312,16 +289,12 @@ fn issued_response(issued: &Issued) -> Response {
 }
 
 /// The authenticated client of a request about one token, at `endpoint`, and the token.
-async fn about<S, B>(
-    web: &Web<S, B>,
+async fn about(
+    web: &Web,
     headers: &HeaderMap,
     form: Result<Form<TokenAbout>, FormRejection>,
     endpoint: &str,
-) -> Result<(Client, String), Response>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<(Client, String), Response> {
     let Ok(Form(form)) = form else {
         return Err(unreadable());
     };
@@ -333,15 +306,11 @@ where
 }
 
 /// Token revocation (RFC 7009): 200 whether or not the token was the client's.
-pub(super) async fn revoke<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn revoke(
+    State(web): State<Arc<Web>>,
     headers: HeaderMap,
     form: Result<Form<TokenAbout>, FormRejection>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let (client, token) = match about(&web, &headers, form, "/oauth/revoke").await {
         Ok(about) => about,
         Err(response) => return response,
@@ -353,15 +322,11 @@ where
 }
 
 /// Token introspection (RFC 7662), for confidential clients about their own tokens.
-pub(super) async fn introspect<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn introspect(
+    State(web): State<Arc<Web>>,
     headers: HeaderMap,
     form: Result<Form<TokenAbout>, FormRejection>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let (client, token) = match about(&web, &headers, form, "/oauth/introspect").await {
         Ok(about) => about,
         Err(response) => return response,

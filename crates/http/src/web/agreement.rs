@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, ToolError};
-use agentprocess_store::{Role, Store};
+use agentprocess_store::Role;
 use agentprocess_views::agreement::{AgreementQuery, CurvePoint, DEFAULT_TARGET, StepAgreement};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -67,16 +66,12 @@ impl Asked {
     }
 }
 
-pub(super) async fn show<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn show(
+    State(web): State<Arc<Web>>,
     visitor: Visitor,
     Path(name): Path<String>,
     Query(asked): Query<Asked>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if !visitor.caller.identity.has_role(Role::Operator) {
         let error = ToolError::new(
             Code::Forbidden,

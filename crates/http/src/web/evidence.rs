@@ -2,7 +2,6 @@
 //! upload, its SHA-256 and a download link, and a preview of the types downloads show
 //! inline; each link as a link.
 
-use agentprocess_blobs::Blobs;
 use agentprocess_store::{Store, Upload};
 use agentprocess_views::{EvidenceView, RunView};
 use maud::{Markup, html};
@@ -19,11 +18,7 @@ impl Files {
 }
 
 /// The file evidence `run` cites, with each upload's record.
-pub(crate) async fn files<S, B>(web: &Web<S, B>, org: &str, run: &RunView) -> Files
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) async fn files(web: &Web, org: &str, run: &RunView) -> Files {
     // Collected before the first await, so no borrow of the view is held across it.
     let mut cited: Vec<String> = run
         .data

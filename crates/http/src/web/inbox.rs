@@ -5,9 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Actor, Assignee};
-use agentprocess_store::Store;
 use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -37,16 +35,12 @@ pub(super) struct Filter {
     decided: Option<String>,
 }
 
-pub(super) async fn inbox<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn inbox(
+    State(web): State<Arc<Web>>,
     Visitor { who, caller, zone }: Visitor,
     headers: HeaderMap,
     Query(filter): Query<Filter>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let process = filter.process.filter(|process| !process.is_empty());
     let group = filter.group.filter(|group| !group.is_empty());
     let mut items = match web.service.inbox(&caller, SHOWN, process.clone()).await {

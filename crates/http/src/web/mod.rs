@@ -24,9 +24,7 @@ use std::sync::Arc;
 
 use agentprocess_auth::Identity;
 use agentprocess_auth::sessions::{SIGNED_IN, SignedIn};
-use agentprocess_blobs::Blobs;
 use agentprocess_service::Caller;
-use agentprocess_store::Store;
 use axum::Router;
 use axum::extract::FromRequestParts;
 use axum::http::Uri;
@@ -37,31 +35,27 @@ use tower_sessions::Session;
 
 use crate::identity::{ApiError, ClientAddress, Web, signed_in};
 
-pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) fn routes(web: Arc<Web>) -> Router {
     let admin = admin::routes(Arc::clone(&web), crate::identity::rest_routes(Arc::clone(&web)));
     Router::new()
         .route("/assets/app.css", get(assets::stylesheet))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/icon.svg", get(assets::icon))
         .route("/favicon.ico", get(assets::icon))
-        .route("/inbox", get(inbox::inbox::<S, B>))
-        .route("/processes", get(processes::catalog::<S, B>))
-        .route("/processes/{name}", get(processes::latest_version::<S, B>))
-        .route("/processes/{name}/versions/{number}", get(processes::version::<S, B>))
-        .route("/processes/{name}/check-agreement", get(agreement::show::<S, B>))
+        .route("/inbox", get(inbox::inbox))
+        .route("/processes", get(processes::catalog))
+        .route("/processes/{name}", get(processes::latest_version))
+        .route("/processes/{name}/versions/{number}", get(processes::version))
+        .route("/processes/{name}/check-agreement", get(agreement::show))
         .route(
             "/processes/{name}/start",
-            get(processes::start_form::<S, B>).post(processes::start::<S, B>),
+            get(processes::start_form).post(processes::start),
         )
-        .route("/runs/{run}", get(run_page::show::<S, B>))
-        .route("/runs/{run}/{action}", post(run_page::act_on::<S, B>))
+        .route("/runs/{run}", get(run_page::show))
+        .route("/runs/{run}/{action}", post(run_page::act_on))
         .route(
             "/runs/{run}/items/{item}",
-            get(work_item::show::<S, B>).post(work_item::decide::<S, B>).layer(
+            get(work_item::show).post(work_item::decide).layer(
                 // A decision may carry evidence files: up to one upload's bound in all.
                 axum::extract::DefaultBodyLimit::max(web.service.settings().max_upload_bytes.saturating_add(64 << 10)),
             ),
@@ -84,11 +78,7 @@ pub(crate) fn returns_to(path: &str) -> bool {
 
 /// The signed-in person and when they signed in, or the answer that sends them to
 /// sign in (and back here after).
-async fn person<S, B>(web: &Web<S, B>, session: &Session, uri: &Uri) -> Result<(Identity, i64), Response>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn person(web: &Web, session: &Session, uri: &Uri) -> Result<(Identity, i64), Response> {
     let identity = match signed_in(web, session).await {
         Ok(identity) => identity,
         Err(error) => return Err(error.into_response()),
@@ -105,7 +95,7 @@ where
 
 /// Sends the person to `login`, and back to `uri` after. The way back travels in a
 /// signed cookie: an anonymous visit stores nothing on the server.
-fn sign_in_first<S, B>(web: &Web<S, B>, uri: &Uri, login: &str) -> Response {
+fn sign_in_first(web: &Web, uri: &Uri, login: &str) -> Response {
     let here = uri.path_and_query().map_or("/inbox", |path| path.as_str());
     let mut response = Redirect::to(login).into_response();
     if let Some(cookie) = web.visitors.return_to(here) {
@@ -126,14 +116,10 @@ pub(crate) struct Visitor {
 }
 
 /// A page's visitor: signed in, or sent to sign in (and back to the page after).
-impl<S, B> FromRequestParts<Arc<Web<S, B>>> for Visitor
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+impl FromRequestParts<Arc<Web>> for Visitor {
     type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web<S, B>>) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web>) -> Result<Self, Response> {
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, web)
             .await
             .unwrap_or(ClientAddress(None));
@@ -151,11 +137,7 @@ where
 
 /// Unless the person signed in recently enough to decide: the answer that has their
 /// provider sign them in again (and brings them back to `uri`).
-async fn recent_enough<S, B>(web: &Web<S, B>, uri: &Uri, visitor: &Visitor) -> Result<(), Response>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn recent_enough(web: &Web, uri: &Uri, visitor: &Visitor) -> Result<(), Response> {
     let within = i64::try_from(web.auth.settings().decide_sign_in_within.as_millis()).unwrap_or(i64::MAX);
     let signed_in_at = visitor.caller.signed_in_at.unwrap_or(i64::MIN);
     if web.service.now().as_millisecond().saturating_sub(signed_in_at) <= within {

@@ -6,9 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, ToolError};
-use agentprocess_store::{Role, Store, StoredVersion};
+use agentprocess_store::{Role, StoredVersion};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -86,11 +85,7 @@ fn fields(declaration: &Value) -> Markup {
     }
 }
 
-pub(super) async fn catalog<S, B>(State(web): State<Arc<Web<S, B>>>, visitor: Visitor) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) async fn catalog(State(web): State<Arc<Web>>, visitor: Visitor) -> Response {
     if let Some(response) = unless_member(&visitor) {
         return response;
     }
@@ -138,35 +133,23 @@ fn diff(before: &str, after: &str) -> Markup {
     }
 }
 
-pub(super) async fn latest_version<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn latest_version(
+    State(web): State<Arc<Web>>,
     visitor: Visitor,
     Path(name): Path<String>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     version_page(&web, &visitor, &name, None).await
 }
 
-pub(super) async fn version<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn version(
+    State(web): State<Arc<Web>>,
     visitor: Visitor,
     Path((name, number)): Path<(String, u32)>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     version_page(&web, &visitor, &name, Some(number)).await
 }
 
-async fn version_page<S, B>(web: &Web<S, B>, visitor: &Visitor, name: &str, number: Option<u32>) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u32>) -> Response {
     if let Some(response) = unless_member(visitor) {
         return response;
     }
@@ -253,18 +236,14 @@ pub(super) struct Which {
 }
 
 /// The start form of version `number` (the latest when `None`), holding what was sent.
-async fn start_page<S, B>(
-    web: &Web<S, B>,
+async fn start_page(
+    web: &Web,
     session: &Session,
     visitor: &Visitor,
     name: &str,
     number: Option<u32>,
     sent: (&[(String, String)], Option<&ToolError>),
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let (values, error) = sent;
     let version = match web.service.version_for(&visitor.caller, name, number).await {
         Ok(version) => version,
@@ -314,32 +293,24 @@ where
     )
 }
 
-pub(super) async fn start_form<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn start_form(
+    State(web): State<Arc<Web>>,
     session: Session,
     visitor: Visitor,
     Path(name): Path<String>,
     Query(which): Query<Which>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     start_page(&web, &session, &visitor, &name, which.version, (&[], None)).await
 }
 
-pub(super) async fn start<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn start(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     visitor: Visitor,
     Path(name): Path<String>,
     Form(form): Form<Vec<(String, String)>>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if let Err(error) = check_csrf(&headers, &web.origin, &session, sent(&form, "csrf")).await {
         return error.into_response();
     }

@@ -8,11 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{ProcessVersion, RunState, ToolError};
 use agentprocess_format::StepKind;
 use agentprocess_service::RunDetails;
-use agentprocess_store::Store;
 use agentprocess_views::map::ProcessMap;
 use agentprocess_views::{RecordView, RunView};
 use axum::extract::{Form, Path, State};
@@ -247,18 +245,14 @@ fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&
     }
 }
 
-async fn draw<S, B>(
-    web: &Web<S, B>,
+async fn draw(
+    web: &Web,
     session: &Session,
     headers: &HeaderMap,
     visitor: &Visitor,
     run_id: &str,
     refused: Option<&ToolError>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let Visitor { who, caller, zone } = visitor;
     let details = match web.service.run_details(caller, run_id).await {
         Ok(details) => details,
@@ -291,36 +285,28 @@ where
     )
 }
 
-pub(super) async fn show<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn show(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     visitor: Visitor,
     Path(run_id): Path<String>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     draw(&web, &session, &headers, &visitor, &run_id, None).await
 }
 
 /// A form of the run page as a call of `tool`: the CSRF check, the fields `names` as
 /// string arguments (and `data` as a JSON object), then the run page again, with what
 /// was refused.
-async fn act<S, B>(
-    web: &Web<S, B>,
+async fn act(
+    web: &Web,
     session: &Session,
     headers: &HeaderMap,
     visitor: &Visitor,
     run_id: &str,
     form: &[(String, String)],
     (tool, names): (&str, &[&str]),
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if let Err(error) = check_csrf(headers, &web.origin, session, sent(form, "csrf")).await {
         return error.into_response();
     }
@@ -347,18 +333,14 @@ where
 }
 
 /// The run page's forms: `cancel` and `events` (send an event).
-pub(super) async fn act_on<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn act_on(
+    State(web): State<Arc<Web>>,
     session: Session,
     headers: HeaderMap,
     visitor: Visitor,
     Path((run_id, action)): Path<(String, String)>,
     Form(form): Form<Vec<(String, String)>>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let call: (&str, &[&str]) = match action.as_str() {
         "cancel" => ("cancel", &["requestId", "reason"]),
         "events" => ("send_event", &["requestId", "name"]),

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::{Code, ToolError};
 use agentprocess_service::Write;
 use agentprocess_store::{Store, Upload};
@@ -59,16 +58,12 @@ struct Sent {
     uploaded: Vec<Upload>,
 }
 
-pub(super) async fn show<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn show(
+    State(web): State<Arc<Web>>,
     session: Session,
     visitor: Visitor,
     Path((run_id, item_id)): Path<(String, String)>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let run = match web.service.get_run(&visitor.caller, &run_id).await {
         Ok(run) => run,
         Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
@@ -77,19 +72,15 @@ where
 }
 
 /// The page of item `item_id` of `run`, with what the last decision sent met.
-async fn draw<S, B>(
-    web: &Web<S, B>,
+async fn draw(
+    web: &Web,
     session: &Session,
     visitor: &Visitor,
     run: &RunView,
     item_id: &str,
     refusal: Option<ToolError>,
     sent: Sent,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
@@ -442,19 +433,15 @@ async fn read_form(request: Request, limit: usize) -> Result<(Vec<(String, Strin
     Ok((fields, files))
 }
 
-pub(super) async fn decide<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn decide(
+    State(web): State<Arc<Web>>,
     session: Session,
     uri: Uri,
     headers: HeaderMap,
     visitor: Visitor,
     Path((run_id, item_id)): Path<(String, String)>,
     request: Request,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let limit = web.service.settings().max_upload_bytes;
     let (form, files) = match read_form(request, limit).await {
         Ok(read) => read,
@@ -537,17 +524,13 @@ where
 /// The files of the form stored as uploads (each with a request id made from the
 /// form's, so sending the form again stores nothing twice), after those an earlier try
 /// of the form uploaded and the person kept.
-async fn upload<S, B>(
-    web: &Web<S, B>,
+async fn upload(
+    web: &Web,
     caller: &agentprocess_service::Caller,
     request_id: &str,
     form: &[(String, String)],
     files: Vec<File>,
-) -> Result<Vec<Upload>, ToolError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Vec<Upload>, ToolError> {
     let mut uploaded = Vec::new();
     for (_, id) in form.iter().filter(|(key, _)| key == UPLOADED) {
         // Only an upload of this organization is found; a made-up id is dropped.

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use agentprocess_app::IdentityConfig;
-use agentprocess_app::{HttpSettings, SqlService, Storage};
+use agentprocess_app::{HttpSettings, Storage};
 use agentprocess_auth::{Auth, Role};
+use agentprocess_service::Service;
 use agentprocess_service::{Settings, TestClock};
 use agentprocess_store::{Dialect, SqlStore, Store as _};
 use agentprocess_testkit::TestDb;
@@ -33,8 +34,8 @@ fn http_settings(dev_sign_in_org: Option<String>, direct_tool_calls: bool) -> Ht
 /// An organization's server, in process.
 pub(crate) struct TestApp {
     pub(crate) router: Router,
-    pub(crate) service: Arc<SqlService>,
-    pub(crate) auth: Arc<Auth<SqlStore>>,
+    pub(crate) service: Arc<Service>,
+    pub(crate) auth: Arc<Auth>,
     pub(crate) clock: Arc<TestClock>,
     pub(crate) org: String,
     /// The test-double evaluator of a server that runs check-1.
@@ -367,7 +368,7 @@ impl TestApp {
 pub(crate) const AUTH_KEY: [u8; 32] = [9; 32];
 
 /// Identity over `store`, sealing with `key`.
-pub(crate) fn auth_over(store: SqlStore, public_url: &str, key: agentprocess_auth::SecretKey) -> Auth<SqlStore> {
+pub(crate) fn auth_over(store: SqlStore, public_url: &str, key: agentprocess_auth::SecretKey) -> Auth {
     let mut identity = IdentityConfig {
         oidc_timeout: std::time::Duration::from_secs(2),
         ..IdentityConfig::default()

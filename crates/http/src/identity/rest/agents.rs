@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use agentprocess_auth::agents::NewAgent;
 use agentprocess_auth::{Identity, Role};
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -18,20 +16,13 @@ use super::organization::TokenView;
 use super::{Items, body, idempotent, replayed};
 use crate::identity::{ApiError, Authenticated, Web};
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
-        .route("/api/v1/agents", get(agents::<S, B>).post(create::<S, B>))
-        .route("/api/v1/agents/{id}", get(agent::<S, B>).patch(change::<S, B>))
-        .route(
-            "/api/v1/agents/{id}/tokens",
-            get(tokens::<S, B>).post(create_token::<S, B>),
-        )
-        .route("/api/v1/agents/{id}/tokens/{token}", delete(revoke_token::<S, B>))
-        .route("/api/v1/agents/{id}/tokens/{token}/rotate", post(rotate_token::<S, B>))
+        .route("/api/v1/agents", get(agents).post(create))
+        .route("/api/v1/agents/{id}", get(agent).patch(change))
+        .route("/api/v1/agents/{id}/tokens", get(tokens).post(create_token))
+        .route("/api/v1/agents/{id}/tokens/{token}", delete(revoke_token))
+        .route("/api/v1/agents/{id}/tokens/{token}/rotate", post(rotate_token))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -58,14 +49,10 @@ impl From<&Identity> for AgentView {
     responses((status = 200, description = "The agents", body = Items<AgentView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn agents<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn agents(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<AgentView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<AgentView>>, ApiError> {
     caller.require(Role::Operator, false)?;
     let agents = web.auth.agents(caller.org()).await?;
     Ok(Json(Items {
@@ -81,15 +68,11 @@ where
     responses((status = 200, description = "An agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn agent<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn agent(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<AgentView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<AgentView>, ApiError> {
     caller.require(Role::Operator, false)?;
     Ok(Json(AgentView::from(&web.auth.agent(caller.org(), &id).await?)))
 }
@@ -103,16 +86,12 @@ where
     responses((status = 201, description = "The agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn create<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn create(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     new: Result<Json<NewAgent>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "agent.create", &new)?;
@@ -142,16 +121,12 @@ pub(super) struct AgentChange {
     responses((status = 200, description = "The agent as changed", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn change<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn change(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     change: Result<Json<AgentChange>, JsonRejection>,
-) -> Result<Json<AgentView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<AgentView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let change = body(change)?;
     let agent = web
@@ -169,15 +144,11 @@ where
     responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn tokens<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn tokens(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<Items<TokenView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<TokenView>>, ApiError> {
     caller.require(Role::Admin, false)?;
     let tokens = web.auth.agent_tokens(caller.org(), &id).await?;
     Ok(Json(Items {
@@ -203,17 +174,13 @@ pub(super) struct NewAgentToken {
     responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn create_token<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn create_token(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     headers: HeaderMap,
     new: Result<Json<NewAgentToken>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "agent.token.create", &(&id, &new))?;
@@ -246,17 +213,13 @@ pub(super) struct Rotation {
     responses((status = 201, description = "The new token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn rotate_token<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn rotate_token(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
     headers: HeaderMap,
     rotation: Result<Json<Rotation>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let rotation = body(rotation)?;
     let request = idempotent(&web, &headers, &caller, "agent.token.rotate", &(&id, &token, &rotation))?;
@@ -289,15 +252,11 @@ where
     responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn revoke_token<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn revoke_token(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.auth
         .revoke_agent_token(&caller.actor(), caller.org(), &id, &token, web.now())

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use agentprocess_auth::Role;
 use agentprocess_auth::people_clients::NewApp;
-use agentprocess_blobs::Blobs;
-use agentprocess_store::{OAuthApp, Store};
+use agentprocess_store::OAuthApp;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -19,14 +18,10 @@ use serde::Serialize;
 use super::{Items, body, idempotent, replayed, shown_once, time_text};
 use crate::identity::{ApiError, Authenticated, Web};
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
-        .route("/api/v1/apps", get(apps::<S, B>).post(create_app::<S, B>))
-        .route("/api/v1/apps/{id}", delete(revoke_app::<S, B>))
+        .route("/api/v1/apps", get(apps).post(create_app))
+        .route("/api/v1/apps/{id}", delete(revoke_app))
 }
 
 /// A client for the organization's people.
@@ -77,14 +72,10 @@ impl AppView {
     responses((status = 200, description = "The clients made for the organization's people", body = Items<AppView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn apps<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn apps(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<AppView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<AppView>>, ApiError> {
     caller.require(Role::Admin, false)?;
     let public_url = &web.service.settings().public_url;
     let apps = web.auth.apps(caller.org()).await?;
@@ -103,16 +94,12 @@ where
     responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn create_app<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn create_app(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     new: Result<Json<NewApp>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "app.create", &new)?;
@@ -137,15 +124,11 @@ where
     responses((status = 204, description = "Revoked, with every grant and token of it"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn revoke_app<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn revoke_app(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.auth
         .revoke_app(&caller.actor(), caller.org(), &id, web.now())

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use agentprocess_auth::Role;
-use agentprocess_blobs::Blobs;
-use agentprocess_store::{ClientSecret, OAuthClient, Store};
+use agentprocess_store::{ClientSecret, OAuthClient};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -18,21 +17,14 @@ use serde::{Deserialize, Serialize};
 use super::{Items, body, idempotent, replayed, shown_once, time_text};
 use crate::identity::{ApiError, Authenticated, Web};
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
-        .route(
-            "/api/v1/agents/{id}/clients",
-            get(clients::<S, B>).post(create_client::<S, B>),
-        )
-        .route("/api/v1/agents/{id}/clients/{client}", delete(revoke_client::<S, B>))
-        .route("/api/v1/agents/{id}/clients/{client}/secrets", post(add_secret::<S, B>))
+        .route("/api/v1/agents/{id}/clients", get(clients).post(create_client))
+        .route("/api/v1/agents/{id}/clients/{client}", delete(revoke_client))
+        .route("/api/v1/agents/{id}/clients/{client}/secrets", post(add_secret))
         .route(
             "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
-            delete(revoke_secret::<S, B>),
+            delete(revoke_secret),
         )
 }
 
@@ -106,15 +98,11 @@ impl ClientView {
     responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn clients<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn clients(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<Items<ClientView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<ClientView>>, ApiError> {
     caller.require(Role::Admin, false)?;
     let public_url = &web.service.settings().public_url;
     let clients = web.auth.agent_clients(caller.org(), &id).await?;
@@ -151,17 +139,13 @@ pub(super) struct NewClient {
     responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn create_client<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn create_client(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     headers: HeaderMap,
     new: Result<Json<NewClient>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "agent.client.create", &(&id, &new))?;
@@ -205,15 +189,11 @@ where
     responses((status = 204, description = "Revoked, with every access token it was given"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn revoke_client<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn revoke_client(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, client)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.auth
         .revoke_client(&caller.actor(), caller.org(), &id, &client, web.now())
@@ -230,16 +210,12 @@ where
     responses((status = 201, description = "The new secret, shown this once", body = SecretView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn add_secret<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn add_secret(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, client)): Path<(String, String)>,
     headers: HeaderMap,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let request = idempotent(&web, &headers, &caller, "agent.client.secret.add", &(&id, &client))?;
     let (secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
@@ -263,15 +239,11 @@ where
     responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn revoke_secret<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn revoke_secret(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, client, secret)): Path<(String, String, String)>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.auth
         .revoke_client_secret(&caller.actor(), caller.org(), &id, &client, &secret, web.now())

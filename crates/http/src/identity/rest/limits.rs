@@ -5,9 +5,7 @@
 use std::sync::Arc;
 
 use agentprocess_auth::Role;
-use agentprocess_blobs::Blobs;
 use agentprocess_service::{Limit, LimitValues, LimitsReport};
-use agentprocess_store::Store;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::{Json, Router};
@@ -16,15 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::{body, time_text};
 use crate::identity::{ApiError, Authenticated, Web};
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
-    Router::new().route(
-        "/api/v1/organization/limits",
-        axum::routing::get(limits::<S, B>).put(choose::<S, B>),
-    )
+pub(super) fn routes() -> Router<Arc<Web>> {
+    Router::new().route("/api/v1/organization/limits", axum::routing::get(limits).put(choose))
 }
 
 /// One limit.
@@ -122,14 +113,10 @@ impl From<LimitChoice> for LimitValues {
     responses((status = 200, description = "The limits and what the organization uses", body = LimitsView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn limits<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn limits(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<LimitsView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<LimitsView>, ApiError> {
     caller.require(Role::Member, false)?;
     Ok(Json(web.service.organization_limits(caller.org()).await?.into()))
 }
@@ -142,15 +129,11 @@ where
     responses((status = 200, description = "The limits as chosen", body = LimitsView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn choose<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn choose(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     choice: Result<Json<LimitChoice>, JsonRejection>,
-) -> Result<Json<LimitsView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<LimitsView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let chosen = LimitValues::from(body(choice)?);
     let ceiling = web.service.limit_ceiling(caller.org()).await?;

@@ -14,8 +14,6 @@ mod runs;
 use std::sync::Arc;
 
 use agentprocess_auth::idempotency::Idempotent;
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::Json;
 use axum::Router;
 use axum::extract::rejection::JsonRejection;
@@ -25,11 +23,7 @@ use serde::de::DeserializeOwned;
 
 use super::{ApiError, Web};
 
-pub(super) fn routes<S, B>(web: Arc<Web<S, B>>) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes(web: Arc<Web>) -> Router {
     organization::routes()
         .route(
             "/api/v1/openapi.json",
@@ -69,8 +63,8 @@ fn shown_once(view: impl Serialize) -> axum::response::Response {
 
 /// A creating request's `Idempotency-Key`, when it sent one, for `operation` on
 /// `arguments` (what the request asks, path included) by `caller`.
-fn idempotent<S, B>(
-    web: &Web<S, B>,
+fn idempotent(
+    web: &Web,
     headers: &HeaderMap,
     caller: &super::ApiCaller,
     operation: &str,
@@ -94,11 +88,9 @@ fn idempotent<S, B>(
 }
 
 /// What a request with this key answered before, if it was made.
-async fn replayed<T, S, B>(web: &Web<S, B>, request: Option<&Idempotent>, org: &str) -> Result<Option<T>, ApiError>
+async fn replayed<T>(web: &Web, request: Option<&Idempotent>, org: &str) -> Result<Option<T>, ApiError>
 where
     T: DeserializeOwned,
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
 {
     match request {
         Some(request) => Ok(request.replayed(web.service.store(), org).await?),

@@ -6,8 +6,7 @@ use agentprocess_auth::groups::NewGroup;
 use agentprocess_auth::members::{Invite, MemberChange, OrganizationChange};
 use agentprocess_auth::tokens::NewToken;
 use agentprocess_auth::{Identity, Role};
-use agentprocess_blobs::Blobs;
-use agentprocess_store::{AuditFilter, AuditRow, Domain, Group, Organization, Store, TokenRow};
+use agentprocess_store::{AuditFilter, AuditRow, Domain, Group, Organization, TokenRow};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -23,45 +22,33 @@ use crate::identity::{ApiCaller, ApiError, Authenticated, Via, Web, csrf_token};
 /// The most audit entries one page holds.
 const AUDIT_PAGE: u32 = 200;
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
-        .route("/api/v1/session", get(me::<S, B>))
-        .route(
-            "/api/v1/organization",
-            get(organization::<S, B>).patch(change_organization::<S, B>),
-        )
-        .route("/api/v1/organization/sign-in", axum::routing::put(set_sign_in::<S, B>))
-        .route("/api/v1/organization/domains", axum::routing::post(add_domain::<S, B>))
-        .route("/api/v1/organization/domains/{domain}", delete(remove_domain::<S, B>))
+        .route("/api/v1/session", get(me))
+        .route("/api/v1/organization", get(organization).patch(change_organization))
+        .route("/api/v1/organization/sign-in", axum::routing::put(set_sign_in))
+        .route("/api/v1/organization/domains", axum::routing::post(add_domain))
+        .route("/api/v1/organization/domains/{domain}", delete(remove_domain))
         .route(
             "/api/v1/organization/domains/{domain}/verify",
-            axum::routing::post(verify_domain::<S, B>),
+            axum::routing::post(verify_domain),
         )
-        .route("/api/v1/members", get(members::<S, B>).post(invite::<S, B>))
-        .route("/api/v1/members/{id}", get(member::<S, B>).patch(change_member::<S, B>))
-        .route("/api/v1/groups", get(groups::<S, B>).post(create_group::<S, B>))
+        .route("/api/v1/members", get(members).post(invite))
+        .route("/api/v1/members/{id}", get(member).patch(change_member))
+        .route("/api/v1/groups", get(groups).post(create_group))
         .route(
             "/api/v1/groups/{id}",
-            get(group::<S, B>)
-                .patch(rename_group::<S, B>)
-                .delete(delete_group::<S, B>),
+            get(group).patch(rename_group).delete(delete_group),
         )
-        .route(
-            "/api/v1/groups/{id}/claim-values",
-            axum::routing::put(set_claim_values::<S, B>),
-        )
+        .route("/api/v1/groups/{id}/claim-values", axum::routing::put(set_claim_values))
         .route(
             "/api/v1/groups/{id}/members/{member}",
-            axum::routing::put(add_to_group::<S, B>).delete(remove_from_group::<S, B>),
+            axum::routing::put(add_to_group).delete(remove_from_group),
         )
-        .route("/api/v1/tokens", get(tokens::<S, B>).post(create_token::<S, B>))
-        .route("/api/v1/tokens/{id}", delete(revoke_token::<S, B>))
-        .route("/api/v1/audit", get(audit::<S, B>))
-        .route("/api/v1/audit/export", get(audit_export::<S, B>))
+        .route("/api/v1/tokens", get(tokens).post(create_token))
+        .route("/api/v1/tokens/{id}", delete(revoke_token))
+        .route("/api/v1/audit", get(audit))
+        .route("/api/v1/audit/export", get(audit_export))
 }
 
 /// A person, as the REST surface shows them.
@@ -108,15 +95,11 @@ pub(super) struct SessionView {
     responses((status = 200, description = "Who is calling", body = SessionView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn me<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn me(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     session: Session,
-) -> Result<Json<SessionView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<SessionView>, ApiError> {
     let organization = web.auth.organization(caller.org()).await?;
     let csrf_token = match caller.via {
         Via::Session => Some(csrf_token(&session).await?),
@@ -184,11 +167,7 @@ pub(super) struct OrganizationView {
     domains: Vec<DomainView>,
 }
 
-async fn organization_view<S, B>(web: &Web<S, B>, organization: Organization) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn organization_view(web: &Web, organization: Organization) -> Result<Response, ApiError> {
     let provider = web.auth.provider_summary(&organization.id).await?;
     let domains = web.auth.domains(&organization.id).await?;
     let revision = organization.revision;
@@ -221,14 +200,10 @@ where
     responses((status = 200, description = "The organization, with its revision as ETag", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn organization<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn organization(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     let organization = web.auth.organization(caller.org()).await?;
     organization_view(&web, organization).await
 }
@@ -256,16 +231,12 @@ fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     responses((status = 200, description = "The organization as changed", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn change_organization<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn change_organization(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     change: Result<Json<OrganizationChange>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let change = body(change)?;
     let organization = web
@@ -297,15 +268,11 @@ pub(super) struct SignIn {
     responses((status = 200, description = "The organization with its new provider", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn set_sign_in<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn set_sign_in(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     sign_in: Result<Json<SignIn>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let sign_in = body(sign_in)?;
     web.auth
@@ -339,16 +306,12 @@ pub(super) struct NewDomain {
     responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn add_domain<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn add_domain(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     new: Result<Json<NewDomain>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "domain.add", &new)?;
@@ -371,15 +334,11 @@ where
     responses((status = 200, description = "The domain, verified", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn verify_domain<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn verify_domain(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(domain): Path<String>,
-) -> Result<Json<DomainView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<DomainView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let domain = web
         .auth
@@ -396,15 +355,11 @@ where
     responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn remove_domain<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn remove_domain(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(domain): Path<String>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.auth
         .remove_domain(&caller.actor(), caller.org(), &domain, web.now())
@@ -419,14 +374,10 @@ where
     responses((status = 200, description = "The members", body = Items<MemberView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn members<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn members(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<MemberView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<MemberView>>, ApiError> {
     caller.require(Role::Operator, false)?;
     let members = web.auth.members(caller.org()).await?;
     Ok(Json(Items {
@@ -442,15 +393,11 @@ where
     responses((status = 200, description = "A member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn member<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn member(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<MemberView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<MemberView>, ApiError> {
     if id != caller.identity.id {
         caller.require(Role::Operator, false)?;
     }
@@ -467,16 +414,12 @@ where
     responses((status = 201, description = "The invited member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn invite<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn invite(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     invite: Result<Json<Invite>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let invite = body(invite)?;
     let request = idempotent(&web, &headers, &caller, "member.invite", &invite)?;
@@ -500,16 +443,12 @@ where
     responses((status = 200, description = "The member as changed", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn change_member<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn change_member(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     change: Result<Json<MemberChange>, JsonRejection>,
-) -> Result<Json<MemberView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<MemberView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let change = body(change)?;
     let member = web
@@ -547,14 +486,10 @@ impl From<Group> for GroupView {
     responses((status = 200, description = "The groups", body = Items<GroupView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn groups<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn groups(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<GroupView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<GroupView>>, ApiError> {
     caller.require(Role::Member, false)?;
     let groups = web.auth.groups(caller.org()).await?;
     Ok(Json(Items {
@@ -570,15 +505,11 @@ where
     responses((status = 200, description = "A group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn group<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn group(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<GroupView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<GroupView>, ApiError> {
     caller.require(Role::Member, false)?;
     Ok(Json(GroupView::from(web.auth.group(caller.org(), &id).await?)))
 }
@@ -592,16 +523,12 @@ where
     responses((status = 201, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn create_group<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn create_group(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     new: Result<Json<NewGroup>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "group.create", &new)?;
@@ -631,16 +558,12 @@ pub(super) struct GroupName {
     responses((status = 200, description = "The group as renamed", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn rename_group<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn rename_group(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     name: Result<Json<GroupName>, JsonRejection>,
-) -> Result<Json<GroupView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<GroupView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let name = body(name)?;
     let group = web
@@ -667,16 +590,12 @@ pub(super) struct ClaimValues {
     responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn set_claim_values<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn set_claim_values(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     values: Result<Json<ClaimValues>, JsonRejection>,
-) -> Result<Json<GroupView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<GroupView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let values = body(values)?;
     let group = web
@@ -694,15 +613,11 @@ where
     responses((status = 204, description = "Deleted"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn delete_group<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn delete_group(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.auth
         .delete_group(&caller.actor(), caller.org(), &id, web.now())
@@ -710,17 +625,13 @@ where
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn membership<S, B>(
-    web: &Web<S, B>,
+async fn membership(
+    web: &Web,
     caller: &ApiCaller,
     group: &str,
     member: &str,
     inside: bool,
-) -> Result<Json<GroupView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<GroupView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let group = web
         .auth
@@ -737,15 +648,11 @@ where
     responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn add_to_group<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn add_to_group(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((group, member)): Path<(String, String)>,
-) -> Result<Json<GroupView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<GroupView>, ApiError> {
     membership(&web, &caller, &group, &member, true).await
 }
 
@@ -757,15 +664,11 @@ where
     responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn remove_from_group<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn remove_from_group(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((group, member)): Path<(String, String)>,
-) -> Result<Json<GroupView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<GroupView>, ApiError> {
     membership(&web, &caller, &group, &member, false).await
 }
 
@@ -816,14 +719,10 @@ impl From<&TokenRow> for TokenView {
     responses((status = 200, description = "API tokens (all for admins, else the caller's own)", body = Items<TokenView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn tokens<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn tokens(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<TokenView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<TokenView>>, ApiError> {
     let admin = caller.identity.has_role(Role::Admin);
     let tokens = web.auth.tokens(caller.org()).await?;
     Ok(Json(Items {
@@ -844,16 +743,12 @@ where
     responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn create_token<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn create_token(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     new: Result<Json<NewToken>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     // Only a person at a browser makes tokens: a token cannot make more of itself.
     if caller.via != Via::Session {
         return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
@@ -879,15 +774,11 @@ where
     responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn revoke_token<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn revoke_token(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Member, true)?;
     web.auth
         .revoke_token(&caller.actor(), &caller.identity, &id, web.now())
@@ -982,15 +873,11 @@ fn audit_filter(query: AuditQuery) -> Result<AuditFilter, ApiError> {
     responses((status = 200, description = "Entries, oldest first", body = AuditPage), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn audit<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn audit(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<AuditPage>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<AuditPage>, ApiError> {
     caller.require(Role::Admin, false)?;
     let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
     let filter = audit_filter(query.0)?;
@@ -1015,15 +902,11 @@ where
     responses((status = 200, description = "Entries as JSON lines", body = String, content_type = "application/x-ndjson"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn audit_export<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn audit_export(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, false)?;
     let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
     let mut filter = audit_filter(AuditQuery {

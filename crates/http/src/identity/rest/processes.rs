@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use agentprocess_auth::Role;
 use agentprocess_auth::audit::detail;
-use agentprocess_blobs::Blobs;
 use agentprocess_service::admin::{Draft, Published};
 use agentprocess_store::{Store, StoredVersion};
 use axum::extract::rejection::JsonRejection;
@@ -23,20 +22,16 @@ use crate::identity::{ApiError, Authenticated, Web};
 /// The largest PROCESS.md an import takes.
 const MAX_SOURCE_BYTES: usize = 1 << 20;
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
-        .route("/api/v1/processes", get(processes::<S, B>).post(import::<S, B>))
-        .route("/api/v1/processes/{name}/draft", get(draft::<S, B>))
-        .route("/api/v1/processes/{name}/draft/roles/{role}", put(bind::<S, B>))
-        .route("/api/v1/processes/{name}/publish", post(publish::<S, B>))
-        .route("/api/v1/processes/{name}/versions", get(versions::<S, B>))
-        .route("/api/v1/processes/{name}/versions/{number}", get(version::<S, B>))
-        .route("/api/v1/processes/{name}/diff", get(diff::<S, B>))
-        .route("/api/v1/processes/{name}/check-agreement", get(check_agreement::<S, B>))
+        .route("/api/v1/processes", get(processes).post(import))
+        .route("/api/v1/processes/{name}/draft", get(draft))
+        .route("/api/v1/processes/{name}/draft/roles/{role}", put(bind))
+        .route("/api/v1/processes/{name}/publish", post(publish))
+        .route("/api/v1/processes/{name}/versions", get(versions))
+        .route("/api/v1/processes/{name}/versions/{number}", get(version))
+        .route("/api/v1/processes/{name}/diff", get(diff))
+        .route("/api/v1/processes/{name}/check-agreement", get(check_agreement))
 }
 
 /// The multipart body of an import.
@@ -154,14 +149,10 @@ impl VersionView {
     responses((status = 200, description = "The latest version of each process", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn processes<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn processes(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<VersionView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<VersionView>>, ApiError> {
     caller.require(Role::Member, false)?;
     let versions = web.service.admin().latest_versions(caller.org()).await?;
     let items = versions.iter().map(VersionView::of).collect();
@@ -181,16 +172,12 @@ where
     responses((status = 201, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn import<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn import(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     mut multipart: Multipart,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let unreadable = |error: axum::extract::multipart::MultipartError| {
         ApiError::invalid("the upload could not be read", vec![error.body_text()])
@@ -268,15 +255,11 @@ where
     responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn draft<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn draft(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
-) -> Result<Json<DraftView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<DraftView>, ApiError> {
     caller.require(Role::Operator, false)?;
     Ok(Json(DraftView::from(
         web.service.admin().draft(caller.org(), &name).await?,
@@ -301,16 +284,12 @@ pub(super) struct Binding {
     responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn bind<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn bind(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((name, role)): Path<(String, String)>,
     binding: Result<Json<Binding>, JsonRejection>,
-) -> Result<Json<DraftView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<DraftView>, ApiError> {
     caller.require(Role::Admin, true)?;
     let binding = body(binding)?;
     let draft = web
@@ -343,16 +322,12 @@ where
     responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn publish<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn publish(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     headers: HeaderMap,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let request = idempotent(&web, &headers, &caller, "process.publish", &name)?;
     if let Some(published) = replayed(&web, request.as_ref(), caller.org()).await? {
@@ -405,15 +380,11 @@ fn published_response(name: &str, published: Published) -> Response {
     responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn versions<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn versions(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
-) -> Result<Json<Items<VersionView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<VersionView>>, ApiError> {
     caller.require(Role::Member, false)?;
     let versions = web.service.admin().versions(caller.org(), &name).await?;
     if versions.is_empty() {
@@ -424,11 +395,7 @@ where
     }))
 }
 
-async fn stored<S, B>(web: &Web<S, B>, org: &str, name: &str, number: u32) -> Result<StoredVersion, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn stored(web: &Web, org: &str, name: &str, number: u32) -> Result<StoredVersion, ApiError> {
     web.service
         .store()
         .version(org, name, Some(number))
@@ -445,15 +412,11 @@ where
     responses((status = 200, description = "One version with its frontmatter and body", body = VersionView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn version<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn version(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, u32)>,
-) -> Result<Json<VersionView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<VersionView>, ApiError> {
     caller.require(Role::Member, false)?;
     let version = stored(&web, caller.org(), &name, number).await?;
     let (frontmatter, text) =
@@ -480,16 +443,12 @@ pub(super) struct Pair {
     responses((status = 200, description = "A unified diff of two versions", body = DiffView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn diff<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn diff(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     pair: Result<Query<Pair>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<DiffView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<DiffView>, ApiError> {
     caller.require(Role::Member, false)?;
     let Query(pair) = pair
         .map_err(|rejection| ApiError::invalid("give from and to, two version numbers", vec![rejection.body_text()]))?;
@@ -542,16 +501,12 @@ pub(super) struct AgreementParams {
     responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn check_agreement<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn check_agreement(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     params: Result<Query<AgreementParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError> {
     caller.require(Role::Operator, false)?;
     let Query(params) = params
         .map_err(|rejection| ApiError::invalid("the report's parameters are not valid", vec![rejection.body_text()]))?;

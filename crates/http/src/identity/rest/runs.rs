@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use agentprocess_auth::Role;
 use agentprocess_auth::audit::detail;
-use agentprocess_blobs::Blobs;
 use agentprocess_engine::Assignee;
 use agentprocess_service::{Caller, ListRuns, Write};
-use agentprocess_store::{DeliveryRecord, Store, Webhook};
+use agentprocess_store::{DeliveryRecord, Webhook};
 use agentprocess_views::{Page, RunListItem, RunView};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -21,22 +20,19 @@ use serde_json::{Map, Value, json};
 
 use super::{Items, body, idempotent, replayed, time_text};
 use crate::identity::{ApiCaller, ApiError, Authenticated, Web};
+use agentprocess_store::Directory;
 
-pub(super) fn routes<S, B>() -> Router<Arc<Web<S, B>>>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
-        .route("/api/v1/runs", get(runs::<S, B>))
-        .route("/api/v1/runs/{id}", get(run::<S, B>))
-        .route("/api/v1/runs/{id}/cancel", post(cancel::<S, B>))
-        .route("/api/v1/webhooks", get(webhooks::<S, B>).post(add_webhook::<S, B>))
-        .route("/api/v1/webhooks/deliveries", get(deliveries::<S, B>))
-        .route("/api/v1/webhooks/{id}", delete(remove_webhook::<S, B>))
+        .route("/api/v1/runs", get(runs))
+        .route("/api/v1/runs/{id}", get(run))
+        .route("/api/v1/runs/{id}/cancel", post(cancel))
+        .route("/api/v1/webhooks", get(webhooks).post(add_webhook))
+        .route("/api/v1/webhooks/deliveries", get(deliveries))
+        .route("/api/v1/webhooks/{id}", delete(remove_webhook))
         .route(
             "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
-            post(redeliver::<S, B>),
+            post(redeliver),
         )
 }
 
@@ -72,15 +68,11 @@ pub(super) struct RunsQuery {
     responses((status = 200, description = "list_runs's result", body = Page<RunListItem>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn runs<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn runs(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Query(query): Query<HashMap<String, String>>,
-) -> Result<Json<Page<RunListItem>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Page<RunListItem>>, ApiError> {
     caller.require(Role::Member, false)?;
     let mut args = ListRuns {
         limit: 50,
@@ -127,15 +119,11 @@ where
     responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
-pub(super) async fn run<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn run(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<Json<RunWithWarnings>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<RunWithWarnings>, ApiError> {
     caller.require(Role::Member, false)?;
     let view = web.service.get_run(&caller_of(&caller), &id).await?;
     let warnings = unassignable(&web, caller.org(), &view).await?;
@@ -154,11 +142,7 @@ pub(super) struct RunWithWarnings {
 
 /// A warning for each open work item that waits for a person value no member of the
 /// organization has: nobody can decide it until someone with that email is invited.
-async fn unassignable<S, B>(web: &Web<S, B>, org: &str, view: &RunView) -> Result<Vec<String>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn unassignable(web: &Web, org: &str, view: &RunView) -> Result<Vec<String>, ApiError> {
     let mut warnings = Vec::new();
     for item in &view.work_items {
         let Assignee::Person(person) = &item.assigned_to else {
@@ -216,17 +200,13 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
     responses((status = 200, description = "cancel's result", body = RunView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
-pub(super) async fn cancel<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn cancel(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     headers: HeaderMap,
     cancel: Result<Json<Cancel>, JsonRejection>,
-) -> Result<Json<RunView>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<RunView>, ApiError> {
     caller.require(Role::Operator, true)?;
     let cancel = body(cancel)?;
     let mut arguments = Map::new();
@@ -270,14 +250,10 @@ impl From<&Webhook> for WebhookView {
     responses((status = 200, description = "The webhooks", body = Items<WebhookView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn webhooks<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn webhooks(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-) -> Result<Json<Items<WebhookView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<WebhookView>>, ApiError> {
     caller.require(Role::Admin, false)?;
     let webhooks = web.service.admin().webhooks(caller.org()).await?;
     Ok(Json(Items {
@@ -302,16 +278,12 @@ pub(super) struct NewWebhook {
     responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn add_webhook<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn add_webhook(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
     new: Result<Json<NewWebhook>, JsonRejection>,
-) -> Result<Response, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
     let request = idempotent(&web, &headers, &caller, "webhook.add", &new)?;
@@ -350,15 +322,11 @@ where
     responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn remove_webhook<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn remove_webhook(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.service.admin().remove_webhook(caller.org(), &id).await?;
     web.auth
@@ -384,15 +352,11 @@ where
     responses((status = 202, description = "Due again; its outcome shows in the deliveries"), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn redeliver<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn redeliver(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, notification)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin, true)?;
     web.service.admin().redeliver(caller.org(), &id, &notification).await?;
     web.auth
@@ -456,15 +420,11 @@ pub(super) struct DeliveriesQuery {
     responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>), (status = "default", description = "A refusal, in the protocol's error body", body = crate::identity::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
-pub(super) async fn deliveries<S, B>(
-    State(web): State<Arc<Web<S, B>>>,
+pub(super) async fn deliveries(
+    State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     query: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Items<DeliveryView>>, ApiError>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Result<Json<Items<DeliveryView>>, ApiError> {
     caller.require(Role::Admin, false)?;
     let Query(query) =
         query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;

@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -287,14 +285,10 @@ fn body_of(action: &Action, form: &[(String, String)]) -> Map<String, Value> {
     body
 }
 
-impl<S, B> FromRequestParts<Arc<Admin<S, B>>> for Caller
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+impl FromRequestParts<Arc<Admin>> for Caller {
     type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, admin: &Arc<Admin<S, B>>) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, admin: &Arc<Admin>) -> Result<Self, Response> {
         let visitor = Visitor::from_request_parts(parts, &admin.web).await?;
         let session = tower_sessions::Session::from_request_parts(parts, &admin.web)
             .await
@@ -309,17 +303,13 @@ where
 
 /// The answer to a change: back to the page, the page again with the refusal, or the
 /// secret made this once.
-async fn answered<S, B>(
-    admin: &Admin<S, B>,
+async fn answered(
+    admin: &Admin,
     caller: &Caller,
     back: &str,
     secret: &[(&str, &str)],
     answer: super::Answer,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if !answer.ok() {
         let (message, issues) = answer.refusal();
         let status = answer.status;
@@ -354,16 +344,12 @@ where
     Redirect::to(back).into_response()
 }
 
-pub(super) async fn act<S, B>(
-    State(admin): State<Arc<Admin<S, B>>>,
+pub(super) async fn act(
+    State(admin): State<Arc<Admin>>,
     caller: Caller,
     Path(action): Path<String>,
     request: Request,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     let headers = request.headers().clone();
     let axum::extract::Form(form) = match axum::extract::Form::<Vec<(String, String)>>::from_request(request, &()).await
     {
@@ -399,11 +385,7 @@ where
 
 /// Importing a process: the form's file goes to `POST /api/v1/processes` as a
 /// multipart body of its own; its draft's page comes next.
-pub(super) async fn import<S, B>(State(admin): State<Arc<Admin<S, B>>>, caller: Caller, request: Request) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) async fn import(State(admin): State<Arc<Admin>>, caller: Caller, request: Request) -> Response {
     let headers = request.headers().clone();
     let mut parts = match axum::extract::Multipart::from_request(request, &()).await {
         Ok(parts) => parts,

@@ -10,8 +10,7 @@ mod pages;
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
-use agentprocess_store::{Role, Store};
+use agentprocess_store::Role;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -24,25 +23,21 @@ use super::Visitor;
 use crate::identity::{Web, csrf_token};
 
 /// What the admin pages run on: the web app's state, and the REST surface they call.
-pub(crate) struct Admin<S, B> {
-    web: Arc<Web<S, B>>,
+pub(crate) struct Admin {
+    web: Arc<Web>,
     rest: Router,
 }
 
-pub(crate) fn routes<S, B>(web: Arc<Web<S, B>>, rest: Router) -> Router
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(crate) fn routes(web: Arc<Web>, rest: Router) -> Router {
     let admin = Arc::new(Admin { web, rest });
     Router::new()
-        .route("/admin", get(pages::show::<S, B>))
-        .route("/admin/{page}", get(pages::show_page::<S, B>))
-        .route("/admin/processes/{name}", get(pages::show_draft::<S, B>))
-        .route("/admin/do/{action}", post(actions::act::<S, B>))
+        .route("/admin", get(pages::show))
+        .route("/admin/{page}", get(pages::show_page))
+        .route("/admin/processes/{name}", get(pages::show_draft))
+        .route("/admin/do/{action}", post(actions::act))
         .route(
             "/admin/import",
-            post(actions::import::<S, B>).layer(axum::extract::DefaultBodyLimit::max(4 << 20)),
+            post(actions::import).layer(axum::extract::DefaultBodyLimit::max(4 << 20)),
         )
         .with_state(admin)
 }
@@ -88,11 +83,7 @@ impl Caller {
     }
 }
 
-impl<S, B> Admin<S, B>
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+impl Admin {
     /// `method path` (under `/api/v1`) as `caller`, with a JSON body, a raw body of
     /// `content_type`, or none, and an `Idempotency-Key` when given.
     async fn call(&self, caller: &Caller, (method, path): (Method, &str), body: Payload, key: Option<&str>) -> Answer {

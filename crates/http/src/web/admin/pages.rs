@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use agentprocess_blobs::Blobs;
-use agentprocess_store::Store;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -93,11 +91,7 @@ fn field(id: &str, name: &str, label: &str, value: &str) -> Markup {
     }
 }
 
-pub(super) async fn show<S, B>(State(admin): State<Arc<Admin<S, B>>>, caller: Caller) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) async fn show(State(admin): State<Arc<Admin>>, caller: Caller) -> Response {
     render(&admin, &caller, "/admin", Notice::None).await
 }
 
@@ -110,31 +104,19 @@ const FILTERS: [(&str, &str); 5] = [
     ("target", "Target, such as a run id"),
 ];
 
-pub(super) async fn show_page<S, B>(
-    State(admin): State<Arc<Admin<S, B>>>,
+pub(super) async fn show_page(
+    State(admin): State<Arc<Admin>>,
     caller: Caller,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+) -> Response {
     if name == "audit" {
         return audit(&admin, &caller, &query).await;
     }
     render(&admin, &caller, &format!("/admin/{name}"), Notice::None).await
 }
 
-pub(super) async fn show_draft<S, B>(
-    State(admin): State<Arc<Admin<S, B>>>,
-    caller: Caller,
-    Path(name): Path<String>,
-) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) async fn show_draft(State(admin): State<Arc<Admin>>, caller: Caller, Path(name): Path<String>) -> Response {
     render(
         &admin,
         &caller,
@@ -145,11 +127,7 @@ where
 }
 
 /// The admin page at `path`, with `notice` above it.
-pub(super) async fn render<S, B>(admin: &Admin<S, B>, caller: &Caller, path: &str, notice: Notice) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+pub(super) async fn render(admin: &Admin, caller: &Caller, path: &str, notice: Notice) -> Response {
     let csrf = match csrf_token(&caller.session).await {
         Ok(token) => token,
         Err(error) => return axum::response::IntoResponse::into_response(error),
@@ -222,11 +200,7 @@ fn menu(current: &str) -> Markup {
 
 type Drawn = Result<Markup, Answer>;
 
-async fn home<S, B>(admin: &Admin<S, B>, caller: &Caller) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn home(admin: &Admin, caller: &Caller) -> Drawn {
     let organization = admin.read(caller, "/organization").await?;
     let members = admin.read(caller, "/members").await?;
     let agents = admin.read(caller, "/agents").await?;
@@ -243,11 +217,7 @@ where
     })
 }
 
-async fn people<S, B>(admin: &Admin<S, B>, caller: &Caller, form: &Form<'_>) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn people(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     let members = admin.read(caller, "/members").await?;
     let groups = admin.read(caller, "/groups").await?;
     let roles = ["member", "operator", "admin"];
@@ -335,11 +305,7 @@ where
     })
 }
 
-async fn agents<S, B>(admin: &Admin<S, B>, caller: &Caller, form: &Form<'_>) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn agents(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     let agents = admin.read(caller, "/agents").await?;
     let mut credentials = Vec::new();
     for agent in items(&agents) {
@@ -412,11 +378,7 @@ where
     })
 }
 
-async fn processes<S, B>(admin: &Admin<S, B>, caller: &Caller, form: &Form<'_>) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn processes(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     let published = admin.read(caller, "/processes").await?;
     Ok(html! {
         h2 { "Import a process" }
@@ -443,11 +405,7 @@ where
     })
 }
 
-async fn draft<S, B>(admin: &Admin<S, B>, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn draft(admin: &Admin, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn {
     let process = url::form_urlencoded::parse(format!("p={name}").as_bytes())
         .next()
         .map(|(_, value)| value.into_owned())
@@ -495,11 +453,7 @@ where
     })
 }
 
-async fn webhooks<S, B>(admin: &Admin<S, B>, caller: &Caller, form: &Form<'_>) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn webhooks(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     let hooks = admin.read(caller, "/webhooks").await?;
     let deliveries = admin.read(caller, "/webhooks/deliveries?limit=50").await?;
     Ok(html! {
@@ -531,11 +485,7 @@ where
     })
 }
 
-async fn sign_in<S, B>(admin: &Admin<S, B>, caller: &Caller, form: &Form<'_>) -> Drawn
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn sign_in(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     let organization = admin.read(caller, "/organization").await?;
     let provider = &organization["signIn"];
     Ok(html! {
@@ -585,11 +535,7 @@ where
 }
 
 /// The audit log, filtered, a page at a time.
-async fn audit<S, B>(admin: &Admin<S, B>, caller: &Caller, query: &[(String, String)]) -> Response
-where
-    S: Store + Clone + std::fmt::Debug,
-    B: Blobs,
-{
+async fn audit(admin: &Admin, caller: &Caller, query: &[(String, String)]) -> Response {
     // Built in a block: the serializer is not `Send`, so it must not live across an await.
     let filter = {
         let mut filter = url::form_urlencoded::Serializer::new(String::new());
