@@ -26,12 +26,6 @@ impl ProcessDocument {
         self.steps.iter().find(|step| step.id == id)
     }
 
-    /// For each step, the index of the parallel step whose branch holds it, or `None`
-    /// outside every branch (parallel-1 §2).
-    pub fn enclosing_parallel(&self) -> Vec<Option<usize>> {
-        crate::graph::enclosing_parallel(&self.steps)
-    }
-
     /// Whether the process uses parallel-1, and so `join` is the end of a branch.
     pub fn uses_parallel(&self) -> bool {
         self.steps.iter().any(|step| matches!(step.kind, StepKind::Parallel(_)))

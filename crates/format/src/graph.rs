@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::document::{Next, Step, StepKind};
+use crate::document::{Next, ProcessDocument, Step, StepKind};
 use crate::issue::Issues;
 use crate::path;
 
@@ -58,16 +58,20 @@ pub(crate) fn check(steps: &mut [Step], paths: &[String], uses_parallel: bool, i
     }
 }
 
-/// For each step of a valid document, the index of the parallel step whose branch
-/// holds it (parallel-1 §2), or `None` outside every branch.
-pub(crate) fn enclosing_parallel(steps: &[Step]) -> Vec<Option<usize>> {
-    let uses_parallel = steps.iter().any(|step| matches!(step.kind, StepKind::Parallel(_)));
-    let paths = vec![String::new(); steps.len()];
-    Graph::new(steps, &paths, uses_parallel)
-        .branches()
-        .into_iter()
-        .map(|branches| branches.first().map(|&(parallel, _)| parallel))
-        .collect()
+impl ProcessDocument {
+    /// For each step, the index of the parallel step whose branch holds it, or `None`
+    /// outside every branch (parallel-1 §2). Defined here, beside the graph it reads,
+    /// so the document's types do not depend on the checks over them.
+    pub fn enclosing_parallel(&self) -> Vec<Option<usize>> {
+        let steps = &self.steps;
+        let uses_parallel = steps.iter().any(|step| matches!(step.kind, StepKind::Parallel(_)));
+        let paths = vec![String::new(); steps.len()];
+        Graph::new(steps, &paths, uses_parallel)
+            .branches()
+            .into_iter()
+            .map(|branches| branches.first().map(|&(parallel, _)| parallel))
+            .collect()
+    }
 }
 
 /// Outside a branch, a step that names no `next` continues at the following step;

@@ -4,12 +4,10 @@
 mod direct;
 mod headers;
 mod hosts;
-mod identity;
 mod jsonrpc;
 mod oauth;
+mod rest;
 mod uploads;
-mod web;
-mod windows;
 
 use std::sync::Arc;
 
@@ -27,7 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde::Deserialize;
 
 pub use agentprocess_app::HttpSettings;
-pub use identity::openapi_text;
+pub use rest::openapi::document_text as openapi_text;
 
 /// The largest `/mcp` request body: a maximal upload in base64 plus room for the
 /// JSON-RPC envelope and the other arguments.
@@ -76,14 +74,14 @@ pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, setting
     let authenticated = mcp
         .merge(rest)
         .layer(middleware::from_fn_with_state(Arc::clone(&service), authenticate));
-    let limits = identity::Limits::new(auth.settings());
-    let web = Arc::new(identity::Web {
+    let limits = agentprocess_web::session::Limits::new(auth.settings());
+    let web = Arc::new(agentprocess_web::session::Web {
         service: Arc::clone(&service),
         auth,
         limits,
         origin: origin_of(&service.settings().public_url).unwrap_or_default(),
         dev_org: settings.dev_sign_in_org.clone(),
-        visitors: identity::cookies::VisitorCookies::new(&service.settings().url_secret, https),
+        visitors: agentprocess_web::cookies::VisitorCookies::new(&service.settings().url_secret, https),
     });
     Router::new()
         .route("/files/{org}/{id}", get(download))
@@ -92,7 +90,13 @@ pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, setting
         .with_state(Arc::clone(&service))
         .merge(authenticated)
         .merge(oauth::routes(Arc::clone(&web)))
-        .merge(identity::routes(web))
+        .merge(
+            // The browser's pages and `/api/v1` share the session layer; the admin
+            // pages reach `/api/v1` in process.
+            agentprocess_web::routes(Arc::clone(&web), rest::routes(Arc::clone(&web)))
+                .merge(rest::routes(Arc::clone(&web)))
+                .layer(agentprocess_web::session::session_layer(&web)),
+        )
         .layer(middleware::from_fn_with_state(service, backstop))
         .layer(middleware::from_fn(move |request, next| {
             hosts::check(Arc::clone(&allowed_hosts), request, next)
@@ -161,16 +165,6 @@ async fn backstop(State(service): State<Arc<Service>>, request: Request, next: N
     }
 }
 
-/// `response` as 429 with `Retry-After`: the caller's organization is at one of its
-/// limits.
-pub(crate) fn too_many_requests(over: &agentprocess_service::OverLimit, mut response: Response) -> Response {
-    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(over.retry_after_seconds()));
-    response
-}
-
 /// How much longer than the call deadline the backstop waits.
 const BACKSTOP_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -191,9 +185,6 @@ struct Signed {
     /// for raster images and PDFs only, which cannot run script in the server's origin.
     inline: Option<String>,
 }
-
-/// The media types a download may be shown inline as.
-pub(crate) const INLINE_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"];
 
 async fn download(
     State(service): State<Arc<Service>>,
@@ -220,7 +211,7 @@ async fn download(
             content_type,
             bytes,
         })) => {
-            let inline = preview && INLINE_TYPES.contains(&content_type.as_str());
+            let inline = preview && agentprocess_web::INLINE_TYPES.contains(&content_type.as_str());
             let content_type =
                 HeaderValue::from_str(&content_type).unwrap_or(HeaderValue::from_static("application/octet-stream"));
             let mut response = bytes.into_response();

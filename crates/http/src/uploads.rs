@@ -61,7 +61,7 @@ pub(crate) async fn upload(
     };
     let response = (status, Json(agentprocess_mcp::tools::envelope(result))).into_response();
     match over_limit {
-        Some(over) => crate::too_many_requests(&over, response),
+        Some(over) => agentprocess_web::errors::too_many_requests(&over, response),
         None => response,
     }
 }
@@ -131,7 +131,7 @@ async fn read(service: &Service, headers: &HeaderMap, mut multipart: Multipart) 
         let file_name = field.file_name().unwrap_or_default().to_owned();
         let content_type = field.content_type().unwrap_or("application/octet-stream").to_owned();
         let mut field = field;
-        let bytes = match part_bytes(&mut field, limit).await {
+        let bytes = match agentprocess_web::app::forms::part_bytes(&mut field, limit).await {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 issues.push(format!("file: more than maxUploadBytes ({limit}) bytes"));
@@ -179,21 +179,6 @@ async fn read(service: &Service, headers: &HeaderMap, mut multipart: Multipart) 
             ))
         }
     }
-}
-
-/// A part's bytes, read up to `limit`: `None` when it holds more.
-pub(crate) async fn part_bytes(
-    field: &mut axum::extract::multipart::Field<'_>,
-    limit: usize,
-) -> Result<Option<Vec<u8>>, axum::extract::multipart::MultipartError> {
-    let mut bytes = Vec::new();
-    while let Some(chunk) = field.chunk().await? {
-        if bytes.len() + chunk.len() > limit {
-            return Ok(None);
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(Some(bytes))
 }
 
 /// The HTTP status of a refusal.

@@ -5,7 +5,8 @@ use agentprocess_views::{ClaimResult, RenewResult, RunView};
 
 use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
-use crate::write::{Change, Locked, Target, Write, fresh};
+use crate::stored::Change;
+use crate::write::{Locked, Target, Write, fresh};
 use crate::{Caller, Error, Service, Tool};
 
 impl Service {

@@ -12,8 +12,9 @@ use agentprocess_format::Question;
 use agentprocess_store::StoreTx as _;
 use agentprocess_views::RunView;
 
+use crate::stored::Change;
 use crate::stored::Loaded;
-use crate::write::{Change, Write};
+use crate::write::Write;
 use crate::{Caller, Error, Service, Tool, retry};
 use agentprocess_store::SqlTx;
 

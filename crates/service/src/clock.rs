@@ -1,6 +1,9 @@
 //! Time is a port: the service asks a [`Clock`], never the system directly.
 
+use std::time::Duration;
+
 use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
 
 /// Where the service reads the time.
 pub trait Clock: Send + Sync + 'static {
@@ -41,5 +44,14 @@ impl Clock for TestClock {
         let now = Timestamp::now();
         now.checked_add(jiff::SignedDuration::from_millis(offset))
             .unwrap_or(now)
+    }
+}
+
+/// Waits `duration`; `false` once `stop` is cancelled.
+pub(crate) async fn pause(stop: &CancellationToken, duration: Duration) -> bool {
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(duration) => true,
     }
 }

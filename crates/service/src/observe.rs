@@ -13,7 +13,7 @@ use agentprocess_telemetry::{KeyValue, gauges, labels, metrics};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::write::Change;
+use crate::stored::Change;
 use crate::{Service, millis};
 
 /// How often the work levels are sampled.
@@ -91,7 +91,7 @@ impl Service {
             if self.bounded(self.sample_levels()).await.is_none() {
                 tracing::debug!(error = self.past_deadline(), "work levels not sampled");
             }
-            if !crate::scheduler::pause(&stop, SAMPLE_EVERY).await {
+            if !crate::clock::pause(&stop, SAMPLE_EVERY).await {
                 return;
             }
         }

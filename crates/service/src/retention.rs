@@ -106,7 +106,7 @@ impl Service {
                     "purge of old records stopped; going on next time"
                 );
             }
-            if !crate::scheduler::pause(&stop, settings.interval).await {
+            if !crate::clock::pause(&stop, settings.interval).await {
                 return;
             }
         }

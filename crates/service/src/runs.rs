@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
-use crate::write::{Change, Locked, Target, Write, fresh, no_run};
+use crate::stored::Change;
+use crate::write::{Locked, Target, Write, fresh, no_run};
 use crate::{Caller, Error, Limit, Service, Tool, cursor, retry};
 
 /// The arguments of `start_run` after decoding.

@@ -22,8 +22,9 @@ use futures_util::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use crate::clock::pause;
 use crate::ids::RunIds;
-use crate::write::Change;
+use crate::stored::Change;
 use crate::{Error, Service, millis, retry};
 
 /// How the scheduler paces itself.
@@ -321,15 +322,6 @@ pub(crate) async fn rest(stop: &CancellationToken, wake: &tokio::sync::Notify, p
         () = stop.cancelled() => false,
         () = wake.notified() => true,
         () = tokio::time::sleep(pause) => true,
-    }
-}
-
-/// Waits `duration`; `false` once `stop` is cancelled.
-pub(crate) async fn pause(stop: &CancellationToken, duration: Duration) -> bool {
-    tokio::select! {
-        biased;
-        () = stop.cancelled() => false,
-        () = tokio::time::sleep(duration) => true,
     }
 }
 

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Deref;
 
-use agentprocess_engine::{Record, Run, StepRun};
+use agentprocess_engine::{ProcessVersion, Record, Run, StepRun, Transition};
 use agentprocess_store::{Piece, StoredRun};
 use serde::{Deserialize, Serialize};
 
@@ -331,6 +331,15 @@ fn step_in_row(step: &StepRun, places: Option<&StepLayout>) -> StepRun {
         handoff: step.handoff.clone(),
         retired_tokens: step.retired_tokens.clone(),
     }
+}
+
+/// What a write changed: the run before (`None` for a new run), the engine's
+/// transition, and the version it ran on.
+#[derive(Clone, Copy)]
+pub(crate) struct Change<'a> {
+    pub(crate) before: Option<&'a Loaded>,
+    pub(crate) transition: &'a Transition,
+    pub(crate) version: &'a ProcessVersion,
 }
 
 #[cfg(test)]

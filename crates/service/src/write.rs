@@ -22,6 +22,7 @@ use crate::ids::token_run;
 use crate::index::run_row;
 use crate::notify::Outgoing;
 use crate::recorded::{Recorded, RunRowRef, Sealing};
+use crate::stored::Change;
 use crate::stored::Loaded;
 use crate::{Caller, Error, Limit, Service, Tool, invalid, millis, not_found, retry};
 use agentprocess_store::SqlTx;
@@ -434,15 +435,6 @@ pub(crate) struct Written {
     pub(crate) recorded: bool,
     /// Webhook deliveries its notifications made.
     pub(crate) deliveries: u64,
-}
-
-/// What a write changed: the run before (`None` for a new run), the engine's
-/// transition, and the version it ran on.
-#[derive(Clone, Copy)]
-pub(crate) struct Change<'a> {
-    pub(crate) before: Option<&'a Loaded>,
-    pub(crate) transition: &'a Transition,
-    pub(crate) version: &'a ProcessVersion,
 }
 
 pub(crate) fn no_run(run_id: &str) -> Error {

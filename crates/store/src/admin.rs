@@ -76,15 +76,6 @@ pub(crate) async fn revoke_tokens(connection: &mut AnyConnection, org: &str, ide
     Ok(revoked.rows_affected())
 }
 
-pub(crate) async fn identity_by_token(
-    connection: &mut AnyConnection,
-    token_hash: &str,
-    now: i64,
-) -> Result<Option<Identity>> {
-    let credential = crate::clients::credential(connection, token_hash, now).await?;
-    Ok(credential.map(|credential| credential.identity))
-}
-
 pub(crate) async fn identity(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<Identity>> {
     let row = sqlx::query(
         "SELECT org_id, id, kind, role, person, name, deactivated_at FROM identities WHERE org_id = $1 AND id = $2",

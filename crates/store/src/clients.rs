@@ -216,3 +216,12 @@ pub(crate) async fn revoke_client(connection: &mut AnyConnection, org: &str, id:
     .await?;
     Ok(done.rows_affected() > 0)
 }
+
+pub(crate) async fn identity_by_token(
+    connection: &mut AnyConnection,
+    token_hash: &str,
+    now: i64,
+) -> Result<Option<Identity>> {
+    let credential = credential(connection, token_hash, now).await?;
+    Ok(credential.map(|credential| credential.identity))
+}

@@ -260,7 +260,7 @@ impl Store for SqlStore {
 
     async fn identity_by_token(&self, token_hash: &str, now: i64) -> Result<Option<Identity>> {
         let mut connection = self.pool.acquire().await?;
-        admin::identity_by_token(&mut connection, token_hash, now).await
+        clients::identity_by_token(&mut connection, token_hash, now).await
     }
 
     async fn identity(&self, org: &str, id: &str) -> Result<Option<Identity>> {

@@ -1,14 +1,12 @@
 //! The server as the OAuth 2.1 authorization server of its own MCP resource: the
 //! protected resource metadata (RFC 9728), the authorization server metadata (RFC
-//! 8414), the authorization endpoint with its consent page (people, with PKCE S256),
-//! the token endpoint (authorization code, refresh token, client credentials), client
-//! registration (RFC 7591), revocation (RFC 7009) and introspection (RFC 7662).
+//! 8414), the token endpoint (authorization code, refresh token, client credentials), client
+//! registration (RFC 7591), revocation (RFC 7009) and introspection (RFC 7662). The
+//! authorization endpoint, which signs people in and asks their consent, is a page of
+//! the web crate (`agentprocess_web::consent`).
 
-pub(crate) mod authorize;
 mod register;
 mod token;
-
-pub(crate) use register::registration_limit;
 
 use std::sync::Arc;
 
@@ -21,7 +19,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use crate::identity::Web;
+use agentprocess_web::consent::{issuer, mcp_resource};
+use agentprocess_web::session::Web;
 
 /// Where the protected resource metadata of `/mcp` is served, below the public URL.
 pub(crate) const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
@@ -32,7 +31,7 @@ const ASSERTION_ALGORITHMS: [&str; 9] = [
 ];
 
 /// The routes that carry no session (the authorization endpoint, which signs people
-/// in, is in [`authorize::routes`], under the session layer).
+/// in, is a page of the web crate, under the session layer).
 pub(crate) fn routes(web: Arc<Web>) -> Router {
     Router::new()
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
@@ -43,16 +42,6 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/oauth/introspect", post(token::introspect))
         .route("/oauth/register", post(register::register))
         .with_state(web)
-}
-
-/// The public URL without a trailing slash: the issuer.
-pub(crate) fn issuer(public_url: &str) -> &str {
-    public_url.trim_end_matches('/')
-}
-
-/// The MCP resource's identifier: the URL clients call.
-pub(crate) fn mcp_resource(public_url: &str) -> String {
-    format!("{}/mcp", issuer(public_url))
 }
 
 /// `WWW-Authenticate` of a 401 on `/mcp` (RFC 9728 §5.1, RFC 6750 §3): where to learn

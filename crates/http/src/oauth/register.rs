@@ -1,9 +1,9 @@
 //! Dynamic client registration (RFC 7591), for MCP clients that know no other way.
 //! Anyone may register, so registrations are rate-limited per network address (and
-//! in all) on each API process, and one never used is removed after a day.
+//! in all) on each API process (`Limits::registrations` of the web crate), and one
+//! never used is removed after a day.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agentprocess_auth::clients::GrantError;
 use agentprocess_auth::people_clients::Registration;
@@ -15,18 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::{grant_failure, no_store, refused};
-use crate::identity::{ClientAddress, Web};
-use crate::windows::WindowCounts;
-
-/// How many times the per-address limit one process accepts per window, from everyone.
-const IN_ALL_FACTOR: u32 = 50;
-/// The window.
-const WINDOW: Duration = Duration::from_secs(3600);
-
-/// Registrations per address (and in all) on this process, per `per_address` an hour.
-pub(crate) fn registration_limit(per_address: u32) -> WindowCounts {
-    WindowCounts::new(WINDOW, per_address, per_address.saturating_mul(IN_ALL_FACTOR))
-}
+use agentprocess_web::session::{ClientAddress, Web};
 
 pub(super) async fn register(
     State(web): State<Arc<Web>>,

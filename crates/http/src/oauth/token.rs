@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{grant_failure, issuer, mcp_resource, no_store, refused};
-use crate::identity::{ClientAddress, Web};
+use agentprocess_web::session::{ClientAddress, Web};
 
 /// How a client authenticates, as any of these endpoints' forms carry it.
 #[derive(Debug, Default, Deserialize)]

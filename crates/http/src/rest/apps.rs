@@ -1,0 +1,138 @@
+//! Clients for the organization's people, made by an admin: the MCP clients or inbox
+//! apps people sign in to with their own account (authorization code + PKCE). Only a
+//! client made here and marked as operated by people may get `process:decide`.
+
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_auth::people_clients::NewApp;
+use agentprocess_store::OAuthApp;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::Serialize;
+
+use super::{Items, body, idempotent, replayed, shown_once, time_text};
+use agentprocess_web::errors::ApiError;
+use agentprocess_web::session::{Authenticated, Web};
+
+pub(super) fn routes() -> Router<Arc<Web>> {
+    Router::new()
+        .route("/api/v1/apps", get(apps).post(create_app))
+        .route("/api/v1/apps/{id}", delete(revoke_app))
+}
+
+/// A client for the organization's people.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AppView {
+    /// The `client_id`.
+    client_id: String,
+    name: Option<String>,
+    redirect_uris: Vec<String>,
+    /// `web` or `native`.
+    application_type: String,
+    /// `none` (a public client, PKCE alone) or `client_secret_basic`.
+    token_endpoint_auth_method: String,
+    /// Whether people, not agents, operate it: only then may its tokens decide.
+    people_operated: bool,
+    created_at: String,
+    revoked_at: Option<String>,
+    /// A confidential client's secret: only in the answer that made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+    /// Where people are sent to sign in and consent.
+    authorization_endpoint: String,
+}
+
+impl AppView {
+    fn of(app: &OAuthApp, public_url: &str) -> Self {
+        let issuer = public_url.trim_end_matches('/');
+        Self {
+            client_id: app.id.clone(),
+            name: app.name.clone(),
+            redirect_uris: app.redirect_uris.clone(),
+            application_type: app.application_type.clone(),
+            token_endpoint_auth_method: app.auth_method.clone(),
+            people_operated: app.people_operated,
+            created_at: time_text(app.created_at),
+            revoked_at: app.revoked_at.map(time_text),
+            client_secret: None,
+            authorization_endpoint: format!("{issuer}/oauth/authorize"),
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/apps",
+    tag = "apps",
+    responses((status = 200, description = "The clients made for the organization's people", body = Items<AppView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn apps(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<AppView>>, ApiError> {
+    caller.require(Role::Admin, false)?;
+    let public_url = &web.service.settings().public_url;
+    let apps = web.auth.apps(caller.org()).await?;
+    Ok(Json(Items {
+        items: apps.iter().map(|app| AppView::of(app, public_url)).collect(),
+    }))
+}
+
+/// The client, with its secret when it is confidential, shown this once.
+#[utoipa::path(
+    post,
+    path = "/api/v1/apps",
+    tag = "apps",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    request_body = NewApp,
+    responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn create_app(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    headers: HeaderMap,
+    new: Result<Json<NewApp>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let request = idempotent(&web, &headers, &caller, "app.create", &new)?;
+    let (app, secret): (OAuthApp, Option<String>) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .create_app(&caller.actor(), caller.org(), &new, web.now(), request.as_ref())
+                .await?
+        }
+    };
+    let mut view = AppView::of(&app, &web.service.settings().public_url);
+    view.client_secret = secret;
+    Ok(shown_once(view))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/apps/{id}",
+    tag = "apps",
+    params(("id" = String, Path, description = "The client_id")),
+    responses((status = 204, description = "Revoked, with every grant and token of it"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn revoke_app(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin, true)?;
+    web.auth
+        .revoke_app(&caller.actor(), caller.org(), &id, web.now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,253 @@
+//! An agent's OAuth clients: made by an admin, each with up to two live secrets (or
+//! registered public keys, for `private_key_jwt`), used with `client_credentials` at
+//! `/oauth/token`.
+
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_store::{ClientSecret, OAuthClient};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::{Items, body, idempotent, replayed, shown_once, time_text};
+use agentprocess_web::errors::ApiError;
+use agentprocess_web::session::{Authenticated, Web};
+
+pub(super) fn routes() -> Router<Arc<Web>> {
+    Router::new()
+        .route("/api/v1/agents/{id}/clients", get(clients).post(create_client))
+        .route("/api/v1/agents/{id}/clients/{client}", delete(revoke_client))
+        .route("/api/v1/agents/{id}/clients/{client}/secrets", post(add_secret))
+        .route(
+            "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
+            delete(revoke_secret),
+        )
+}
+
+/// An OAuth client of an agent.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ClientView {
+    /// The `client_id`.
+    client_id: String,
+    name: Option<String>,
+    created_at: String,
+    revoked_at: Option<String>,
+    /// How it authenticates: `client_secret` (HTTP Basic or the form) or
+    /// `private_key_jwt` (a JWT signed with a key of its `jwks`).
+    authentication: &'static str,
+    /// The public keys of a `private_key_jwt` client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    jwks: Option<serde_json::Value>,
+    /// The live secrets (never the secrets themselves).
+    secrets: Vec<SecretView>,
+    /// Where it gets tokens, with `grant_type=client_credentials`.
+    token_endpoint: String,
+}
+
+/// One secret of a client.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SecretView {
+    id: String,
+    created_at: String,
+    /// The secret itself: only in the answer that made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+}
+
+impl From<&ClientSecret> for SecretView {
+    fn from(secret: &ClientSecret) -> Self {
+        Self {
+            id: secret.id.clone(),
+            created_at: time_text(secret.created_at),
+            secret: None,
+        }
+    }
+}
+
+impl ClientView {
+    fn of(client: &OAuthClient, secrets: &[ClientSecret], public_url: &str) -> Self {
+        Self {
+            client_id: client.id.clone(),
+            name: client.name.clone(),
+            created_at: time_text(client.created_at),
+            revoked_at: client.revoked_at.map(time_text),
+            authentication: if client.jwks.is_some() {
+                "private_key_jwt"
+            } else {
+                "client_secret"
+            },
+            jwks: client.jwks.as_deref().and_then(|jwks| serde_json::from_str(jwks).ok()),
+            secrets: secrets.iter().map(SecretView::from).collect(),
+            token_endpoint: format!("{}/oauth/token", public_url.trim_end_matches('/')),
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents/{id}/clients",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent")),
+    responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn clients(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Items<ClientView>>, ApiError> {
+    caller.require(Role::Admin, false)?;
+    let public_url = &web.service.settings().public_url;
+    let clients = web.auth.agent_clients(caller.org(), &id).await?;
+    Ok(Json(Items {
+        items: clients
+            .iter()
+            .map(|(client, secrets)| ClientView::of(client, secrets, public_url))
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewClient {
+    /// A display name, such as the host the agent runs on.
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    name: Option<String>,
+    /// Public keys (a JWK Set): the client then authenticates with `private_key_jwt`
+    /// (RFC 7523) and holds no secret.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    jwks: Option<serde_json::Value>,
+}
+
+/// The client, with its first secret in `secrets[0].secret` (shown this once), or
+/// with no secret when it was given `jwks`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents/{id}/clients",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    request_body = NewClient,
+    responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn create_client(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    new: Result<Json<NewClient>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let request = idempotent(&web, &headers, &caller, "agent.client.create", &(&id, &new))?;
+    let (client, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .create_agent_client(
+                    &caller.actor(),
+                    caller.org(),
+                    &id,
+                    agentprocess_auth::clients::NewAgentClient {
+                        name: new.name.as_deref(),
+                        jwks: new.jwks.as_ref(),
+                    },
+                    web.now(),
+                    request.as_ref(),
+                )
+                .await?
+        }
+    };
+    let public_url = &web.service.settings().public_url;
+    let view = match secret {
+        Some((secret, plain)) => {
+            let mut view = ClientView::of(&client, std::slice::from_ref(&secret), public_url);
+            if let Some(first) = view.secrets.first_mut() {
+                first.secret = Some(plain);
+            }
+            view
+        }
+        None => ClientView::of(&client, &[], public_url),
+    };
+    Ok(shown_once(view))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{id}/clients/{client}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id")),
+    responses((status = 204, description = "Revoked, with every access token it was given"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn revoke_client(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((id, client)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin, true)?;
+    web.auth
+        .revoke_client(&caller.actor(), caller.org(), &id, &client, web.now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A second secret, so the agent can switch to it before the first is revoked.
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents/{id}/clients/{client}/secrets",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    responses((status = 201, description = "The new secret, shown this once", body = SecretView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn add_secret(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((id, client)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let request = idempotent(&web, &headers, &caller, "agent.client.secret.add", &(&id, &client))?;
+    let (secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(made) => made,
+        None => {
+            web.auth
+                .add_client_secret(&caller.actor(), caller.org(), &id, &client, web.now(), request.as_ref())
+                .await?
+        }
+    };
+    let mut view = SecretView::from(&secret);
+    view.secret = Some(plain);
+    Ok(shown_once(view))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
+    tag = "agents",
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("secret" = String, Path, description = "The secret's id")),
+    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn revoke_secret(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((id, client, secret)): Path<(String, String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin, true)?;
+    web.auth
+        .revoke_client_secret(&caller.actor(), caller.org(), &id, &client, &secret, web.now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,525 @@
+//! Processes: import a PROCESS.md as a draft, bind its roles to groups, publish it as
+//! a numbered version with its content hash, read versions and compare two.
+
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_auth::audit::detail;
+use agentprocess_service::admin::{Draft, Published};
+use agentprocess_store::{Store, StoredVersion};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Multipart, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Items, archive, body, idempotent, replayed, time_text};
+use agentprocess_web::errors::ApiError;
+use agentprocess_web::session::{Authenticated, Web};
+
+/// The largest PROCESS.md an import takes.
+const MAX_SOURCE_BYTES: usize = 1 << 20;
+
+pub(super) fn routes() -> Router<Arc<Web>> {
+    Router::new()
+        .route("/api/v1/processes", get(processes).post(import))
+        .route("/api/v1/processes/{name}/draft", get(draft))
+        .route("/api/v1/processes/{name}/draft/roles/{role}", put(bind))
+        .route("/api/v1/processes/{name}/publish", post(publish))
+        .route("/api/v1/processes/{name}/versions", get(versions))
+        .route("/api/v1/processes/{name}/versions/{number}", get(version))
+        .route("/api/v1/processes/{name}/diff", get(diff))
+        .route("/api/v1/processes/{name}/check-agreement", get(check_agreement))
+}
+
+/// The multipart body of an import.
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(super) struct ImportForm {
+    /// The PROCESS.md; its file name may carry the folder, as `purchase-order/PROCESS.md`.
+    /// Or the process's folder as a tar, tar.gz or zip archive holding one PROCESS.md,
+    /// whose folder is then the one it sits in.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// The name of the folder the file sits in, which must then be the process's name.
+    folder: Option<String>,
+}
+
+/// What publishing did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PublishedView {
+    process: String,
+    number: u32,
+    content_hash: String,
+    /// The latest version already had this text and these bindings.
+    unchanged: bool,
+}
+
+/// A version named in a diff.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct VersionRef {
+    number: u32,
+    content_hash: String,
+}
+
+/// Two versions compared.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DiffView {
+    process: String,
+    from: VersionRef,
+    to: VersionRef,
+    roles_changed: bool,
+    /// A unified diff of the two PROCESS.md texts.
+    diff: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct RoleView {
+    role: String,
+    group: Option<String>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DraftView {
+    process: String,
+    roles: Vec<RoleView>,
+    /// What the organization must connect before running it; shown, never checked.
+    requires_systems: Vec<String>,
+    /// Whether every role is bound, so it can be published.
+    publishable: bool,
+}
+
+impl From<Draft> for DraftView {
+    fn from(draft: Draft) -> Self {
+        let roles: Vec<RoleView> = draft
+            .roles
+            .iter()
+            .map(|role| RoleView {
+                role: role.clone(),
+                group: draft.bindings.get(role).cloned(),
+            })
+            .collect();
+        Self {
+            publishable: roles.iter().all(|role| role.group.is_some()),
+            process: draft.process,
+            roles,
+            requires_systems: draft.systems,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct VersionView {
+    process: String,
+    number: u32,
+    content_hash: String,
+    published_at: String,
+    roles: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frontmatter: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+}
+
+impl VersionView {
+    fn of(version: &StoredVersion) -> Self {
+        Self {
+            process: version.process.clone(),
+            number: version.number,
+            content_hash: version.content_hash.clone(),
+            published_at: time_text(version.published_at),
+            roles: serde_json::from_str(&version.roles).unwrap_or(Value::Null),
+            frontmatter: None,
+            body: None,
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes",
+    tag = "processes",
+    responses((status = 200, description = "The latest version of each process", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn processes(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<VersionView>>, ApiError> {
+    caller.require(Role::Member, false)?;
+    let versions = web.service.admin().latest_versions(caller.org()).await?;
+    let items = versions.iter().map(VersionView::of).collect();
+    Ok(Json(Items { items }))
+}
+
+/// `multipart/form-data` with the PROCESS.md in a part named `file` (or the folder as a
+/// tar, tar.gz or zip archive holding it), and optionally the name of the folder it
+/// sits in (part `folder`, or the file name's directory, as `purchase-order/PROCESS.md`,
+/// or the archive's), which must then be the process's name.
+#[utoipa::path(
+    post,
+    path = "/api/v1/processes",
+    tag = "processes",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    request_body(content = ImportForm, content_type = "multipart/form-data"),
+    responses((status = 201, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn import(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    headers: HeaderMap,
+    mut multipart: Multipart,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let unreadable = |error: axum::extract::multipart::MultipartError| {
+        ApiError::invalid("the upload could not be read", vec![error.body_text()])
+    };
+    let (mut source, mut folder) = (None, None);
+    while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
+        match field.name() {
+            Some("file") => {
+                if let Some((directory, _)) = field.file_name().and_then(|name| name.rsplit_once('/')) {
+                    folder = folder.or_else(|| directory.rsplit('/').next().map(str::to_owned));
+                }
+                let bytes = field.bytes().await.map_err(unreadable)?;
+                if archive::is_archive(&bytes) {
+                    let found = archive::process_file(&bytes, MAX_SOURCE_BYTES)
+                        .map_err(|issues| ApiError::invalid("the archive holds no process to import", issues))?;
+                    folder = folder.or(found.folder);
+                    source = Some(found.source.into());
+                    continue;
+                }
+                if bytes.len() > MAX_SOURCE_BYTES {
+                    return Err(ApiError::invalid(
+                        "the PROCESS.md is too large",
+                        vec![format!("file: {} bytes, at most {MAX_SOURCE_BYTES}", bytes.len())],
+                    ));
+                }
+                source = Some(bytes);
+            }
+            Some("folder") => folder = Some(field.text().await.map_err(unreadable)?),
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "the upload has a part this surface does not take",
+                    vec![format!("{other}: use the parts file and folder")],
+                ));
+            }
+            None => {}
+        }
+    }
+    let Some(source) = source else {
+        return Err(ApiError::invalid(
+            "the upload has no PROCESS.md",
+            vec!["file: required".to_owned()],
+        ));
+    };
+    let asked = (agentprocess_service::sha256_hex(&source), &folder);
+    let request = idempotent(&web, &headers, &caller, "process.import", &asked)?;
+    let draft: Draft = match replayed(&web, request.as_ref(), caller.org()).await? {
+        Some(draft) => draft,
+        None => {
+            let draft = web
+                .service
+                .admin()
+                .import_draft(caller.org(), &source, folder.as_deref(), request.as_ref())
+                .await?;
+            web.auth
+                .record(
+                    caller.org(),
+                    &caller.actor(),
+                    "process.imported",
+                    Some(&draft.process),
+                    detail([]),
+                    web.now(),
+                )
+                .await?;
+            draft
+        }
+    };
+    Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/draft",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name")),
+    responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn draft(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Result<Json<DraftView>, ApiError> {
+    caller.require(Role::Operator, false)?;
+    Ok(Json(DraftView::from(
+        web.service.admin().draft(caller.org(), &name).await?,
+    )))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Binding {
+    group: String,
+    /// Bind even though the group has no members yet.
+    #[serde(default)]
+    force: bool,
+}
+
+#[utoipa::path(
+    put,
+    path = "/api/v1/processes/{name}/draft/roles/{role}",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("role" = String, Path, description = "The role")),
+    request_body = Binding,
+    responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn bind(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((name, role)): Path<(String, String)>,
+    binding: Result<Json<Binding>, JsonRejection>,
+) -> Result<Json<DraftView>, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let binding = body(binding)?;
+    let draft = web
+        .service
+        .admin()
+        .bind_role(caller.org(), &name, &role, &binding.group, binding.force)
+        .await?;
+    web.auth
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "process.role_bound",
+            Some(&name),
+            detail([
+                ("role", json!(role)),
+                ("group", json!(binding.group)),
+                ("force", json!(binding.force)),
+            ]),
+            web.now(),
+        )
+        .await?;
+    Ok(Json(DraftView::from(draft)))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/processes/{name}/publish",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn publish(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let request = idempotent(&web, &headers, &caller, "process.publish", &name)?;
+    if let Some(published) = replayed(&web, request.as_ref(), caller.org()).await? {
+        return Ok(published_response(&name, published));
+    }
+    let published = web
+        .service
+        .admin()
+        .publish(caller.org(), &name, request.as_ref())
+        .await?;
+    if !published.unchanged {
+        web.auth
+            .record(
+                caller.org(),
+                &caller.actor(),
+                "process.published",
+                Some(&name),
+                detail([
+                    ("number", json!(published.number)),
+                    ("contentHash", json!(published.content_hash)),
+                ]),
+                web.now(),
+            )
+            .await?;
+    }
+    Ok(published_response(&name, published))
+}
+
+/// 201 with the new version, or 200 when the latest version was unchanged.
+fn published_response(name: &str, published: Published) -> Response {
+    let status = if published.unchanged {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let view = json!({
+        "process": name,
+        "number": published.number,
+        "contentHash": published.content_hash,
+        "unchanged": published.unchanged,
+    });
+    (status, Json(view)).into_response()
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/versions",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name")),
+    responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn versions(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Result<Json<Items<VersionView>>, ApiError> {
+    caller.require(Role::Member, false)?;
+    let versions = web.service.admin().versions(caller.org(), &name).await?;
+    if versions.is_empty() {
+        return Err(ApiError::not_found(format!("there is no published process {name:?}")));
+    }
+    Ok(Json(Items {
+        items: versions.iter().map(VersionView::of).collect(),
+    }))
+}
+
+async fn stored(web: &Web, org: &str, name: &str, number: u32) -> Result<StoredVersion, ApiError> {
+    web.service
+        .store()
+        .version(org, name, Some(number))
+        .await
+        .map_err(agentprocess_service::Error::from)?
+        .ok_or_else(|| ApiError::not_found(format!("{name} has no version {number}")))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/versions/{number}",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("number" = u32, Path, description = "The version number")),
+    responses((status = 200, description = "One version with its frontmatter and body", body = VersionView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn version(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, u32)>,
+) -> Result<Json<VersionView>, ApiError> {
+    caller.require(Role::Member, false)?;
+    let version = stored(&web, caller.org(), &name, number).await?;
+    let (frontmatter, text) =
+        agentprocess_format::read_parts(version.source.as_bytes()).map_err(|_| ApiError::retry())?;
+    let mut view = VersionView::of(&version);
+    view.frontmatter = Some(frontmatter);
+    view.body = Some(text);
+    Ok(Json(view))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Pair {
+    from: u32,
+    to: u32,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/diff",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), Pair),
+    responses((status = 200, description = "A unified diff of two versions", body = DiffView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn diff(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    pair: Result<Query<Pair>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<DiffView>, ApiError> {
+    caller.require(Role::Member, false)?;
+    let Query(pair) = pair
+        .map_err(|rejection| ApiError::invalid("give from and to, two version numbers", vec![rejection.body_text()]))?;
+    let from = stored(&web, caller.org(), &name, pair.from).await?;
+    let to = stored(&web, caller.org(), &name, pair.to).await?;
+    let unified = similar::TextDiff::from_lines(&from.source, &to.source)
+        .unified_diff()
+        .header(
+            &format!("{name} version {}", from.number),
+            &format!("{name} version {}", to.number),
+        )
+        .to_string();
+    Ok(Json(DiffView {
+        process: name,
+        roles_changed: from.roles != to.roles,
+        from: VersionRef {
+            number: from.number,
+            content_hash: from.content_hash,
+        },
+        to: VersionRef {
+            number: to.number,
+            content_hash: to.content_hash,
+        },
+        diff: unified,
+    }))
+}
+
+/// What the agreement report covers.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct AgreementParams {
+    /// The first version included.
+    from_version: Option<u32>,
+    /// The last version included.
+    to_version: Option<u32>,
+    /// Only verdicts made at or after this time (RFC 3339).
+    since: Option<String>,
+    /// Only verdicts made before this time (RFC 3339).
+    until: Option<String>,
+    /// The false-pass rate to stay at or under, 0–1; 0.05 by default.
+    target: Option<f64>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/processes/{name}/check-agreement",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), AgreementParams),
+    responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn check_agreement(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    params: Result<Query<AgreementParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError> {
+    caller.require(Role::Operator, false)?;
+    let Query(params) = params
+        .map_err(|rejection| ApiError::invalid("the report's parameters are not valid", vec![rejection.body_text()]))?;
+    let query = agentprocess_views::agreement::AgreementQuery::parse(
+        params.from_version,
+        params.to_version,
+        params.since.as_deref(),
+        params.until.as_deref(),
+        params.target,
+    )
+    .map_err(|issues| ApiError::invalid("the report's parameters are not valid", issues))?;
+    Ok(Json(
+        web.service.admin().check_agreement(caller.org(), &name, &query).await?,
+    ))
+}

@@ -1,0 +1,437 @@
+//! Runs (list and filter as `list_runs` does, one run's view, cancel) and webhooks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agentprocess_auth::Role;
+use agentprocess_auth::audit::detail;
+use agentprocess_engine::Assignee;
+use agentprocess_service::{Caller, ListRuns, Write};
+use agentprocess_store::{DeliveryRecord, Webhook};
+use agentprocess_views::{Page, RunListItem, RunView};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{Items, body, idempotent, replayed, time_text};
+use agentprocess_store::Directory;
+use agentprocess_web::errors::ApiError;
+use agentprocess_web::session::{ApiCaller, Authenticated, Web};
+
+pub(super) fn routes() -> Router<Arc<Web>> {
+    Router::new()
+        .route("/api/v1/runs", get(runs))
+        .route("/api/v1/runs/{id}", get(run))
+        .route("/api/v1/runs/{id}/cancel", post(cancel))
+        .route("/api/v1/webhooks", get(webhooks).post(add_webhook))
+        .route("/api/v1/webhooks/deliveries", get(deliveries))
+        .route("/api/v1/webhooks/{id}", delete(remove_webhook))
+        .route(
+            "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
+            post(redeliver),
+        )
+}
+
+fn caller_of(caller: &ApiCaller) -> Caller {
+    Caller::issued(caller.identity.clone(), caller.address.clone())
+}
+
+/// The query of `GET /runs` as documented; `input.<field>=<value>` (any number, one per
+/// input to match; the value as JSON, or as a string when it is not JSON) cannot be
+/// named in advance.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub(super) struct RunsQuery {
+    /// Only runs of this process.
+    process: Option<String>,
+    /// Only runs in this state.
+    state: Option<String>,
+    /// Page size, 1 to 100 (50).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u32>,
+    /// Where the previous page ended.
+    cursor: Option<String>,
+}
+
+/// `list_runs`: `process`, `state`, `limit`, `cursor`, and `input.<field>=<value>` for
+/// each input to match (the value as JSON, or as a string when it is not JSON).
+#[utoipa::path(
+    get,
+    path = "/api/v1/runs",
+    tag = "runs",
+    params(RunsQuery),
+    responses((status = 200, description = "list_runs's result", body = Page<RunListItem>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn runs(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Page<RunListItem>>, ApiError> {
+    caller.require(Role::Member, false)?;
+    let mut args = ListRuns {
+        limit: 50,
+        ..ListRuns::default()
+    };
+    let mut issues = Vec::new();
+    let mut inputs = Map::new();
+    for (key, value) in query {
+        match key.as_str() {
+            "process" => args.process = Some(value),
+            "state" => args.state = Some(value),
+            "cursor" => args.cursor = Some(value),
+            "limit" => match value.parse::<u32>() {
+                Ok(limit) if (1..=agentprocess_service::MAX_PAGE).contains(&limit) => args.limit = limit,
+                _ => issues.push(format!(
+                    "limit: {value:?} is not between 1 and {}",
+                    agentprocess_service::MAX_PAGE
+                )),
+            },
+            _ => match key.strip_prefix("input.") {
+                Some(field) if !field.is_empty() => {
+                    let parsed = agentprocess_format::exact::parse(&value).unwrap_or(Value::String(value));
+                    inputs.insert(field.to_owned(), parsed);
+                }
+                _ => issues.push(format!(
+                    "{key}: not a filter (use process, state, limit, cursor, input.<field>)"
+                )),
+            },
+        }
+    }
+    if !issues.is_empty() {
+        return Err(ApiError::invalid("the query has problems", issues));
+    }
+    args.inputs = inputs;
+    let page = web.service.list_runs(&caller_of(&caller), args).await?;
+    Ok(Json(page))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/runs/{id}",
+    tag = "runs",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("member")))
+)]
+pub(super) async fn run(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<RunWithWarnings>, ApiError> {
+    caller.require(Role::Member, false)?;
+    let view = web.service.get_run(&caller_of(&caller), &id).await?;
+    let warnings = unassignable(&web, caller.org(), &view).await?;
+    Ok(Json(RunWithWarnings { view, warnings }))
+}
+
+/// The run view, and what keeps its work items from being decided.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct RunWithWarnings {
+    #[serde(flatten)]
+    view: RunView,
+    /// Each open work item that waits for a person who is no member.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+}
+
+/// A warning for each open work item that waits for a person value no member of the
+/// organization has: nobody can decide it until someone with that email is invited.
+async fn unassignable(web: &Web, org: &str, view: &RunView) -> Result<Vec<String>, ApiError> {
+    let mut warnings = Vec::new();
+    for item in &view.work_items {
+        let Assignee::Person(person) = &item.assigned_to else {
+            continue;
+        };
+        let known = web
+            .service
+            .store()
+            .identity_by_person(org, person)
+            .await
+            .map_err(agentprocess_service::Error::from)?;
+        if known.is_none() {
+            warnings.push(format!(
+                "work item {} of step {} waits for {person}, who is no member of the organization: \
+                 invite them, or cancel the run",
+                item.id, item.step_id,
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Cancel {
+    reason: String,
+}
+
+/// The write of a REST call: its `Idempotency-Key` (the same semantics as a tool's
+/// `requestId`: the same key with the same body gets the first answer, with another
+/// body `conflict`), or a fresh one.
+fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write, ApiError> {
+    let key = match headers.get("idempotency-key") {
+        Some(value) => {
+            let key = value.to_str().unwrap_or_default().trim();
+            if key.is_empty() || key.len() > 128 {
+                return Err(ApiError::invalid(
+                    "Idempotency-Key must have 1 to 128 characters",
+                    Vec::new(),
+                ));
+            }
+            format!("rest:{key}")
+        }
+        None => agentprocess_auth::secrets::new_id("rest:"),
+    };
+    Ok(Write::from_arguments(key, arguments))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/runs/{id}/cancel",
+    tag = "runs",
+    params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "The same key and body get the first answer again")),
+    request_body = Cancel,
+    responses((status = 200, description = "cancel's result", body = RunView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("operator")))
+)]
+pub(super) async fn cancel(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    cancel: Result<Json<Cancel>, JsonRejection>,
+) -> Result<Json<RunView>, ApiError> {
+    caller.require(Role::Operator, true)?;
+    let cancel = body(cancel)?;
+    let mut arguments = Map::new();
+    arguments.insert("runId".to_owned(), json!(id));
+    arguments.insert("reason".to_owned(), json!(cancel.reason));
+    let write = write_of(&headers, &arguments)?;
+    let view = web
+        .service
+        .cancel(&caller_of(&caller), &id, &cancel.reason, &write)
+        .await?;
+    // The service records the cancellation in the audit log, in the run's transaction.
+    Ok(Json(view))
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct WebhookView {
+    id: String,
+    url: String,
+    created_at: String,
+    /// The signing secret: only in the answer that made the webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+}
+
+impl From<&Webhook> for WebhookView {
+    fn from(webhook: &Webhook) -> Self {
+        Self {
+            id: webhook.id.clone(),
+            url: webhook.url.clone(),
+            created_at: time_text(webhook.created_at),
+            secret: None,
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/webhooks",
+    tag = "webhooks",
+    responses((status = 200, description = "The webhooks", body = Items<WebhookView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn webhooks(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Items<WebhookView>>, ApiError> {
+    caller.require(Role::Admin, false)?;
+    let webhooks = web.service.admin().webhooks(caller.org()).await?;
+    Ok(Json(Items {
+        items: webhooks.iter().map(WebhookView::from).collect(),
+    }))
+}
+
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewWebhook {
+    /// Where deliveries are posted: an https (or http) URL of a public address.
+    #[schema(pattern = "^https?://[^\\s]+$")]
+    url: String,
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks",
+    tag = "webhooks",
+    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    request_body = NewWebhook,
+    responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn add_webhook(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    headers: HeaderMap,
+    new: Result<Json<NewWebhook>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Admin, true)?;
+    let new = body(new)?;
+    let request = idempotent(&web, &headers, &caller, "webhook.add", &new)?;
+    let webhook: Webhook = match replayed(&web, request.as_ref(), caller.org()).await? {
+        // Recorded with its secret sealed.
+        Some(webhook) => web.service.admin().revealed(caller.org(), webhook)?,
+        None => {
+            let webhook = web
+                .service
+                .admin()
+                .add_webhook(caller.org(), &new.url, request.as_ref())
+                .await?;
+            web.auth
+                .record(
+                    caller.org(),
+                    &caller.actor(),
+                    "webhook.added",
+                    Some(&webhook.id),
+                    detail([("url", json!(webhook.url))]),
+                    web.now(),
+                )
+                .await?;
+            webhook
+        }
+    };
+    let mut view = WebhookView::from(&webhook);
+    view.secret = Some(webhook.secret.clone());
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/webhooks/{id}",
+    tag = "webhooks",
+    params(("id" = String, Path, description = "The id")),
+    responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn remove_webhook(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin, true)?;
+    web.service.admin().remove_webhook(caller.org(), &id).await?;
+    web.auth
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "webhook.removed",
+            Some(&id),
+            detail([]),
+            web.now(),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sends one delivery again: one more attempt, now, with the notification's `id`
+/// unchanged (so the endpoint can tell it from a new notification).
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
+    tag = "webhooks",
+    params(("id" = String, Path, description = "The webhook"), ("notification" = String, Path, description = "The notification")),
+    responses((status = 202, description = "Due again; its outcome shows in the deliveries"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn redeliver(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((id, notification)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin, true)?;
+    web.service.admin().redeliver(caller.org(), &id, &notification).await?;
+    web.auth
+        .record(
+            caller.org(),
+            &caller.actor(),
+            "webhook.redelivered",
+            Some(&id),
+            detail([("notification", json!(notification))]),
+            web.now(),
+        )
+        .await?;
+    web.service.wake_timers();
+    Ok(StatusCode::ACCEPTED)
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DeliveryView {
+    notification: String,
+    event: String,
+    run_id: String,
+    webhook: String,
+    status: String,
+    attempts: u32,
+    last_status_code: Option<u16>,
+    last_error: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<&DeliveryRecord> for DeliveryView {
+    fn from(record: &DeliveryRecord) -> Self {
+        Self {
+            notification: record.notification_id.clone(),
+            event: record.event.clone(),
+            run_id: record.run_id.clone(),
+            webhook: record.webhook_id.clone(),
+            status: record.status.as_str().to_owned(),
+            attempts: record.attempts,
+            last_status_code: record.last_status_code,
+            last_error: record.last_error.clone(),
+            created_at: time_text(record.created_at),
+            updated_at: time_text(record.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DeliveriesQuery {
+    limit: Option<u32>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/webhooks/deliveries",
+    tag = "webhooks",
+    params(DeliveriesQuery),
+    responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    extensions(("x-agentprocess-role" = json!("admin")))
+)]
+pub(super) async fn deliveries(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Items<DeliveryView>>, ApiError> {
+    caller.require(Role::Admin, false)?;
+    let Query(query) =
+        query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
+    let limit = query.limit.unwrap_or(50).clamp(1, agentprocess_service::MAX_PAGE);
+    let records = web.service.admin().deliveries(caller.org(), limit).await?;
+    Ok(Json(Items {
+        items: records.iter().map(DeliveryView::from).collect(),
+    }))
+}

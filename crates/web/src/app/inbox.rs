@@ -1,0 +1,166 @@
+//! The inbox: the signed-in person's open work items (their groups' items, and
+//! escalations for operators), soonest due first, each with the first inputs of its
+//! run, filtered by process and group. The list refreshes itself while the page is open.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use agentprocess_engine::{Actor, Assignee};
+use agentprocess_views::PersonWork;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use maud::{Markup, html};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::Visitor;
+use super::forms::shown;
+use super::layout::{fragment, page, refreshing, shortened};
+use super::time::when;
+use crate::errors::ApiError;
+use crate::session::Web;
+
+/// How many items the inbox shows.
+const SHOWN: u32 = 100;
+
+/// The id of the part of the page that refreshes itself.
+const ITEMS: &str = "items";
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Filter {
+    process: Option<String>,
+    group: Option<String>,
+    decided: Option<String>,
+}
+
+pub(super) async fn inbox(
+    State(web): State<Arc<Web>>,
+    Visitor { who, caller, zone }: Visitor,
+    headers: HeaderMap,
+    Query(filter): Query<Filter>,
+) -> Response {
+    let process = filter.process.filter(|process| !process.is_empty());
+    let group = filter.group.filter(|group| !group.is_empty());
+    let mut items = match web.service.inbox(&caller, SHOWN, process.clone()).await {
+        Ok(items) => items,
+        Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
+    };
+    items.retain(|(item, _)| {
+        group
+            .as_ref()
+            .is_none_or(|group| item.work_item.assigned_to == Assignee::Group(group.clone()))
+    });
+    // Soonest due first; items with no due date after those with one.
+    items.sort_by(|(a, _), (b, _)| match (a.work_item.due, b.work_item.due) {
+        (Some(a), Some(b)) => a.cmp(&b),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let list = listing(&items, web.service.now(), &zone);
+    if refreshing(&headers, ITEMS) {
+        return fragment(list);
+    }
+    let groups: Vec<String> = match caller.actor() {
+        Actor::Person {
+            mut groups, operator, ..
+        } => {
+            if operator {
+                groups.push(web.service.settings().engine.escalation_group.clone());
+            }
+            groups
+        }
+        Actor::Agent { .. } => Vec::new(),
+    };
+    let processes: BTreeSet<&str> = items
+        .iter()
+        .map(|(item, _)| item.process.as_str())
+        .chain(process.as_deref())
+        .collect();
+    let body = html! {
+        @if filter.decided.is_some() {
+            div class="notice" role="status" { p { "Your decision was recorded." } }
+        }
+        form method="get" action="/inbox" {
+            div class="field" {
+                label for="process" { "Process" }
+                select id="process" name="process" {
+                    option value="" { "All processes" }
+                    @for name in &processes {
+                        option value=(name) selected[process.as_deref() == Some(*name)] { (name) }
+                    }
+                }
+            }
+            div class="field" {
+                label for="group" { "Group" }
+                select id="group" name="group" {
+                    option value="" { "All my groups" }
+                    @for name in &groups {
+                        option value=(name) selected[group.as_deref() == Some(name.as_str())] { (name) }
+                    }
+                }
+            }
+            button type="submit" { "Filter" }
+        }
+        div id=(ITEMS) data-refresh="15" { (list) }
+    };
+    page(StatusCode::OK, "Inbox", Some(&who), body)
+}
+
+/// The items as a table, with a count screen readers hear when it changes.
+/// The first inputs of a run, each cut short: what the inbox shows of what an item is
+/// about.
+fn inputs_of(inputs: &Map<String, Value>) -> Vec<(&str, String)> {
+    const SHOWN: usize = 3;
+    const LONGEST: usize = 60;
+    inputs
+        .iter()
+        .take(SHOWN)
+        .map(|(name, value)| (name.as_str(), shortened(&shown(value), LONGEST)))
+        .collect()
+}
+
+fn listing(items: &[(PersonWork, Map<String, Value>)], now: Timestamp, zone: &TimeZone) -> Markup {
+    html! {
+        p role="status" {
+            @match items.len() {
+                0 => "Nothing is waiting for you.",
+                1 => "One item is waiting for you.",
+                count => { (count) " items are waiting for you." }
+            }
+        }
+        @if !items.is_empty() {
+            table {
+                thead { tr { th scope="col" { "Step" } th scope="col" { "What you are asked" } th scope="col" { "Process" } th scope="col" { "Due" } } }
+                tbody {
+                    @for (item, inputs) in items {
+                        tr {
+                            td data-label="Step" { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) }
+                                 " " small { (item.work_item.kind) } }
+                            td data-label="Asked" {
+                                (item.work_item.text)
+                                @let shown = inputs_of(inputs);
+                                @if !shown.is_empty() {
+                                    br;
+                                    small { @for (index, (name, value)) in shown.iter().enumerate() {
+                                        @if index > 0 { " · " } (name) ": " (value) } }
+                                }
+                            }
+                            td data-label="Process" { a href=(format!("/runs/{}", item.run_id)) { (item.process) " v" (item.version) }
+                                 @if item.work_item.mode.is_some() { " " span class="badge test" { "test run" } } }
+                            td data-label="Due" {
+                                @if let Some(due) = item.work_item.due {
+                                    @if due <= now { span class="badge overdue" { "overdue since " (when(zone, due)) } }
+                                    @else { span class="badge due" { "due " (when(zone, due)) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

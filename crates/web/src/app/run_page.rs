@@ -1,0 +1,351 @@
+//! A run's page: where it stands, its steps, the open work items with links to their
+//! pages, the events held for it and the timers it waits on, the process map, and the
+//! record as a timeline: every completion of every step, reworked ones included, with
+//! who, when, what they decided or handed in, and each evidence item's SHA-256. All of
+//! that refreshes itself while the run is open. Operators cancel the run and send it
+//! events here.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agentprocess_engine::{ProcessVersion, RunState, ToolError};
+use agentprocess_format::StepKind;
+use agentprocess_service::RunDetails;
+use agentprocess_views::map::ProcessMap;
+use agentprocess_views::{RecordView, RunView};
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use jiff::tz::TimeZone;
+use maud::{Markup, html};
+use serde_json::{Map, Value, json};
+use tower_sessions::Session;
+
+use super::Visitor;
+use super::evidence::{Files, evidence, files};
+use super::forms::sent;
+use super::layout::{fragment, page, problems, refreshing, refused as refused_page};
+use super::time::when;
+use crate::errors::ApiError;
+use crate::session::{Web, check_csrf, csrf_token};
+
+/// The title of a run page that cannot be shown.
+const CANNOT: &str = "This run cannot be shown";
+
+/// The id of the part of the page that refreshes itself.
+const STANDING: &str = "standing";
+
+/// One line of the timeline.
+struct Entry<'a> {
+    step: &'a str,
+    record: &'a RecordView,
+    reworked: bool,
+}
+
+fn timeline(run: &RunView) -> Vec<Entry<'_>> {
+    let mut entries: Vec<Entry<'_>> = run
+        .data
+        .steps
+        .iter()
+        .flat_map(|(step, data)| {
+            let earlier = data.history.iter().map(move |record| Entry {
+                step,
+                record,
+                reworked: true,
+            });
+            let current = data.current.iter().map(move |record| Entry {
+                step,
+                record,
+                reworked: false,
+            });
+            earlier.chain(current)
+        })
+        .collect();
+    entries.sort_by_key(|entry| entry.record.at);
+    entries
+}
+
+fn record(entry: &Entry<'_>, zone: &TimeZone, files: &Files) -> Markup {
+    let record = entry.record;
+    html! {
+        li {
+            strong { (entry.step) } " · " (when(zone, record.at)) " · " (record.by)
+            @if entry.reworked { " " span class="badge due" { "reworked since" } }
+            @if let Some(decision) = &record.decision { p { "Decision: " strong { (decision) } } }
+            @if let Some(summary) = &record.summary { p { (summary) } }
+            @if let Some(note) = &record.note { p { "Note: " (note) } }
+            @if let Some(next) = &record.next {
+                p { "Next: " (next) @if let Some(reason) = &record.reason { " (" (reason) ")" } }
+            }
+            @if let Some(output) = &record.output {
+                @if !output.is_empty() { pre { (serde_json::to_string_pretty(output).unwrap_or_default()) } }
+            }
+            @for item in record.evidence.iter().flatten() { (evidence(item, files.of(&item.reference))) }
+        }
+    }
+}
+
+/// Where the run stands: everything on the page but its forms, which the page script
+/// redraws while the run is open.
+fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Files) -> Markup {
+    let run = &details.view;
+    let summary = &run.run;
+    let states: HashMap<String, String> = run
+        .steps
+        .iter()
+        .filter_map(|step| Some((step.id.clone(), step.state?.as_str().to_owned())))
+        .collect();
+    html! {
+        p {
+            strong { (summary.process) } " v" (summary.version) " · " (summary.state.as_str())
+            @if let Some(outcome) = &summary.outcome { " · " (outcome) }
+            @if summary.mode == agentprocess_engine::Mode::Test { " " span class="badge test" { "test run" } }
+        }
+        p { "Started by " (summary.started_by) " at " (when(zone, summary.started_at)) }
+        @if let Some(ended) = &summary.ended {
+            p { "Ended by " (ended.by) " at " (when(zone, ended.at)) @if let Some(note) = &ended.note { ": " (note) } }
+        }
+        @if !run.work_items.is_empty() {
+            h2 { "Waiting for people" }
+            ul {
+                @for item in &run.work_items {
+                    li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (item.step_id) } " (" (item.kind) ")" }
+                }
+            }
+        }
+        @if !details.timers.is_empty() {
+            h2 { "Timers" }
+            table {
+                thead { tr { th scope="col" { "Step" } th scope="col" { "For" } th scope="col" { "Fires" } } }
+                tbody {
+                    @for timer in &details.timers {
+                        tr {
+                            td data-label="Step" { (timer.id.step) }
+                            td data-label="For" { (timer_meaning(timer.id.kind)) }
+                            td data-label="Fires" { (when(zone, timer.at)) }
+                        }
+                    }
+                }
+            }
+        }
+        @if !details.held.is_empty() {
+            h2 { "Held events" }
+            p { "Delivered before any step waited for them; the first step that waits for one takes it." }
+            ul {
+                @for event in &details.held {
+                    li {
+                        strong { (event.name) } " from " (event.sender) " at " (when(zone, event.at))
+                        @if !event.data.is_empty() { pre { (serde_json::to_string_pretty(&event.data).unwrap_or_default()) } }
+                    }
+                }
+            }
+        }
+        h2 { "Map" }
+        figure { (super::map::svg(map, &states)) }
+        h2 { "Steps" }
+        table {
+            thead { tr { th scope="col" { "Step" } th scope="col" { "Kind" } th scope="col" { "State" } th scope="col" { "Due" } } }
+            tbody {
+                @for step in &run.steps {
+                    tr {
+                        td data-label="Step" { (step.id) }
+                        td data-label="Kind" { (step.kind) }
+                        td data-label="State" { (step.state.map_or("not reached", |state| state.as_str())) }
+                        td data-label="Due" { @if let Some(due) = step.due { (when(zone, due)) @if step.overdue == Some(true) { " " span class="badge overdue" { "overdue" } } } }
+                    }
+                }
+            }
+        }
+        h2 { "Record" }
+        @let entries = timeline(run);
+        @if entries.is_empty() { p { "Nothing completed yet." } } @else { ol { @for entry in &entries { (record(entry, zone, files)) } } }
+    }
+}
+
+/// What a timer's firing does, in words.
+fn timer_meaning(kind: agentprocess_engine::TimerKind) -> &'static str {
+    match kind {
+        agentprocess_engine::TimerKind::Due => "the step becomes overdue",
+        agentprocess_engine::TimerKind::Wait => "the wait ends",
+        agentprocess_engine::TimerKind::WaitUntil => "the time waited for arrives",
+        agentprocess_engine::TimerKind::Timeout => "the wait for the event times out",
+    }
+}
+
+/// The names of the events the process's steps wait for.
+fn awaited(version: &ProcessVersion) -> Vec<&str> {
+    let mut names: Vec<&str> = version
+        .process
+        .document()
+        .steps
+        .iter()
+        .filter_map(|step| match &step.kind {
+            StepKind::WaitFor(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// What the page is drawn from, beside the run.
+struct Around<'a> {
+    map: &'a ProcessMap,
+    zone: &'a TimeZone,
+    files: &'a Files,
+}
+
+fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&ToolError>) -> Markup {
+    let Around { map, zone, files } = *around;
+    let summary = &details.view.run;
+    let version = &details.version;
+    let open = matches!(summary.state, RunState::Active | RunState::Waiting);
+    let hidden = html! {
+        input type="hidden" name="csrf" value=(csrf);
+        input type="hidden" name="requestId" value=(agentprocess_auth::secrets::new_id("web_"));
+    };
+    let events = awaited(version);
+    html! {
+        @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
+        p {
+            "Runs on " a href=(format!("/processes/{}/versions/{}", summary.process, summary.version)) { (summary.process) " v" (summary.version) }
+            ", content hash " code { (version.process.content_hash()) }
+        }
+        @if open {
+            div id=(STANDING) data-refresh="10" { (standing(details, map, zone, files)) }
+        } @else {
+            (standing(details, map, zone, files))
+        }
+        @if open {
+            h2 { "Send an event" }
+            form method="post" action=(format!("/runs/{}/events", summary.id)) {
+                (hidden)
+                div class="field" {
+                    label for="event-name" { "Event name (required; operators only)" }
+                    input id="event-name" name="name" type="text" list="event-names" autocomplete="off";
+                    datalist id="event-names" { @for name in &events { option value=(name) {} } }
+                    @if !events.is_empty() { small { "The process waits for: " (events.join(", ")) "." } }
+                }
+                div class="field" {
+                    label for="event-data" { "Data (a JSON object; optional)" }
+                    textarea id="event-data" name="data" rows="3" {}
+                }
+                button type="submit" { "Send the event" }
+            }
+            h2 { "Cancel the run" }
+            form method="post" action=(format!("/runs/{}/cancel", summary.id)) {
+                (hidden)
+                div class="field" {
+                    label for="reason" { "Why (required; operators only)" }
+                    textarea id="reason" name="reason" rows="2" {}
+                }
+                button type="submit" { "Cancel the run" }
+            }
+        }
+    }
+}
+
+async fn draw(
+    web: &Web,
+    session: &Session,
+    headers: &HeaderMap,
+    visitor: &Visitor,
+    run_id: &str,
+    refused: Option<&ToolError>,
+) -> Response {
+    let Visitor { who, caller, zone } = visitor;
+    let details = match web.service.run_details(caller, run_id).await {
+        Ok(details) => details,
+        Err(error) => return refused_page(who, CANNOT, &error.into_tool_error()),
+    };
+    // The map is drawn from the version the run is pinned to.
+    let map = agentprocess_views::map::layout(&details.version.process.document().steps);
+    let files = files(web, caller.org(), &details.view).await;
+    if refreshing(headers, STANDING) {
+        return fragment(standing(&details, &map, zone, &files));
+    }
+    let csrf = match csrf_token(session).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    page(
+        StatusCode::OK,
+        &format!("Run {run_id}"),
+        Some(who),
+        body(
+            &details,
+            &Around {
+                map: &map,
+                zone,
+                files: &files,
+            },
+            &csrf,
+            refused,
+        ),
+    )
+}
+
+pub(super) async fn show(
+    State(web): State<Arc<Web>>,
+    session: Session,
+    headers: HeaderMap,
+    visitor: Visitor,
+    Path(run_id): Path<String>,
+) -> Response {
+    draw(&web, &session, &headers, &visitor, &run_id, None).await
+}
+
+/// A form of the run page as a call of `tool`: the CSRF check, the fields `names` as
+/// string arguments (and `data` as a JSON object), then the run page again, with what
+/// was refused.
+async fn act(
+    web: &Web,
+    session: &Session,
+    headers: &HeaderMap,
+    visitor: &Visitor,
+    run_id: &str,
+    form: &[(String, String)],
+    (tool, names): (&str, &[&str]),
+) -> Response {
+    if let Err(error) = check_csrf(headers, &web.origin, session, sent(form, "csrf")).await {
+        return error.into_response();
+    }
+    let mut arguments = Map::new();
+    arguments.insert("runId".to_owned(), json!(run_id));
+    for name in names {
+        if let Some(value) = sent(form, name) {
+            arguments.insert((*name).to_owned(), json!(value));
+        }
+    }
+    if let Some(data) = sent(form, "data") {
+        // Text that is not a JSON object is passed on as sent, so the refusal names it
+        // in the spec's words.
+        let data = serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!(data));
+        arguments.insert("data".to_owned(), data);
+    }
+    let Some(spec) = agentprocess_mcp::arguments::spec(tool) else {
+        return ApiError::retry().into_response();
+    };
+    match agentprocess_mcp::tools::call(&web.service, &visitor.caller, spec, arguments).await {
+        Ok(_) => Redirect::to(&format!("/runs/{run_id}")).into_response(),
+        Err(refused) => draw(web, session, &HeaderMap::new(), visitor, run_id, Some(&refused)).await,
+    }
+}
+
+/// The run page's forms: `cancel` and `events` (send an event).
+pub(super) async fn act_on(
+    State(web): State<Arc<Web>>,
+    session: Session,
+    headers: HeaderMap,
+    visitor: Visitor,
+    Path((run_id, action)): Path<(String, String)>,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    let call: (&str, &[&str]) = match action.as_str() {
+        "cancel" => ("cancel", &["requestId", "reason"]),
+        "events" => ("send_event", &["requestId", "name"]),
+        _ => return axum::http::StatusCode::NOT_FOUND.into_response(),
+    };
+    act(&web, &session, &headers, &visitor, &run_id, &form, call).await
+}

@@ -1,0 +1,571 @@
+//! A work item's page: what the person is asked (the step's text, the process body's
+//! section for the step, the escalation, what an earlier attempt left), the run data
+//! the decision is about with its evidence (images and PDFs previewed), and exactly
+//! the decisions the item accepts, as forms. The form carries the item's snapshot and a
+//! request id made when the page was drawn, so sending it twice decides once; a stale
+//! snapshot shows the fresh data and asks again, keeping what the person entered.
+
+use std::sync::Arc;
+
+use agentprocess_engine::{Code, ToolError};
+use agentprocess_service::Write;
+use agentprocess_store::{Store, Upload};
+use agentprocess_views::{RunView, WorkItemView};
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use jiff::tz::TimeZone;
+use maud::{Markup, html};
+use serde_json::{Map, Value, json};
+use tower_sessions::Session;
+
+use super::check::verdict;
+use super::evidence::{Files, evidence, files, size};
+use super::forms::{OUTPUT, controls, sent, values_of};
+use super::layout::{page, problems, refused};
+use super::markdown::{render, section};
+use super::time::when;
+use super::{Visitor, recent_enough};
+use crate::errors::ApiError;
+use crate::session::{Web, check_csrf, csrf_token};
+
+/// The title of a work item page that cannot be shown.
+const CANNOT: &str = "This work item cannot be shown";
+
+/// The form field of files to attach as evidence.
+const FILES: &str = "evidence.files";
+/// The form field of links to attach as evidence, one per line.
+const LINKS: &str = "evidence.links";
+/// The form field of a file already uploaded by an earlier try of the same form.
+const UPLOADED: &str = "evidence.uploaded";
+/// The form field of when the run last changed before the page was drawn.
+const SEEN: &str = "seen";
+/// The form field that completes an escalated step with the submission its check held.
+const HELD: &str = "held";
+
+/// Everything the page needs that is not in the run view.
+struct Context<'a> {
+    who: &'a str,
+    zone: &'a TimeZone,
+    files: Files,
+    /// Who decided the item and when, once it is closed.
+    decided: Option<(String, i64)>,
+}
+
+/// The form as sent: its fields, and the files it uploaded.
+#[derive(Default)]
+struct Sent {
+    fields: Vec<(String, String)>,
+    uploaded: Vec<Upload>,
+}
+
+pub(super) async fn show(
+    State(web): State<Arc<Web>>,
+    session: Session,
+    visitor: Visitor,
+    Path((run_id, item_id)): Path<(String, String)>,
+) -> Response {
+    let run = match web.service.get_run(&visitor.caller, &run_id).await {
+        Ok(run) => run,
+        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+    };
+    draw(&web, &session, &visitor, &run, &item_id, None, Sent::default()).await
+}
+
+/// The page of item `item_id` of `run`, with what the last decision sent met.
+async fn draw(
+    web: &Web,
+    session: &Session,
+    visitor: &Visitor,
+    run: &RunView,
+    item_id: &str,
+    refusal: Option<ToolError>,
+    sent: Sent,
+) -> Response {
+    let csrf = match csrf_token(session).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    let open = run.work_items.iter().find(|item| item.id == item_id);
+    let decided = match open {
+        Some(_) => None,
+        None => web
+            .service
+            .decision_of(&visitor.caller, &run.run.id, item_id)
+            .await
+            .ok()
+            .flatten(),
+    };
+    let context = Context {
+        who: &visitor.who,
+        zone: &visitor.zone,
+        files: files(web, visitor.caller.org(), run).await,
+        decided,
+    };
+    let Some(item) = open else {
+        return closed(run, &context, refusal.as_ref());
+    };
+    let body = html! {
+        @if let Some(error) = &refusal {
+            @if error.code == Code::Stale {
+                div class="notice" role="alert" {
+                    p { "The run changed since you opened this page. Its data below is fresh: look again, then decide." }
+                    (changed(run, &sent.fields, context.zone))
+                }
+            } @else {
+                (problems(&error.message, &error.issues))
+            }
+        }
+        p { "Run " a href=(format!("/runs/{}", run.run.id)) { code { (run.run.id) } } " of " strong { (run.run.process) } " v" (run.run.version)
+            @if item.mode.is_some() { " " span class="badge test" { "test run" } }
+            @if let Some(due) = item.due { " · due " (when(context.zone, due)) } }
+        section aria-labelledby="asked" {
+            h2 id="asked" { "What you are asked" }
+            p { (item.text) }
+            @if let Some(escalation) = &item.escalation {
+                @if let Some(check) = &escalation.check {
+                    div class="notice" {
+                        p { "The step's check was unsure about the submission of " strong { (escalation.by) } ". Decide on it:" }
+                        (verdict(check, context.zone))
+                    }
+                    @if let Some(candidate) = &escalation.candidate {
+                        (held(candidate))
+                    }
+                } @else {
+                    div class="notice" { p { "Escalated: " (escalation.note) } }
+                }
+            }
+            @if let Some(handoff) = &item.handoff {
+                details { summary { "What the previous attempt left" } pre { (pretty(&json!(handoff))) } }
+            }
+            (instructions(&run.body, &item.step_id))
+        }
+        (decisions(item, &csrf, refusal.as_ref().map_or(&[][..], |error| &error.issues), &sent, run.run.updated_at))
+        (run_data(run, &context))
+    };
+    page(
+        StatusCode::OK,
+        &format!("Work item: {}", item.step_id),
+        Some(context.who),
+        body,
+    )
+}
+
+/// The submission a check held: its summary, output, evidence and route.
+fn held(candidate: &Value) -> Markup {
+    html! {
+        section aria-labelledby="held" {
+            h3 id="held" { "The held submission" }
+            @if let Some(summary) = candidate["summary"].as_str() { p { (summary) } }
+            @if let Some(output) = candidate.get("output") { pre { (pretty(output)) } }
+            @if let Some(evidence) = candidate["evidence"].as_array().filter(|items| !items.is_empty()) {
+                ul { @for item in evidence { li { (item["kind"].as_str().unwrap_or_default()) ": " code { (item["ref"].as_str().unwrap_or_default()) } } } }
+            }
+            @if let Some(next) = candidate["next"].as_str() {
+                p { "Next: " strong { (next) } @if let Some(reason) = candidate["reason"].as_str() { " (" (reason) ")" } }
+            }
+        }
+    }
+}
+
+/// What the run recorded after the time the form was drawn (its `seen` field).
+fn changed(run: &RunView, form: &[(String, String)], zone: &TimeZone) -> Markup {
+    let Some(seen) = sent(form, SEEN).and_then(|seen| seen.parse::<jiff::Timestamp>().ok()) else {
+        return html! {};
+    };
+    let mut since: Vec<(&String, &agentprocess_views::RecordView)> = run
+        .data
+        .steps
+        .iter()
+        .flat_map(|(step, data)| {
+            data.history
+                .iter()
+                .chain(data.current.iter())
+                .map(move |record| (step, record))
+        })
+        .filter(|(_, record)| record.at > seen)
+        .collect();
+    since.sort_by_key(|(_, record)| record.at);
+    html! {
+        @if !since.is_empty() {
+            p { "Since then:" }
+            ul {
+                @for (step, record) in since {
+                    li { strong { (step) } " by " (record.by) " at " (when(zone, record.at))
+                         @if let Some(decision) = &record.decision { ": " (decision) } }
+                }
+            }
+        }
+    }
+}
+
+/// The page of an item that is no longer open.
+fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> Response {
+    let body = html! {
+        // A second click on a form whose first decided is no error to the person.
+        @if let Some(error) = refusal.filter(|error| error.code != Code::Conflict) {
+            (problems(&error.message, &error.issues))
+        }
+        div class="notice" role="status" {
+            @if let Some((who, at)) = &context.decided {
+                p { "This work item was decided by " strong { (who) } " at "
+                    (when(context.zone, jiff::Timestamp::from_millisecond(*at).unwrap_or_default())) "." }
+            } @else {
+                p { "This work item is no longer open: its run moved on without it." }
+            }
+            p { a href=(format!("/runs/{}", run.run.id)) { "See the run" } " · " a href="/inbox" { "Back to the inbox" } }
+        }
+        (run_data(run, context))
+    };
+    page(StatusCode::OK, "Work item closed", Some(context.who), body)
+}
+
+/// The process body's section for the step, or the whole body folded away.
+fn instructions(body: &str, step: &str) -> Markup {
+    html! {
+        @if let Some(part) = section(body, step) {
+            div class="body section" { (render(part)) }
+            details { summary { "The whole process description" } div class="body" { (render(body)) } }
+        } @else if !body.trim().is_empty() {
+            details { summary { "The process description" } div class="body" { (render(body)) } }
+        }
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// Every step's current record: its output, and its evidence with name, size, SHA-256,
+/// a download link and, for images and PDFs, a preview.
+fn run_data(run: &RunView, context: &Context<'_>) -> Markup {
+    html! {
+        section aria-labelledby="data" {
+            h2 id="data" { "The run data" }
+            h3 { "Inputs" }
+            pre { (pretty(&Value::Object(run.data.inputs.clone()))) }
+            @for (step, data) in &run.data.steps {
+                @if let Some(record) = &data.current {
+                    h3 { (step) }
+                    p { "By " (record.by) " at " (when(context.zone, record.at))
+                        @if let Some(decision) = &record.decision { " · " strong { (decision) } } }
+                    @if let Some(summary) = &record.summary { p { (summary) } }
+                    @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
+                        pre { (pretty(&Value::Object(output.clone()))) }
+                    }
+                    @for item in record.evidence.iter().flatten() {
+                        (evidence(item, context.files.of(&item.reference)))
+                    }
+                    @if let Some(check) = &record.check { (verdict(check, context.zone)) }
+                } @else if let Some(check) = &data.check {
+                    h3 { (step) }
+                    (verdict(check, context.zone))
+                }
+            }
+        }
+    }
+}
+
+/// The forms of exactly the decisions `item` accepts, holding what was `sent`.
+fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, seen: jiff::Timestamp) -> Markup {
+    let request_id = agentprocess_auth::secrets::new_id("web_");
+    let hidden = html! {
+        input type="hidden" name="csrf" value=(csrf);
+        input type="hidden" name="snapshot" value=(item.snapshot);
+        input type="hidden" name="requestId" value=(request_id);
+        input type="hidden" name=(SEEN) value=(seen);
+    };
+    let kept = |name: &str| {
+        sent.fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map_or("", |(_, value)| value.as_str())
+    };
+    let beside = |prefix: &str| -> Vec<&String> { issues.iter().filter(|issue| issue.starts_with(prefix)).collect() };
+    let note = |label: &str| {
+        html! {
+            div class="field" {
+                label for="note" { (label) }
+                textarea id="note" name="note" rows="3" { (kept("note")) }
+                @for issue in beside("note") { p class="issue" role="alert" { (issue) } }
+            }
+        }
+    };
+    let empty = Map::new();
+    let output = item.output.as_ref().unwrap_or(&empty);
+    let wanted = item.evidence.as_deref().unwrap_or_default();
+    let complete = html! {
+        (controls(OUTPUT, output, &sent.fields, issues))
+        fieldset {
+            legend { "Evidence" @if !wanted.is_empty() { " (required: " (wanted.join(", ")) ")" } }
+            @for upload in &sent.uploaded {
+                div {
+                    input type="checkbox" id=(format!("kept-{}", upload.id)) name=(UPLOADED) value=(upload.id) checked;
+                    label class="inline" for=(format!("kept-{}", upload.id)) { "Attached: " (upload.file_name) " (" (size(upload.bytes)) ")" }
+                }
+            }
+            div class="field" {
+                label for=(FILES) { "Files" }
+                input id=(FILES) name=(FILES) type="file" multiple;
+            }
+            div class="field" {
+                label for=(LINKS) { "Links (one per line)" }
+                textarea id=(LINKS) name=(LINKS) rows="2" { (kept(LINKS)) }
+            }
+            @for issue in beside("evidence") { p class="issue" role="alert" { (issue) } }
+        }
+        @if let Some(routes) = &item.next {
+            div class="field" {
+                label for="next" { "Where the run goes next" }
+                select id="next" name="next" {
+                    @for route in routes { option value=(route.to) selected[kept("next") == route.to] { (route.to) @if let Some(when) = &route.when { " (" (when) ")" } } }
+                }
+                @for issue in beside("next") { p class="issue" role="alert" { (issue) } }
+            }
+            div class="field" {
+                label for="reason" { "Why" }
+                textarea id="reason" name="reason" rows="2" { (kept("reason")) }
+                @for issue in beside("reason") { p class="issue" role="alert" { (issue) } }
+            }
+        }
+    };
+    let held = item
+        .escalation
+        .as_ref()
+        .is_some_and(|escalation| escalation.candidate.is_some());
+    html! {
+        section aria-labelledby="decide" {
+            h2 id="decide" { "Your decision" }
+            @if held {
+                form method="post" {
+                    (hidden)
+                    input type="hidden" name=(HELD) value="1";
+                    button type="submit" name="decision" value="completed" { "Complete with the held submission" }
+                }
+            }
+            @match item.kind.as_str() {
+                "approve" => {
+                    form method="post" {
+                        (hidden)
+                        (note("Note (required to reject)"))
+                        button type="submit" name="decision" value="approved" { "Approve" }
+                        button type="submit" name="decision" value="rejected" { "Reject" }
+                    }
+                }
+                "task" if item.escalation.is_none() => {
+                    form method="post" enctype="multipart/form-data" {
+                        (hidden)
+                        (complete)
+                        button type="submit" name="decision" value="completed" { "Complete" }
+                    }
+                }
+                _ => {
+                    form method="post" enctype="multipart/form-data" {
+                        (hidden)
+                        fieldset {
+                            legend { "Complete the step yourself" }
+                            (complete)
+                            button type="submit" name="decision" value="completed" { "Complete" }
+                        }
+                    }
+                    form method="post" {
+                        (hidden)
+                        (note("Note (required)"))
+                        button type="submit" name="decision" value="returned" {
+                            @if item.kind == "task" { "Return to its person" } @else { "Return to the agent" }
+                        }
+                        button type="submit" name="decision" value="failed" { "Fail the run" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A file part of the form.
+struct File {
+    name: String,
+    content_type: String,
+    bytes: Vec<u8>,
+}
+
+/// The fields and files of a decision form, sent url-encoded or as multipart.
+async fn read_form(request: Request, limit: usize) -> Result<(Vec<(String, String)>, Vec<File>), Response> {
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("multipart/form-data"));
+    if !multipart {
+        let axum::extract::Form(fields) = axum::extract::Form::<Vec<(String, String)>>::from_request(request, &())
+            .await
+            .map_err(IntoResponse::into_response)?;
+        return Ok((fields, Vec::new()));
+    }
+    let mut parts = Multipart::from_request(request, &())
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let unreadable = |error: axum::extract::multipart::MultipartError| {
+        ApiError::invalid("the form could not be read", vec![error.body_text()]).into_response()
+    };
+    let (mut fields, mut files) = (Vec::new(), Vec::new());
+    while let Some(mut part) = parts.next_field().await.map_err(unreadable)? {
+        let name = part.name().unwrap_or_default().to_owned();
+        if name == FILES {
+            let file_name = part.file_name().unwrap_or_default().to_owned();
+            let content_type = part.content_type().unwrap_or("application/octet-stream").to_owned();
+            let Some(bytes) = crate::app::forms::part_bytes(&mut part, limit)
+                .await
+                .map_err(unreadable)?
+            else {
+                let issue = format!("{FILES}: {file_name} is more than maxUploadBytes ({limit}) bytes");
+                return Err(ApiError::invalid("the form was refused; nothing was stored", vec![issue]).into_response());
+            };
+            // A file input left empty sends one part with no name and no bytes.
+            if !(file_name.is_empty() && bytes.is_empty()) {
+                files.push(File {
+                    name: file_name,
+                    content_type,
+                    bytes,
+                });
+            }
+        } else {
+            let text = part.text().await.map_err(unreadable)?;
+            fields.push((name, text));
+        }
+    }
+    Ok((fields, files))
+}
+
+pub(super) async fn decide(
+    State(web): State<Arc<Web>>,
+    session: Session,
+    uri: Uri,
+    headers: HeaderMap,
+    visitor: Visitor,
+    Path((run_id, item_id)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let limit = web.service.settings().max_upload_bytes;
+    let (form, files) = match read_form(request, limit).await {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, sent(&form, "csrf")).await {
+        return error.into_response();
+    }
+    if let Err(response) = recent_enough(&web, &uri, &visitor).await {
+        return response;
+    }
+    let caller = &visitor.caller;
+    let run = match web.service.get_run(caller, &run_id).await {
+        Ok(run) => run,
+        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+    };
+    // A form sent again after its item closed (a second click) decides nothing.
+    let Some(output) = run
+        .work_items
+        .iter()
+        .find(|item| item.id == item_id)
+        .map(|item| item.output.clone().unwrap_or_default())
+    else {
+        return draw(&web, &session, &visitor, &run, &item_id, None, Sent::default()).await;
+    };
+    let request_id = sent(&form, "requestId").unwrap_or_default().to_owned();
+    let uploaded = match upload(&web, caller, &request_id, &form, files).await {
+        Ok(uploaded) => uploaded,
+        Err(error) => {
+            let sent = Sent {
+                fields: form,
+                uploaded: Vec::new(),
+            };
+            return draw(&web, &session, &visitor, &run, &item_id, Some(error), sent).await;
+        }
+    };
+    let mut arguments = Map::new();
+    arguments.insert("runId".to_owned(), json!(run_id));
+    arguments.insert("workItemId".to_owned(), json!(item_id));
+    for name in ["requestId", "snapshot", "decision", "note", "next", "reason"] {
+        if let Some(value) = sent(&form, name) {
+            arguments.insert(name.to_owned(), json!(value));
+        }
+    }
+    // Completing with the held submission sends no output: the server uses the candidate.
+    if sent(&form, "decision") == Some("completed") && sent(&form, HELD).is_none() {
+        arguments.insert("output".to_owned(), Value::Object(values_of(OUTPUT, &output, &form)));
+        let links = sent(&form, LINKS).unwrap_or_default().lines().map(str::trim);
+        let evidence: Vec<Value> = uploaded
+            .iter()
+            .map(|upload| json!({ "kind": "file", "ref": upload.id }))
+            .chain(
+                links
+                    .filter(|link| !link.is_empty())
+                    .map(|link| json!({ "kind": "link", "ref": link })),
+            )
+            .collect();
+        if !evidence.is_empty() {
+            arguments.insert("evidence".to_owned(), Value::Array(evidence));
+        }
+    }
+    let Some(spec) = agentprocess_mcp::arguments::spec("decide") else {
+        return ApiError::retry().into_response();
+    };
+    match agentprocess_mcp::tools::call(&web.service, caller, spec, arguments).await {
+        Ok(_) => Redirect::to("/inbox?decided=1").into_response(),
+        Err(error) => {
+            // Drawn again on the run as it is now, with what was refused, holding what
+            // the person entered and the files they attached.
+            let fresh = match web.service.get_run(caller, &run_id).await {
+                Ok(fresh) => fresh,
+                Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+            };
+            let sent = Sent { fields: form, uploaded };
+            draw(&web, &session, &visitor, &fresh, &item_id, Some(error), sent).await
+        }
+    }
+}
+
+/// The files of the form stored as uploads (each with a request id made from the
+/// form's, so sending the form again stores nothing twice), after those an earlier try
+/// of the form uploaded and the person kept.
+async fn upload(
+    web: &Web,
+    caller: &agentprocess_service::Caller,
+    request_id: &str,
+    form: &[(String, String)],
+    files: Vec<File>,
+) -> Result<Vec<Upload>, ToolError> {
+    let mut uploaded = Vec::new();
+    for (_, id) in form.iter().filter(|(key, _)| key == UPLOADED) {
+        // Only an upload of this organization is found; a made-up id is dropped.
+        if let Ok(Some(upload)) = web.service.store().upload(caller.org(), id).await {
+            uploaded.push(upload);
+        }
+    }
+    for (index, file) in files.into_iter().enumerate() {
+        let mut arguments = Map::new();
+        arguments.insert("fileName".to_owned(), json!(file.name));
+        arguments.insert("contentType".to_owned(), json!(file.content_type));
+        arguments.insert(
+            "contentSha256".to_owned(),
+            json!(agentprocess_service::sha256_hex(&file.bytes)),
+        );
+        let write = Write::from_arguments(format!("{request_id}.file-{index}"), &arguments);
+        let result = web
+            .service
+            .upload(caller, &file.name, &file.content_type, file.bytes, &write)
+            .await
+            .map_err(agentprocess_service::Error::into_tool_error)?;
+        match web.service.store().upload(caller.org(), &result.id).await {
+            Ok(Some(upload)) => uploaded.push(upload),
+            _ => {
+                return Err(ToolError::new(
+                    Code::Retry,
+                    agentprocess_service::RETRY_MESSAGE,
+                    Vec::new(),
+                ));
+            }
+        }
+    }
+    Ok(uploaded)
+}
