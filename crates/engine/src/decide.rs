@@ -11,11 +11,10 @@ use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{assigned, not_ended};
 use crate::machine::Machine;
-use crate::model::{Record, Returned, Run, StepState};
+use crate::model::{Escalation, Record, Returned, Run, StepState};
 use crate::outcome::Transition;
 use crate::submit::{Submitted, record, settle};
-use crate::view::run_data_cap;
-use crate::view::snapshot;
+use crate::view::{run_data_cap, snapshot};
 
 /// The five decisions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,13 +73,32 @@ pub struct Decide {
 pub fn decide(
     run: &Run,
     version: &ProcessVersion,
-    mut decide: Decide,
+    decide: Decide,
     file_issues: Vec<String>,
     checked: Option<&Checked>,
     context: &mut Context<'_>,
 ) -> Result<Submitted, ToolError> {
     not_ended(run)?;
     combinations(&decide)?;
+    let target = locate(run, version, &decide, context)?;
+    if decide.decision == Decision::Completed {
+        return complete(run, version, target, decide, file_issues, checked, context);
+    }
+    Ok(apply(run, version, target, decide, context))
+}
+
+/// The work item a decision is on, found and checked: its step, the person deciding,
+/// and the escalation it answers, if any.
+struct Target {
+    index: usize,
+    by: String,
+    escalation: Option<Escalation>,
+}
+
+/// Finds the work item and checks the decision against it, in tools.md's order:
+/// `already_decided` or `not_found`, `stale`, `forbidden`, then whether the decision
+/// is one this item takes.
+fn locate(run: &Run, version: &ProcessVersion, decide: &Decide, context: &Context<'_>) -> Result<Target, ToolError> {
     let Some(index) = run
         .steps
         .iter()
@@ -107,12 +125,11 @@ pub fn decide(
         ));
     }
     let by = person_in_assignment(run, index, context)?;
-    let definition = &version.process.document().steps[index];
     let escalation = run.steps[index]
         .work_item
         .as_ref()
         .and_then(|item| item.escalation.clone());
-    let allowed: &[Decision] = match (&definition.kind, escalation.is_some()) {
+    let allowed: &[Decision] = match (&version.process.document().steps[index].kind, escalation.is_some()) {
         (StepKind::Approve(_), _) => &[Decision::Approved, Decision::Rejected, Decision::Failed],
         (_, true) => &[Decision::Returned, Decision::Completed, Decision::Failed],
         (StepKind::Task(_), false) => &[Decision::Completed, Decision::Failed],
@@ -130,62 +147,80 @@ pub fn decide(
             )],
         ));
     }
+    Ok(Target { index, by, escalation })
+}
 
-    if decide.decision == Decision::Completed {
-        let escalation = escalation.as_ref();
-        if !decide.sent_work
-            && let Some(candidate) = escalation.and_then(|escalation| escalation.candidate.as_ref())
-        {
-            decide.submission = held(
-                candidate,
-                decide.submission.next.take(),
-                decide.submission.reason.take(),
-            );
-        }
-        let mut issues = check_submission(
-            definition,
-            &decide.submission,
-            Submitter::Person,
-            context.settings.person,
+/// `completed`: the person's work (or the candidate an escalation held) goes through
+/// the acceptance rules and, on an ordinary task, its check.
+fn complete(
+    run: &Run,
+    version: &ProcessVersion,
+    target: Target,
+    mut decide: Decide,
+    file_issues: Vec<String>,
+    checked: Option<&Checked>,
+    context: &mut Context<'_>,
+) -> Result<Submitted, ToolError> {
+    let Target { index, by, escalation } = target;
+    let definition = &version.process.document().steps[index];
+    let escalation = escalation.as_ref();
+    if !decide.sent_work
+        && let Some(candidate) = escalation.and_then(|escalation| escalation.candidate.as_ref())
+    {
+        decide.submission = held(
+            candidate,
+            decide.submission.next.take(),
+            decide.submission.reason.take(),
         );
-        issues.extend(file_issues);
-        let judged = match escalation {
-            _ if !issues.is_empty() => Judged::Complete(None),
-            // The person decides after the check: their completion is not checked again.
-            Some(escalation) => Judged::Complete(escalation.check.clone()),
-            None => judge_submission(
-                run,
-                version,
-                index,
-                &decide.submission,
-                checked,
-                context.settings,
-                context.now,
-            )?,
-        };
-        let record = record(decide.submission, by, context.now, definition.next.as_ref());
-        if issues.is_empty() {
-            issues.extend(run_data_cap(run, index, &record, context.settings.run_data_bytes));
-        }
-        if !issues.is_empty() {
-            return Err(ToolError::not_accepted(issues));
-        }
-        let mut run = run.clone();
-        // A refusal leaves the item open; an escalation closes it as it opens its own.
-        if matches!(judged, Judged::Complete(_)) {
-            run.decided.push(decide.work_item);
-        }
-        return Ok(settle(run, version, index, record, judged, context));
     }
-
+    let mut issues = check_submission(
+        definition,
+        &decide.submission,
+        Submitter::Person,
+        context.settings.person,
+    );
+    issues.extend(file_issues);
+    let judged = match escalation {
+        _ if !issues.is_empty() => Judged::Complete(None),
+        // The person decides after the check: their completion is not checked again.
+        Some(escalation) => Judged::Complete(escalation.check.clone()),
+        None => judge_submission(
+            run,
+            version,
+            index,
+            &decide.submission,
+            checked,
+            context.settings,
+            context.now,
+        )?,
+    };
+    let record = record(decide.submission, by, context.now, definition.next.as_ref());
+    if issues.is_empty() {
+        issues.extend(run_data_cap(run, index, &record, context.settings.run_data_bytes));
+    }
+    if !issues.is_empty() {
+        return Err(ToolError::not_accepted(issues));
+    }
     let mut run = run.clone();
-    let item = decide.work_item.clone();
+    // A refusal leaves the item open; an escalation closes it as it opens its own.
+    if matches!(judged, Judged::Complete(_)) {
+        run.decided.push(decide.work_item);
+    }
+    Ok(settle(run, version, index, record, judged, context))
+}
+
+/// Every other decision: approved, rejected, returned, failed. None can be refused
+/// once [`locate`] accepted it.
+fn apply(run: &Run, version: &ProcessVersion, target: Target, decide: Decide, context: &mut Context<'_>) -> Submitted {
+    let Target { index, by, escalation } = target;
+    let definition = &version.process.document().steps[index];
+    let mut run = run.clone();
     let now = context.now;
-    let note = decide.note.clone();
+    let note = decide.note;
     let mut queue = VecDeque::new();
     let mut machine = Machine::new(&mut run, version, now, context.ids);
     match decide.decision {
-        // Answered above, before the run was copied.
+        // Answered by `complete`.
         Decision::Completed => {}
         Decision::Approved => {
             let record = Record {
@@ -252,8 +287,8 @@ pub fn decide(
     }
     machine.run_queue(queue);
     let effects = machine.effects;
-    run.decided.push(item);
-    Ok(Submitted::Accepted(Transition { run, effects }))
+    run.decided.push(decide.work_item);
+    Submitted::Accepted(Transition { run, effects })
 }
 
 /// The submission a check held, as a person completes the step with it: their own
