@@ -16,8 +16,9 @@ use crate::outcome::Transition;
 use crate::submit::{Submitted, record, settle};
 use crate::view::{run_data_cap, snapshot};
 
-/// The five decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The five decisions. A record keeps `approved`, `rejected` or `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// A task or an escalated agent step is done.
     Completed,
@@ -41,6 +42,12 @@ impl Decision {
             Decision::Returned => "returned",
             Decision::Failed => "failed",
         }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -224,7 +231,7 @@ fn apply(run: &Run, version: &ProcessVersion, target: Target, decide: Decide, co
         Decision::Completed => {}
         Decision::Approved => {
             let record = Record {
-                decision: Some("approved".into()),
+                decision: Some(Decision::Approved),
                 note,
                 by,
                 at: now,
@@ -234,7 +241,7 @@ fn apply(run: &Run, version: &ProcessVersion, target: Target, decide: Decide, co
         }
         Decision::Rejected => {
             let record = Record {
-                decision: Some("rejected".into()),
+                decision: Some(Decision::Rejected),
                 note: note.clone(),
                 by: by.clone(),
                 at: now,
@@ -274,7 +281,7 @@ fn apply(run: &Run, version: &ProcessVersion, target: Target, decide: Decide, co
         }
         Decision::Failed => {
             let record = Record {
-                decision: Some("failed".into()),
+                decision: Some(Decision::Failed),
                 note: note.clone(),
                 by: by.clone(),
                 at: now,

@@ -226,7 +226,7 @@ pub struct Record {
     pub reason: Option<String>,
     /// `decision`: `approved`, `rejected` or `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
+    pub decision: Option<crate::decide::Decision>,
     /// `note`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

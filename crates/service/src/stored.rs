@@ -499,7 +499,7 @@ mod tests {
         complete(&mut failing, 0, completion("agent-1", 1, 10_000));
         let (loaded, _) = write(Some(&loaded), &failing, &mut pieces);
         failing.steps[0].record = Some(Record {
-            decision: Some("failed".to_owned()),
+            decision: Some(agentprocess_engine::Decision::Failed),
             note: Some("n".repeat(APART_BYTES)),
             by: "server".to_owned(),
             at: at(1),

@@ -8,7 +8,7 @@
 //! `next` leads to, or whose `on_reject` returns to it) made after that verdict and
 //! before the step's next completion.
 
-use agentprocess_engine::{CheckRecord, Outcome, ProcessVersion, Record, Run, Verdict};
+use agentprocess_engine::{CheckRecord, Decision, Outcome, ProcessVersion, Record, Run, Verdict};
 use agentprocess_format::{Next, StepKind};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -251,7 +251,7 @@ fn pairs(run: &Run, checked: &str, approval: &str, query: &AgreementQuery) -> Ve
     let completions = records(run, checked);
     let decisions: Vec<&Record> = records(run, approval)
         .into_iter()
-        .filter(|record| matches!(record.decision.as_deref(), Some("approved" | "rejected")))
+        .filter(|record| matches!(record.decision, Some(Decision::Approved | Decision::Rejected)))
         .collect();
     let mut pairs = Vec::new();
     for (index, completion) in completions.iter().enumerate() {
@@ -266,7 +266,7 @@ fn pairs(run: &Run, checked: &str, approval: &str, query: &AgreementQuery) -> Ve
             .iter()
             .find(|decision| decision.at >= completion.at && before.is_none_or(|before| decision.at < before));
         if let Some(decision) = decision {
-            pairs.push(pair(check, decision.decision.as_deref() == Some("approved")));
+            pairs.push(pair(check, decision.decision == Some(Decision::Approved)));
         }
     }
     pairs

@@ -163,7 +163,7 @@ impl From<&Record> for RecordView {
             summary: record.summary.clone(),
             next: record.next.clone(),
             reason: record.reason.clone(),
-            decision: record.decision.clone(),
+            decision: record.decision.map(|decision| decision.as_str().to_owned()),
             note: record.note.clone(),
             check: record.check.as_ref().and_then(|check| exact::to_value(check).ok()),
             by: record.by.clone(),
