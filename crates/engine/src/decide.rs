@@ -11,45 +11,10 @@ use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{assigned, not_ended};
 use crate::machine::Machine;
-use crate::model::{Escalation, Record, Returned, Run, StepState};
+use crate::model::{Decision, Escalation, Record, Returned, Run, StepState};
 use crate::outcome::Transition;
 use crate::submit::{Submitted, record, settle};
 use crate::view::{run_data_cap, snapshot};
-
-/// The five decisions. A record keeps `approved`, `rejected` or `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// A task or an escalated agent step is done.
-    Completed,
-    /// An approval is given.
-    Approved,
-    /// An approval is refused.
-    Rejected,
-    /// An escalated agent step goes back to the agents.
-    Returned,
-    /// The run ends `failed`.
-    Failed,
-}
-
-impl Decision {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Completed => "completed",
-            Decision::Approved => "approved",
-            Decision::Rejected => "rejected",
-            Decision::Returned => "returned",
-            Decision::Failed => "failed",
-        }
-    }
-}
-
-impl std::fmt::Display for Decision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The arguments of `decide` after decoding.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,7 +30,7 @@ pub use cancel::cancel;
 pub use check::{Answer, Checked, Material, material, verdict};
 pub use claim::{Claimed, claim};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
-pub use decide::{Decide, Decision, decide};
+pub use decide::{Decide, decide};
 pub use effect::{Effect, Notification, Timer, TimerId, TimerKind};
 pub use error::{Code, ToolError};
 pub use escalate::escalate;
@@ -38,8 +38,8 @@ pub use event::send_event;
 pub use fields::{PersonFormat, check_fields};
 pub use guard::sha256_hex;
 pub use model::{
-    Assignee, Claim, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run, StepRun, StepState,
-    WorkItem,
+    Assignee, Claim, Decision, End, Escalation, Evidence, Handoff, HeldEvent, Mode, Record, Returned, Run, StepRun,
+    StepState, WorkItem,
 };
 pub use outcome::Transition;
 pub use renew::{Renewed, renew};

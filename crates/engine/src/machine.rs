@@ -454,7 +454,7 @@ impl<'a> Machine<'a> {
         step.retire_claim();
         step.work_item = None;
         step.record = Some(Record {
-            decision: Some(crate::decide::Decision::Failed),
+            decision: Some(crate::model::Decision::Failed),
             note: Some(note.clone()),
             by: "server".to_owned(),
             at: self.now,

@@ -226,7 +226,7 @@ pub struct Record {
     pub reason: Option<String>,
     /// `decision`: `approved`, `rejected` or `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<crate::decide::Decision>,
+    pub decision: Option<Decision>,
     /// `note`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -374,4 +374,39 @@ pub struct HeldEvent {
     pub sender: String,
     /// When it arrived.
     pub at: Timestamp,
+}
+
+/// The five decisions. A record keeps `approved`, `rejected` or `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// A task or an escalated agent step is done.
+    Completed,
+    /// An approval is given.
+    Approved,
+    /// An approval is refused.
+    Rejected,
+    /// An escalated agent step goes back to the agents.
+    Returned,
+    /// The run ends `failed`.
+    Failed,
+}
+
+impl Decision {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Completed => "completed",
+            Decision::Approved => "approved",
+            Decision::Rejected => "rejected",
+            Decision::Returned => "returned",
+            Decision::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
