@@ -5,7 +5,7 @@ use agentprocess_store::{Audience, DirectoryTx, Identity, IdentityKind, Store, S
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
@@ -104,7 +104,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.created",
+            AuditEvent::AgentCreated,
             Some(&agent.id),
             detail([("name", json!(agent.name))]),
             at,
@@ -140,7 +140,11 @@ impl Auth {
             agent.deactivated_at.or(Some(at))
         };
         tx.set_person(org, id, None, agent.deactivated_at).await?;
-        let kind = if enabled { "agent.enabled" } else { "agent.disabled" };
+        let kind = if enabled {
+            AuditEvent::AgentEnabled
+        } else {
+            AuditEvent::AgentDisabled
+        };
         audit::append(&mut tx, org, actor, kind, Some(id), detail([]), at).await?;
         tx.commit().await?;
         Ok(agent)
@@ -215,7 +219,7 @@ impl Auth {
             tx,
             org,
             actor,
-            "agent.token_created",
+            AuditEvent::AgentTokenCreated,
             Some(id),
             detail([("token", json!(row.id))]),
             at,
@@ -267,7 +271,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.token_rotated",
+            AuditEvent::AgentTokenRotated,
             Some(id),
             detail([
                 ("old", json!(old.id)),
@@ -302,7 +306,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.token_revoked",
+            AuditEvent::AgentTokenRevoked,
             Some(id),
             detail([("token", json!(token))]),
             millis(now),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::client_auth::Client;
 use crate::clients::{GrantError, GrantErrorOr, Issued, check_resource, granted_scope, issue_access_token};
 use crate::people_clients::{DECIDE_SCOPE, PeopleClient, serves};
@@ -297,7 +297,7 @@ impl Auth {
             &mut tx,
             &person.org,
             actor,
-            "oauth.consented",
+            AuditEvent::OauthConsented,
             Some(&client.id),
             detail([
                 ("grant", json!(grant.id)),
@@ -553,7 +553,7 @@ impl Auth {
             &mut tx,
             &org,
             &actor,
-            "oauth.token_revoked",
+            AuditEvent::OauthTokenRevoked,
             Some(client.id()),
             detail([("token", json!(what))]),
             at,
@@ -656,7 +656,7 @@ async fn audit_issued<T: StoreTx>(
         tx,
         &grant.org,
         &actor,
-        "oauth.token_issued",
+        AuditEvent::OauthTokenIssued,
         Some(&grant.client_id),
         detail([("scope", json!(grant.scope)), ("grant", json!(how))]),
         at,

@@ -6,7 +6,7 @@
 use agentprocess_store::{Audience, ClientSecret, DirectoryTx, IdentityKind, OAuthClient, Store, StoreTx, TokenRow};
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
@@ -132,7 +132,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.client_created",
+            AuditEvent::AgentClientCreated,
             Some(agent),
             detail([
                 ("client", json!(client.id)),
@@ -183,7 +183,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.client_secret_added",
+            AuditEvent::AgentClientSecretAdded,
             Some(agent),
             detail([("client", json!(client.id)), ("secret", json!(secret.id))]),
             at,
@@ -217,7 +217,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.client_secret_revoked",
+            AuditEvent::AgentClientSecretRevoked,
             Some(agent),
             detail([("client", json!(client_id)), ("secret", json!(secret_id))]),
             at,
@@ -243,7 +243,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "agent.client_revoked",
+            AuditEvent::AgentClientRevoked,
             Some(agent),
             detail([("client", json!(client_id))]),
             at,
@@ -298,7 +298,7 @@ impl Auth {
                 &mut tx,
                 &client.org,
                 &actor,
-                "oauth.token_issued",
+                AuditEvent::OauthTokenIssued,
                 Some(&client.id),
                 detail([("scope", json!(scope)), ("grant", json!("client_credentials"))]),
                 at,

@@ -9,7 +9,7 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
 use hickory_resolver::{Resolver, TokioResolver};
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::{Auth, Error, millis};
 use agentprocess_store::Directory;
 
@@ -134,7 +134,16 @@ impl Auth {
             }
             other => other?,
         }
-        audit::append(&mut tx, org, actor, "domain.verified", Some(domain), detail([]), at).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            AuditEvent::DomainVerified,
+            Some(domain),
+            detail([]),
+            at,
+        )
+        .await?;
         tx.commit().await?;
         Ok(known)
     }

@@ -4,7 +4,7 @@ use agentprocess_store::{DirectoryTx, Group, Store, StoreTx};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::{Auth, Error, millis};
@@ -72,7 +72,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "group.created",
+            AuditEvent::GroupCreated,
             Some(&new.id),
             detail([("name", json!(name))]),
             at,
@@ -108,7 +108,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "group.renamed",
+            AuditEvent::GroupRenamed,
             Some(id),
             detail([("name", json!(name))]),
             millis(now),
@@ -149,7 +149,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "group.claim_values_set",
+            AuditEvent::GroupClaimValuesSet,
             Some(id),
             detail([("values", json!(values))]),
             millis(now),
@@ -185,7 +185,16 @@ impl Auth {
         if !tx.delete_group(org, id).await? {
             return Err(Error::not_found(format!("there is no group {id:?}")));
         }
-        audit::append(&mut tx, org, actor, "group.deleted", Some(id), detail([]), millis(now)).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            AuditEvent::GroupDeleted,
+            Some(id),
+            detail([]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -216,9 +225,9 @@ impl Auth {
             tx.remove_member(org, group, member).await?;
         }
         let kind = if inside {
-            "group.member_added"
+            AuditEvent::GroupMemberAdded
         } else {
-            "group.member_removed"
+            AuditEvent::GroupMemberRemoved
         };
         audit::append(
             &mut tx,

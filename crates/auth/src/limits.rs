@@ -3,7 +3,7 @@
 use agentprocess_store::{Limit, LimitLayer, LimitValues, LimitsTx as _, Store, StoreTx as _};
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::{Auth, Error, millis};
 
@@ -50,7 +50,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "limits.chosen",
+            AuditEvent::LimitsChosen,
             Some(org),
             detail(values),
             millis(now),

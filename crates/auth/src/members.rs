@@ -4,7 +4,7 @@ use agentprocess_store::{DirectoryTx, Domain, Identity, IdentityKind, Organizati
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token};
@@ -154,7 +154,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "organization.changed",
+            AuditEvent::OrganizationChanged,
             Some(org),
             detail([
                 ("name", json!(change.name)),
@@ -206,7 +206,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "domain.added",
+            AuditEvent::DomainAdded,
             Some(&domain),
             detail([]),
             millis(now),
@@ -233,7 +233,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "domain.removed",
+            AuditEvent::DomainRemoved,
             Some(domain),
             detail([]),
             millis(now),
@@ -310,7 +310,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "member.invited",
+            AuditEvent::MemberInvited,
             Some(&identity.id),
             detail([
                 ("email", json!(email)),
@@ -395,7 +395,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "member.changed",
+            AuditEvent::MemberChanged,
             Some(id),
             detail([
                 ("role", json!(change.role.map(Role::as_str))),

@@ -7,7 +7,7 @@ use agentprocess_store::{GrantsTx as _, OAuthApp, Store, StoreTx};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::clients::{CLIENT_SECRET_PREFIX, GrantError, GrantErrorOr};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
@@ -365,7 +365,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "app.created",
+            AuditEvent::AppCreated,
             Some(&app.id),
             detail([
                 ("name", json!(name)),
@@ -388,7 +388,7 @@ impl Auth {
         if !tx.revoke_oauth_app(org, id, at).await? {
             return Err(Error::not_found(format!("there is no live client {id:?}")));
         }
-        audit::append(&mut tx, org, actor, "app.revoked", Some(id), detail([]), at).await?;
+        audit::append(&mut tx, org, actor, AuditEvent::AppRevoked, Some(id), detail([]), at).await?;
         Ok(tx.commit().await?)
     }
 }

@@ -7,7 +7,7 @@ use agentprocess_store::{DirectoryTx, Identity, IdentityKind, Organization, Prov
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::oidc::{Callback, Claims, ClientConfig, OidcError, Pending};
 use crate::secrets::{new_id, same, sha256_hex};
@@ -315,7 +315,7 @@ impl Auth {
             &mut tx,
             org,
             actor,
-            "organization.sign_in_changed",
+            AuditEvent::OrganizationSignInChanged,
             Some(org),
             detail([
                 ("issuer", json!(issuer)),
@@ -416,7 +416,7 @@ impl Auth {
                         &mut tx,
                         org,
                         &Actor::anonymous(address),
-                        "signin.failed",
+                        AuditEvent::SigninFailed,
                         None,
                         detail([("reasons", json!(reasons))]),
                         millis(now),
@@ -479,7 +479,7 @@ impl Auth {
             &mut tx,
             &org,
             &actor,
-            "organization.created",
+            AuditEvent::OrganizationCreated,
             Some(&org),
             detail([
                 ("slug", json!(slug)),
@@ -493,7 +493,7 @@ impl Auth {
             &mut tx,
             &org,
             &actor,
-            "signin.succeeded",
+            AuditEvent::SigninSucceeded,
             Some(&identity.id),
             detail([("email", json!(email))]),
             at,
@@ -568,7 +568,7 @@ impl Auth {
             &mut tx,
             org,
             &actor,
-            "signin.succeeded",
+            AuditEvent::SigninSucceeded,
             Some(&identity.id),
             detail([("email", json!(email))]),
             at,
@@ -618,7 +618,7 @@ async fn first_sign_in(
             id: identity.id.clone(),
             address: None,
         },
-        "member.provisioned",
+        AuditEvent::MemberProvisioned,
         Some(&identity.id),
         detail([("email", json!(email)), ("role", json!("member"))]),
         at,

@@ -5,7 +5,7 @@ use agentprocess_store::{Audience, DirectoryTx as _, Identity, Role, Store, Stor
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::audit::{self, Actor, detail};
+use crate::audit::{self, Actor, AuditEvent, detail};
 use crate::error::refuse_if_any;
 use crate::idempotency::{Idempotent, remember};
 use crate::secrets::{new_id, new_token, sha256_hex};
@@ -97,7 +97,7 @@ impl Auth {
             &mut tx,
             &maker.org,
             actor,
-            "token.created",
+            AuditEvent::TokenCreated,
             Some(&row.id),
             detail([
                 ("name", json!(name)),
@@ -143,7 +143,16 @@ impl Auth {
         if !tx.revoke_token(org, id, millis(now)).await? {
             return Err(Error::conflict(format!("the token {id:?} is already revoked")));
         }
-        audit::append(&mut tx, org, actor, "token.revoked", Some(id), detail([]), millis(now)).await?;
+        audit::append(
+            &mut tx,
+            org,
+            actor,
+            AuditEvent::TokenRevoked,
+            Some(id),
+            detail([]),
+            millis(now),
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }

@@ -141,7 +141,10 @@ impl Service {
         tool: Tool,
         (run, version, now): (&Loaded, &ProcessVersion, jiff::Timestamp),
         submitted: Submitted,
-        audited: Option<(&str, serde_json::Map<String, serde_json::Value>)>,
+        audited: Option<(
+            agentprocess_auth::audit::AuditEvent,
+            serde_json::Map<String, serde_json::Value>,
+        )>,
     ) -> Result<Concluded, Error> {
         match submitted {
             Submitted::Accepted(transition) => {

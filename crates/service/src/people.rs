@@ -33,7 +33,7 @@ impl Service {
             let mut context = self.context(now, &actor, &mut ids);
             let submitted =
                 agentprocess_engine::decide(&run, &version, decide, file_issues, checked.as_ref(), &mut context)?;
-            let audited = Some(("run.decided", audited.clone()));
+            let audited = Some((agentprocess_auth::audit::AuditEvent::RunDecided, audited.clone()));
             let concluded = self
                 .conclude(
                     tx,
@@ -58,7 +58,7 @@ impl Service {
     /// `None` when it holds no decision of the item.
     pub async fn decision_of(&self, caller: &Caller, run_id: &str, item: &str) -> Result<Option<(String, i64)>, Error> {
         let mut filter = AuditFilter {
-            kind: Some("run.decided".to_owned()),
+            kind: Some(agentprocess_auth::audit::AuditEvent::RunDecided.as_str().to_owned()),
             target: Some(run_id.to_owned()),
             limit: 200,
             ..AuditFilter::default()

@@ -12,6 +12,7 @@ use crate::index::value_hash;
 use crate::stored::Change;
 use crate::write::{Locked, Target, Write, fresh, no_run};
 use crate::{Caller, Error, Limit, Service, Tool, cursor, retry};
+use agentprocess_auth::audit::AuditEvent;
 
 /// The arguments of `start_run` after decoding.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,7 +176,8 @@ impl Service {
         let mut context = self.context(now, &actor, &mut ids);
         let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
         let audited = serde_json::Map::from_iter([("reason".to_owned(), json!(reason))]);
-        self.audit(&mut tx, caller, "run.cancelled", &run.id, audited).await?;
+        self.audit(&mut tx, caller, AuditEvent::RunCancelled, &run.id, audited)
+            .await?;
         let change = Change {
             before: Some(&run),
             transition: &transition,

@@ -300,7 +300,7 @@ impl Service {
         &self,
         tx: &mut SqlTx,
         caller: &Caller,
-        kind: &str,
+        kind: agentprocess_auth::audit::AuditEvent,
         run: &str,
         mut detail: serde_json::Map<String, Value>,
     ) -> Result<(), Error> {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use agentprocess_auth::Role;
-use agentprocess_auth::audit::detail;
+use agentprocess_auth::audit::{AuditEvent, detail};
 use agentprocess_service::admin::{Draft, Published};
 use agentprocess_store::{Store, StoredVersion};
 use axum::extract::rejection::JsonRejection;
@@ -236,7 +236,7 @@ pub(super) async fn import(
                 .record(
                     caller.org(),
                     &caller.actor(),
-                    "process.imported",
+                    AuditEvent::ProcessImported,
                     Some(&draft.process),
                     detail([]),
                     web.now(),
@@ -302,7 +302,7 @@ pub(super) async fn bind(
         .record(
             caller.org(),
             &caller.actor(),
-            "process.role_bound",
+            AuditEvent::ProcessRoleBound,
             Some(&name),
             detail([
                 ("role", json!(role)),
@@ -344,7 +344,7 @@ pub(super) async fn publish(
             .record(
                 caller.org(),
                 &caller.actor(),
-                "process.published",
+                AuditEvent::ProcessPublished,
                 Some(&name),
                 detail([
                     ("number", json!(published.number)),

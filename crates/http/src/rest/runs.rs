@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_auth::Role;
-use agentprocess_auth::audit::detail;
+use agentprocess_auth::audit::{AuditEvent, detail};
 use agentprocess_engine::Assignee;
 use agentprocess_service::{Caller, ListRuns, Write};
 use agentprocess_store::{DeliveryRecord, Webhook};
@@ -301,7 +301,7 @@ pub(super) async fn add_webhook(
                 .record(
                     caller.org(),
                     &caller.actor(),
-                    "webhook.added",
+                    AuditEvent::WebhookAdded,
                     Some(&webhook.id),
                     detail([("url", json!(webhook.url))]),
                     web.now(),
@@ -334,7 +334,7 @@ pub(super) async fn remove_webhook(
         .record(
             caller.org(),
             &caller.actor(),
-            "webhook.removed",
+            AuditEvent::WebhookRemoved,
             Some(&id),
             detail([]),
             web.now(),
@@ -364,7 +364,7 @@ pub(super) async fn redeliver(
         .record(
             caller.org(),
             &caller.actor(),
-            "webhook.redelivered",
+            AuditEvent::WebhookRedelivered,
             Some(&id),
             detail([("notification", json!(notification))]),
             web.now(),
