@@ -11,7 +11,7 @@ use crate::acceptance::Submission;
 use crate::context::{ProcessVersion, Settings};
 use crate::error::{Code, ToolError};
 use crate::model::{Evidence, Run};
-use crate::verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, Verdict};
+use crate::verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, QuestionType, Verdict};
 use crate::view::{json_bytes, run_data};
 
 /// What an evaluator is shown for one submission (check.md §2): the step's
@@ -208,7 +208,13 @@ fn judge(question: &Question, answer: &Answer, limits: &CheckLimits) -> Option<Q
                 Outcome::Fail
             };
             let word = if yes < pass { "no" } else { "yes" };
-            ("yes_no", number(yes), None, result, format!("{word} ({yes})"))
+            (
+                QuestionType::YesNo,
+                number(yes),
+                None,
+                result,
+                format!("{word} ({yes})"),
+            )
         }
         (
             QuestionKind::Choice {
@@ -231,7 +237,13 @@ fn judge(question: &Question, answer: &Answer, limits: &CheckLimits) -> Option<Q
                 Outcome::Fail
             };
             let shown = format!("{name} ({confidence})");
-            ("choice", Value::String(name.clone()), Some(confidence), result, shown)
+            (
+                QuestionType::Choice,
+                Value::String(name.clone()),
+                Some(confidence),
+                result,
+                shown,
+            )
         }
         (
             QuestionKind::Rubric {
@@ -251,13 +263,19 @@ fn judge(question: &Question, answer: &Answer, limits: &CheckLimits) -> Option<Q
                 Outcome::Fail
             };
             let shown = format!("level {level}: {text} ({confidence})");
-            ("rubric", Value::from(*level), Some(confidence), result, shown)
+            (
+                QuestionType::Rubric,
+                Value::from(*level),
+                Some(confidence),
+                result,
+                shown,
+            )
         }
         _ => return None,
     };
     Some(QuestionRecord {
         ask: question.ask.clone(),
-        kind: kind.to_owned(),
+        kind,
         answer,
         confidence,
         result,

@@ -46,6 +46,6 @@ pub use renew::{Renewed, renew};
 pub use start::{StartRun, start};
 pub use submit::{Submitted, submit};
 pub use timer::timer_fired;
-pub use verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, Verdict};
+pub use verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, QuestionType, Verdict};
 pub use view::{Asked, RunState, asked, run_data, run_state, snapshot, step_state};
 pub use work::{Work, work_items};

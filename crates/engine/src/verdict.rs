@@ -104,13 +104,25 @@ impl CheckRecord {
     }
 }
 
+/// What kind of question a recorded answer answers (`kind` of a question record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionType {
+    /// A yes/no question, answered with the probability of yes.
+    YesNo,
+    /// A choice among named answers.
+    Choice,
+    /// A rubric of levels.
+    Rubric,
+}
+
 /// One question of a recorded verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionRecord {
     /// The question.
     pub ask: String,
     /// `yes_no`, `choice` or `rubric`.
-    pub kind: String,
+    pub kind: QuestionType,
     /// The probability of yes, the chosen name, or the level.
     pub answer: Value,
     /// The confidence of a choice or rubric answer.

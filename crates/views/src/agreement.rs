@@ -8,7 +8,7 @@
 //! `next` leads to, or whose `on_reject` returns to it) made after that verdict and
 //! before the step's next completion.
 
-use agentprocess_engine::{CheckRecord, Decision, Outcome, ProcessVersion, Record, Run, Verdict};
+use agentprocess_engine::{CheckRecord, Decision, Outcome, ProcessVersion, QuestionType, Record, Run, Verdict};
 use agentprocess_format::{Next, StepKind};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -276,7 +276,7 @@ fn pair(check: &CheckRecord, approved: bool) -> Pair {
     let lowest_yes = check
         .questions
         .iter()
-        .filter(|question| question.kind == "yes_no")
+        .filter(|question| question.kind == QuestionType::YesNo)
         .filter_map(|question| question.answer.as_f64())
         .min_by(f64::total_cmp);
     Pair {
@@ -286,7 +286,7 @@ fn pair(check: &CheckRecord, approved: bool) -> Pair {
         others_pass: check
             .questions
             .iter()
-            .filter(|question| question.kind != "yes_no")
+            .filter(|question| question.kind != QuestionType::YesNo)
             .all(|question| question.result == Outcome::Pass),
     }
 }
