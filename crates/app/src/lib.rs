@@ -5,8 +5,8 @@
 //! - [`config`]: one typed configuration per binary ([`ApiConfig`],
 //!   [`SchedulerConfig`]), every value checked at start, secrets wrapped;
 //! - [`run`]: starting a process from it ([`Api::start`], [`run_scheduler`]);
-//! - the pieces those use: [`assemble`] (the service over its database and evidence
-//!   store), [`clock`], [`background`] work, [`health`] and the [`lifecycle`] of a
+//! - the pieces those use: [`mod@assemble`] (the service over its database and evidence
+//!   store), [`mod@clock`], [`background`] work, [`health`] and the [`lifecycle`] of a
 //!   server (serve, drain, stop).
 //!
 //! It knows no route but `/healthz`, `/readyz`, `/metrics` and the test clock: the
