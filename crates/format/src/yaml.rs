@@ -4,7 +4,7 @@
 //! Why not a ready-made YAML-to-value crate: the spec requires the core schema only
 //! (`yes` stays a string, `012` is the integer 12, `0b101` is a string), duplicate keys
 //! refused at any depth, and bounded alias expansion. Reading events ourselves gives
-//! all three in one pass, with a position for every issue (see ARCHITECTURE.md).
+//! all three in one pass, with a position for every issue (see docs/design/format.md).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;

@@ -1,6 +1,7 @@
 //! The check-1 profile's calls to the evaluator. They happen outside every run lock:
 //! a write reads its run, learns from the engine that the step's check needs answers,
-//! lets the lock go, asks here, then locks again and applies (see ARCHITECTURE.md).
+//! lets the lock go, asks here, then locks again and applies (see
+//! docs/design/server.md, "Checks").
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

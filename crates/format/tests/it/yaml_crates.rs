@@ -1,5 +1,5 @@
 //! Why the frontmatter is read from `saphyr-parser` events rather than through
-//! `serde_yaml_ng` (ARCHITECTURE.md, "YAML"): where the YAML 1.2 core schema and
+//! `serde_yaml_ng` (docs/design/format.md, "YAML"): where the YAML 1.2 core schema and
 //! `serde_yaml_ng` 0.10 part ways, measured here rather than assumed. If a new
 //! version of the crate closes a gap, the matching assertion fails and the choice is
 //! worth revisiting.
