@@ -243,7 +243,7 @@ pub struct Record {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     /// `file` or `link`.
-    pub kind: String,
+    pub kind: EvidenceKind,
     /// The upload id or the link.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -255,7 +255,7 @@ pub struct Evidence {
 impl From<EvidenceItem> for Evidence {
     fn from(item: EvidenceItem) -> Self {
         Self {
-            kind: item.kind.name().to_owned(),
+            kind: item.kind,
             reference: item.reference,
             sha256: item.sha256,
         }
@@ -265,11 +265,7 @@ impl From<EvidenceItem> for Evidence {
 impl From<&Evidence> for EvidenceItem {
     fn from(evidence: &Evidence) -> Self {
         Self {
-            kind: if evidence.kind == EvidenceKind::File.name() {
-                EvidenceKind::File
-            } else {
-                EvidenceKind::Link
-            },
+            kind: evidence.kind,
             reference: evidence.reference.clone(),
             sha256: evidence.sha256.clone(),
         }

@@ -291,7 +291,8 @@ impl fmt::Display for DataPath {
 }
 
 /// An evidence kind (spec §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EvidenceKind {
     /// An uploaded file, verified by hash.
     File,

@@ -193,7 +193,7 @@ pub struct EvidenceView {
 impl From<&Evidence> for EvidenceView {
     fn from(evidence: &Evidence) -> Self {
         Self {
-            kind: evidence.kind.clone(),
+            kind: evidence.kind.name().to_owned(),
             reference: evidence.reference.clone(),
             sha256: evidence.sha256.clone(),
             url: None,
