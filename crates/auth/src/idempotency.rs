@@ -23,6 +23,59 @@ pub struct Idempotent {
     key: SecretKey,
 }
 
+/// The REST requests an `Idempotency-Key` makes safe to send again: every creating
+/// `POST`. Recorded as `rest:<operation>` beside the tools' `requestId`s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Make an OAuth client for an agent. (`agent.client.create`)
+    AgentClientCreate,
+    /// Add a secret to an agent's client. (`agent.client.secret.add`)
+    AgentClientSecretAdd,
+    /// Make an agent. (`agent.create`)
+    AgentCreate,
+    /// Issue an agent a static token. (`agent.token.create`)
+    AgentTokenCreate,
+    /// Replace an agent's static token. (`agent.token.rotate`)
+    AgentTokenRotate,
+    /// Make a client for people's applications. (`app.create`)
+    AppCreate,
+    /// Add an email domain. (`domain.add`)
+    DomainAdd,
+    /// Make a group. (`group.create`)
+    GroupCreate,
+    /// Invite a person. (`member.invite`)
+    MemberInvite,
+    /// Import a process as a draft. (`process.import`)
+    ProcessImport,
+    /// Publish a draft. (`process.publish`)
+    ProcessPublish,
+    /// Make an API token. (`token.create`)
+    TokenCreate,
+    /// Add a webhook endpoint. (`webhook.add`)
+    WebhookAdd,
+}
+
+impl Operation {
+    /// The operation as it is recorded.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::AgentClientCreate => "agent.client.create",
+            Operation::AgentClientSecretAdd => "agent.client.secret.add",
+            Operation::AgentCreate => "agent.create",
+            Operation::AgentTokenCreate => "agent.token.create",
+            Operation::AgentTokenRotate => "agent.token.rotate",
+            Operation::AppCreate => "app.create",
+            Operation::DomainAdd => "domain.add",
+            Operation::GroupCreate => "group.create",
+            Operation::MemberInvite => "member.invite",
+            Operation::ProcessImport => "process.import",
+            Operation::ProcessPublish => "process.publish",
+            Operation::TokenCreate => "token.create",
+            Operation::WebhookAdd => "webhook.add",
+        }
+    }
+}
+
 impl Auth {
     /// The request `operation` with `arguments` (what it was asked, path ids
     /// included) by the identity `caller` under the client's `key`. Keys live beside
@@ -33,7 +86,7 @@ impl Auth {
         &self,
         key: &str,
         caller: &str,
-        operation: &str,
+        operation: Operation,
         arguments: &impl Serialize,
     ) -> Result<Idempotent, Error> {
         let key = key.trim();
@@ -52,7 +105,7 @@ impl Auth {
             .unwrap_or_default();
         Ok(Idempotent {
             request_id: format!("rest:{key}"),
-            operation: format!("rest:{operation}"),
+            operation: format!("rest:{}", operation.as_str()),
             args_hash: sha256_hex(canonical.as_bytes()),
             key: self.key.clone(),
         })

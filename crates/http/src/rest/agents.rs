@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::organization::TokenView;
 use super::{Items, body, idempotent, replayed};
+use agentprocess_auth::idempotency::Operation;
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -95,7 +96,7 @@ pub(super) async fn create(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "agent.create", &new)?;
+    let request = idempotent(&web, &headers, &caller, Operation::AgentCreate, &new)?;
     let agent = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(agent) => agent,
         None => {
@@ -184,7 +185,7 @@ pub(super) async fn create_token(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "agent.token.create", &(&id, &new))?;
+    let request = idempotent(&web, &headers, &caller, Operation::AgentTokenCreate, &(&id, &new))?;
     let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {
@@ -223,7 +224,13 @@ pub(super) async fn rotate_token(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let rotation = body(rotation)?;
-    let request = idempotent(&web, &headers, &caller, "agent.token.rotate", &(&id, &token, &rotation))?;
+    let request = idempotent(
+        &web,
+        &headers,
+        &caller,
+        Operation::AgentTokenRotate,
+        &(&id, &token, &rotation),
+    )?;
     let (row, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

@@ -16,6 +16,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use super::{Items, body, idempotent, replayed, shown_once, time_text};
+use agentprocess_auth::idempotency::Operation;
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -103,7 +104,7 @@ pub(super) async fn create_app(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "app.create", &new)?;
+    let request = idempotent(&web, &headers, &caller, Operation::AppCreate, &new)?;
     let (app, secret): (OAuthApp, Option<String>) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::{Items, body, idempotent, replayed, shown_once, time_text};
+use agentprocess_auth::idempotency::Operation;
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -149,7 +150,7 @@ pub(super) async fn create_client(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "agent.client.create", &(&id, &new))?;
+    let request = idempotent(&web, &headers, &caller, Operation::AgentClientCreate, &(&id, &new))?;
     let (client, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {
@@ -218,7 +219,13 @@ pub(super) async fn add_secret(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
-    let request = idempotent(&web, &headers, &caller, "agent.client.secret.add", &(&id, &client))?;
+    let request = idempotent(
+        &web,
+        &headers,
+        &caller,
+        Operation::AgentClientSecretAdd,
+        &(&id, &client),
+    )?;
     let (secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

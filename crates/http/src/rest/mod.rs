@@ -13,7 +13,7 @@ mod runs;
 
 use std::sync::Arc;
 
-use agentprocess_auth::idempotency::Idempotent;
+use agentprocess_auth::idempotency::{Idempotent, Operation};
 use axum::Json;
 use axum::Router;
 use axum::extract::rejection::JsonRejection;
@@ -68,7 +68,7 @@ fn idempotent(
     web: &Web,
     headers: &HeaderMap,
     caller: &ApiCaller,
-    operation: &str,
+    operation: Operation,
     arguments: &impl Serialize,
 ) -> Result<Option<Idempotent>, ApiError> {
     let Some(value) = headers.get("idempotency-key") else {

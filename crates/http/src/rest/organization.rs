@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
 use super::{Items, body, idempotent, replayed, time_text};
+use agentprocess_auth::idempotency::Operation;
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{ApiCaller, Authenticated, Via, Web, csrf_token};
 
@@ -315,7 +316,7 @@ pub(super) async fn add_domain(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "domain.add", &new)?;
+    let request = idempotent(&web, &headers, &caller, Operation::DomainAdd, &new)?;
     let domain = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(domain) => domain,
         None => {
@@ -423,7 +424,7 @@ pub(super) async fn invite(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let invite = body(invite)?;
-    let request = idempotent(&web, &headers, &caller, "member.invite", &invite)?;
+    let request = idempotent(&web, &headers, &caller, Operation::MemberInvite, &invite)?;
     let member = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(member) => member,
         None => {
@@ -532,7 +533,7 @@ pub(super) async fn create_group(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "group.create", &new)?;
+    let request = idempotent(&web, &headers, &caller, Operation::GroupCreate, &new)?;
     let group = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(group) => group,
         None => {
@@ -755,7 +756,13 @@ pub(super) async fn create_token(
         return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
     }
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "token.create", &(&caller.identity.id, &new))?;
+    let request = idempotent(
+        &web,
+        &headers,
+        &caller,
+        Operation::TokenCreate,
+        &(&caller.identity.id, &new),
+    )?;
     let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(made) => made,
         None => {

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Items, archive, body, idempotent, replayed, time_text};
+use agentprocess_auth::idempotency::Operation;
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -223,7 +224,7 @@ pub(super) async fn import(
         ));
     };
     let asked = (agentprocess_service::sha256_hex(&source), &folder);
-    let request = idempotent(&web, &headers, &caller, "process.import", &asked)?;
+    let request = idempotent(&web, &headers, &caller, Operation::ProcessImport, &asked)?;
     let draft: Draft = match replayed(&web, request.as_ref(), caller.org()).await? {
         Some(draft) => draft,
         None => {
@@ -330,7 +331,7 @@ pub(super) async fn publish(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
-    let request = idempotent(&web, &headers, &caller, "process.publish", &name)?;
+    let request = idempotent(&web, &headers, &caller, Operation::ProcessPublish, &name)?;
     if let Some(published) = replayed(&web, request.as_ref(), caller.org()).await? {
         return Ok(published_response(&name, published));
     }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Items, body, idempotent, replayed, time_text};
+use agentprocess_auth::idempotency::Operation;
 use agentprocess_store::Directory;
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{ApiCaller, Authenticated, Web};
@@ -287,7 +288,7 @@ pub(super) async fn add_webhook(
 ) -> Result<Response, ApiError> {
     caller.require(Role::Admin, true)?;
     let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, "webhook.add", &new)?;
+    let request = idempotent(&web, &headers, &caller, Operation::WebhookAdd, &new)?;
     let webhook: Webhook = match replayed(&web, request.as_ref(), caller.org()).await? {
         // Recorded with its secret sealed.
         Some(webhook) => web.service.admin().revealed(caller.org(), webhook)?,
