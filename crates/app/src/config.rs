@@ -220,7 +220,7 @@ pub struct ApiConfig {
     /// The HTTP surfaces.
     pub http: HttpSettings,
     /// What an operator should know about this configuration, logged at start.
-    pub warnings: Vec<&'static str>,
+    pub warnings: Vec<String>,
 }
 
 /// Everything `agentprocess-scheduler serve` runs with.
@@ -239,11 +239,11 @@ pub struct SchedulerConfig {
     /// Logs, metrics, shutdown.
     pub process: ProcessConfig,
     /// What an operator should know about this configuration, logged at start.
-    pub warnings: Vec<&'static str>,
+    pub warnings: Vec<String>,
 }
 
 /// Logs each of `warnings` once.
-pub fn log_warnings(warnings: &[&'static str]) {
+pub fn log_warnings(warnings: &[String]) {
     for warning in warnings {
         tracing::warn!("{warning}");
     }

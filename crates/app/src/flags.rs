@@ -804,11 +804,14 @@ impl ApiConfig {
         if args.auth.seal.secret_key.is_none() {
             warnings.push(
                 "no --secret-key: secrets are sealed with a key derived from --url-secret, so changing that \
-                 secret makes them unreadable",
+                 secret makes them unreadable"
+                    .to_owned(),
             );
         }
-        if args.dangerously_allow_dev_sign_in.is_some() {
-            warnings.push("development sign-in on: anyone can sign in as this organization's people");
+        if let Some(org) = &args.dangerously_allow_dev_sign_in {
+            warnings.push(format!(
+                "development sign-in on: anyone can sign in as organization {org}'s people"
+            ));
         }
         let queue = args.queue.settings();
         let background = (!args.no_timers && queue.is_none()).then(|| args.background.background());
@@ -875,12 +878,13 @@ impl SchedulerConfig {
         if args.url_secret.is_none() && args.seal.secret_key.is_none() {
             warnings.push(
                 "neither --secret-key nor --url-secret: the webhook signing secrets the API processes sealed \
-                 cannot be opened, and deliveries fail until the key is given",
+                 cannot be opened, and deliveries fail until the key is given"
+                    .to_owned(),
             );
         }
         let queue = args.queue.settings();
         if queue.is_none() {
-            warnings.push("no --redis-url: firing timers from the database rows");
+            warnings.push("no --redis-url: firing timers from the database rows".to_owned());
         }
         // The scheduler presents no files, so it needs no public URL or URL key.
         let service = agentprocess_service::Settings {
@@ -978,10 +982,50 @@ mod tests {
 
     #[test]
     fn secrets_are_not_in_the_configuration_s_debug_output() {
-        let shown = format!("{:?}", api(&["--secret-key", URL_SECRET]).expect("a configuration"));
-        for secret in ["hunter2", URL_SECRET, "0123456789"] {
+        let config = api(&[
+            "--secret-key",
+            URL_SECRET,
+            "--redis-url",
+            "redis://:redis-password@cache:6379",
+        ])
+        .expect("a configuration");
+        let shown = format!("{config:?}");
+        // The URL secret decodes to these bytes; `Debug` of a byte vector lists them.
+        let url_secret_bytes = format!("{:?}", b"01234567890123456789012345678901".to_vec());
+        for secret in ["hunter2", "redis-password", URL_SECRET, url_secret_bytes.as_str()] {
             assert!(!shown.contains(secret), "{secret} shown in {shown}");
         }
+        let scheduler = SchedulerConfig::from_args(
+            Scheduler::try_parse_from([
+                "scheduler",
+                "--database-url",
+                "postgres://agentprocess:hunter2@db/agentprocess",
+                "--url-secret",
+                URL_SECRET,
+                "--redis-url",
+                "redis://:redis-password@cache:6379",
+            ])
+            .expect("flags")
+            .args,
+        )
+        .expect("a configuration");
+        let shown = format!("{scheduler:?}");
+        for secret in ["hunter2", "redis-password", url_secret_bytes.as_str()] {
+            assert!(!shown.contains(secret), "{secret} shown in {shown}");
+        }
+    }
+
+    #[test]
+    fn the_development_sign_in_warning_names_its_organization() {
+        let config = api(&["--dangerously-allow-dev-sign-in", "acme"]).expect("a configuration");
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|warning| warning.contains("organization acme")),
+            "{:?}",
+            config.warnings
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ return due
 ";
 
 /// How to reach Redis and lay out the keys.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RedisSettings {
     /// `redis://host:port/db` (or `rediss://…`); for a cluster, the address of one
     /// or more of its nodes, comma-separated.
@@ -44,6 +44,20 @@ pub struct RedisSettings {
     pub max_connections: usize,
     /// The longest any call may take, connecting included.
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisSettings {
+    /// Without the URL, which may carry a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("url", &"<hidden>")
+            .field("cluster", &self.cluster)
+            .field("prefix", &self.prefix)
+            .field("partitions", &self.partitions)
+            .field("max_connections", &self.max_connections)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl RedisSettings {
