@@ -16,6 +16,8 @@ pub enum Storage {
         /// Create the bucket if it does not exist.
         create_bucket: bool,
     },
+    /// None: a process that never reads or writes evidence (the scheduler).
+    None,
 }
 
 impl Storage {
@@ -33,6 +35,7 @@ impl Storage {
                 }
                 agentprocess_blobs::ServerBlobs::S3(s3)
             }
+            Storage::None => agentprocess_blobs::ServerBlobs::None(agentprocess_blobs::NoBlobs),
         })
     }
 }

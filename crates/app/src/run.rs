@@ -3,18 +3,14 @@
 use std::sync::Arc;
 
 use agentprocess_auth::Auth;
-use agentprocess_service::TestClock;
-use agentprocess_store::SqlStore;
+use agentprocess_service::{Service, TestClock};
 use agentprocess_telemetry::Telemetry;
 use anyhow::Context as _;
 use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::config::{self, ApiConfig, SchedulerConfig};
-use agentprocess_service::Service;
-
-use crate::Extras;
-use agentprocess_blobs::{NoBlobs, ServerBlobs};
+use crate::{Extras, Storage};
 
 /// An API process: its service assembled and its identity built, listening, not yet
 /// serving. The surfaces are built over `service` and `auth`, then handed to
@@ -51,9 +47,7 @@ impl Api {
         }
         let listener = match listener {
             Some(listener) => listener,
-            None => TcpListener::bind(config.listen)
-                .await
-                .with_context(|| format!("cannot listen on {}", config.listen))?,
+            None => bind(config.listen).await?,
         };
         let auth = config.identity.auth(
             service.store().clone(),
@@ -111,24 +105,19 @@ async fn watch_evaluator(service: &Arc<Service>, every: std::time::Duration) -> 
 /// `/readyz` (ready while the database and the timer queue answer), until a signal.
 pub async fn run_scheduler(config: &SchedulerConfig, telemetry: &Arc<Telemetry>) -> anyhow::Result<()> {
     config::log_warnings(&config.warnings);
-    let store = SqlStore::connect(config.database.url.expose(), config.database.max_connections)
+    let (clock, test_clock) = crate::clock(config.process.test_clock);
+    let extras = Extras {
+        queue: config::queue(config.queue.as_ref())?,
+        evaluator: None,
+    };
+    // Uploads are swept by the API processes, which hold the evidence store.
+    let service = crate::assemble(&config.database, &Storage::None, config.service.clone(), clock, extras)
         .await
         .context("cannot reach the database")?;
-    crate::observe_pool(&store);
-    let (clock, test_clock) = crate::clock(config.process.test_clock);
-    let mut service =
-        agentprocess_service::Service::new(store, ServerBlobs::None(NoBlobs), clock, config.service.clone());
-    if let Some(queue) = config::queue(config.queue.as_ref())? {
-        service = service.with_timer_queue(queue);
-    }
-    let service = Arc::new(service);
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let listener = bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "scheduler running; /healthz and /readyz served");
     let router = crate::health::routes(Arc::clone(&service));
     let router = crate::with_test_clock(router, &service, test_clock);
-    // Uploads are swept by the API processes, which hold the evidence store.
     crate::serve(
         service,
         listener,
@@ -138,4 +127,11 @@ pub async fn run_scheduler(config: &SchedulerConfig, telemetry: &Arc<Telemetry>)
         &config.process.settings(telemetry),
     )
     .await
+}
+
+/// A listener on `address`, or an error naming it.
+async fn bind(address: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address}"))
 }

@@ -27,194 +27,118 @@ impl Actor {
     }
 }
 
-/// What an entry records: every kind the log holds, spelled as the log and its
-/// filter spell them (`kind` of `GET /api/v1/audit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AuditEvent {
-    /// An admin made an OAuth client for an agent. (`agent.client_created`)
-    AgentClientCreated,
-    /// An agent's OAuth client was revoked. (`agent.client_revoked`)
-    AgentClientRevoked,
-    /// A secret was added to an agent's client. (`agent.client_secret_added`)
-    AgentClientSecretAdded,
-    /// A secret of an agent's client was revoked. (`agent.client_secret_revoked`)
-    AgentClientSecretRevoked,
-    /// An agent identity was made. (`agent.created`)
-    AgentCreated,
-    /// An agent was enabled again. (`agent.enabled`)
-    AgentEnabled,
-    /// An agent was disabled. (`agent.disabled`)
-    AgentDisabled,
-    /// A static MCP token was issued to an agent. (`agent.token_created`)
-    AgentTokenCreated,
-    /// An agent's static token was revoked. (`agent.token_revoked`)
-    AgentTokenRevoked,
-    /// An agent's static token was replaced by a new one. (`agent.token_rotated`)
-    AgentTokenRotated,
-    /// An admin made a client for people's MCP applications. (`app.created`)
-    AppCreated,
-    /// A people's client was revoked. (`app.revoked`)
-    AppRevoked,
-    /// An email domain was added to the organization. (`domain.added`)
-    DomainAdded,
-    /// An email domain was removed. (`domain.removed`)
-    DomainRemoved,
-    /// An email domain's ownership was proven (DNS TXT). (`domain.verified`)
-    DomainVerified,
-    /// The identity provider's claim values mapped to a group were set. (`group.claim_values_set`)
-    GroupClaimValuesSet,
-    /// A group was made. (`group.created`)
-    GroupCreated,
-    /// A group was deleted. (`group.deleted`)
-    GroupDeleted,
-    /// A group was renamed. (`group.renamed`)
-    GroupRenamed,
-    /// A person was added to a group. (`group.member_added`)
-    GroupMemberAdded,
-    /// A person was removed from a group. (`group.member_removed`)
-    GroupMemberRemoved,
-    /// The organization's admins chose (lower) limits. (`limits.chosen`)
-    LimitsChosen,
-    /// A member's role, groups or standing changed. (`member.changed`)
-    MemberChanged,
-    /// A person was invited. (`member.invited`)
-    MemberInvited,
-    /// A person became a member at their first sign-in. (`member.provisioned`)
-    MemberProvisioned,
-    /// A person consented to a client. (`oauth.consented`)
-    OauthConsented,
-    /// An access token for `/mcp` was issued. (`oauth.token_issued`)
-    OauthTokenIssued,
-    /// A refresh or access token was revoked. (`oauth.token_revoked`)
-    OauthTokenRevoked,
-    /// The organization's settings changed. (`organization.changed`)
-    OrganizationChanged,
-    /// The organization was signed up. (`organization.created`)
-    OrganizationCreated,
-    /// The organization's identity provider changed. (`organization.sign_in_changed`)
-    OrganizationSignInChanged,
-    /// A process was imported as a draft. (`process.imported`)
-    ProcessImported,
-    /// A version was published. (`process.published`)
-    ProcessPublished,
-    /// A process role was bound to a group. (`process.role_bound`)
-    ProcessRoleBound,
-    /// A run was cancelled. (`run.cancelled`)
-    RunCancelled,
-    /// A person decided a work item. (`run.decided`)
-    RunDecided,
-    /// A sign-in failed at the callback. (`signin.failed`)
-    SigninFailed,
-    /// A person signed in. (`signin.succeeded`)
-    SigninSucceeded,
-    /// An API token was made. (`token.created`)
-    TokenCreated,
-    /// An API token was revoked. (`token.revoked`)
-    TokenRevoked,
-    /// A webhook endpoint was added. (`webhook.added`)
-    WebhookAdded,
-    /// A webhook delivery was sent again. (`webhook.redelivered`)
-    WebhookRedelivered,
-    /// A webhook endpoint was removed. (`webhook.removed`)
-    WebhookRemoved,
+/// Declares [`AuditEvent`] from one table: each variant with its spelling, so the
+/// enum, [`AuditEvent::as_str`] and [`AuditEvent::ALL`] cannot drift apart.
+macro_rules! audit_events {
+    ($($(#[$doc:meta])* $variant:ident => $spelled:literal,)*) => {
+        /// What an entry records: every kind the log holds, spelled as the log and its
+        /// filter spell them (`kind` of `GET /api/v1/audit`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum AuditEvent {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl AuditEvent {
+            /// Every kind, for listings and tests.
+            pub const ALL: &[AuditEvent] = &[$(AuditEvent::$variant,)*];
+
+            /// The kind as the log spells it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(AuditEvent::$variant => $spelled,)*
+                }
+            }
+        }
+    };
 }
 
-impl AuditEvent {
-    /// Every kind, for listings and tests.
-    pub const ALL: [AuditEvent; 43] = [
-        AuditEvent::AgentClientCreated,
-        AuditEvent::AgentClientRevoked,
-        AuditEvent::AgentClientSecretAdded,
-        AuditEvent::AgentClientSecretRevoked,
-        AuditEvent::AgentCreated,
-        AuditEvent::AgentEnabled,
-        AuditEvent::AgentDisabled,
-        AuditEvent::AgentTokenCreated,
-        AuditEvent::AgentTokenRevoked,
-        AuditEvent::AgentTokenRotated,
-        AuditEvent::AppCreated,
-        AuditEvent::AppRevoked,
-        AuditEvent::DomainAdded,
-        AuditEvent::DomainRemoved,
-        AuditEvent::DomainVerified,
-        AuditEvent::GroupClaimValuesSet,
-        AuditEvent::GroupCreated,
-        AuditEvent::GroupDeleted,
-        AuditEvent::GroupRenamed,
-        AuditEvent::GroupMemberAdded,
-        AuditEvent::GroupMemberRemoved,
-        AuditEvent::LimitsChosen,
-        AuditEvent::MemberChanged,
-        AuditEvent::MemberInvited,
-        AuditEvent::MemberProvisioned,
-        AuditEvent::OauthConsented,
-        AuditEvent::OauthTokenIssued,
-        AuditEvent::OauthTokenRevoked,
-        AuditEvent::OrganizationChanged,
-        AuditEvent::OrganizationCreated,
-        AuditEvent::OrganizationSignInChanged,
-        AuditEvent::ProcessImported,
-        AuditEvent::ProcessPublished,
-        AuditEvent::ProcessRoleBound,
-        AuditEvent::RunCancelled,
-        AuditEvent::RunDecided,
-        AuditEvent::SigninFailed,
-        AuditEvent::SigninSucceeded,
-        AuditEvent::TokenCreated,
-        AuditEvent::TokenRevoked,
-        AuditEvent::WebhookAdded,
-        AuditEvent::WebhookRedelivered,
-        AuditEvent::WebhookRemoved,
-    ];
-
-    /// The kind as the log spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AuditEvent::AgentClientCreated => "agent.client_created",
-            AuditEvent::AgentClientRevoked => "agent.client_revoked",
-            AuditEvent::AgentClientSecretAdded => "agent.client_secret_added",
-            AuditEvent::AgentClientSecretRevoked => "agent.client_secret_revoked",
-            AuditEvent::AgentCreated => "agent.created",
-            AuditEvent::AgentEnabled => "agent.enabled",
-            AuditEvent::AgentDisabled => "agent.disabled",
-            AuditEvent::AgentTokenCreated => "agent.token_created",
-            AuditEvent::AgentTokenRevoked => "agent.token_revoked",
-            AuditEvent::AgentTokenRotated => "agent.token_rotated",
-            AuditEvent::AppCreated => "app.created",
-            AuditEvent::AppRevoked => "app.revoked",
-            AuditEvent::DomainAdded => "domain.added",
-            AuditEvent::DomainRemoved => "domain.removed",
-            AuditEvent::DomainVerified => "domain.verified",
-            AuditEvent::GroupClaimValuesSet => "group.claim_values_set",
-            AuditEvent::GroupCreated => "group.created",
-            AuditEvent::GroupDeleted => "group.deleted",
-            AuditEvent::GroupRenamed => "group.renamed",
-            AuditEvent::GroupMemberAdded => "group.member_added",
-            AuditEvent::GroupMemberRemoved => "group.member_removed",
-            AuditEvent::LimitsChosen => "limits.chosen",
-            AuditEvent::MemberChanged => "member.changed",
-            AuditEvent::MemberInvited => "member.invited",
-            AuditEvent::MemberProvisioned => "member.provisioned",
-            AuditEvent::OauthConsented => "oauth.consented",
-            AuditEvent::OauthTokenIssued => "oauth.token_issued",
-            AuditEvent::OauthTokenRevoked => "oauth.token_revoked",
-            AuditEvent::OrganizationChanged => "organization.changed",
-            AuditEvent::OrganizationCreated => "organization.created",
-            AuditEvent::OrganizationSignInChanged => "organization.sign_in_changed",
-            AuditEvent::ProcessImported => "process.imported",
-            AuditEvent::ProcessPublished => "process.published",
-            AuditEvent::ProcessRoleBound => "process.role_bound",
-            AuditEvent::RunCancelled => "run.cancelled",
-            AuditEvent::RunDecided => "run.decided",
-            AuditEvent::SigninFailed => "signin.failed",
-            AuditEvent::SigninSucceeded => "signin.succeeded",
-            AuditEvent::TokenCreated => "token.created",
-            AuditEvent::TokenRevoked => "token.revoked",
-            AuditEvent::WebhookAdded => "webhook.added",
-            AuditEvent::WebhookRedelivered => "webhook.redelivered",
-            AuditEvent::WebhookRemoved => "webhook.removed",
-        }
-    }
+audit_events! {
+    /// An admin made an OAuth client for an agent. (`agent.client_created`)
+    AgentClientCreated => "agent.client_created",
+    /// An agent's OAuth client was revoked. (`agent.client_revoked`)
+    AgentClientRevoked => "agent.client_revoked",
+    /// A secret was added to an agent's client. (`agent.client_secret_added`)
+    AgentClientSecretAdded => "agent.client_secret_added",
+    /// A secret of an agent's client was revoked. (`agent.client_secret_revoked`)
+    AgentClientSecretRevoked => "agent.client_secret_revoked",
+    /// An agent identity was made. (`agent.created`)
+    AgentCreated => "agent.created",
+    /// An agent was enabled again. (`agent.enabled`)
+    AgentEnabled => "agent.enabled",
+    /// An agent was disabled. (`agent.disabled`)
+    AgentDisabled => "agent.disabled",
+    /// A static MCP token was issued to an agent. (`agent.token_created`)
+    AgentTokenCreated => "agent.token_created",
+    /// An agent's static token was revoked. (`agent.token_revoked`)
+    AgentTokenRevoked => "agent.token_revoked",
+    /// An agent's static token was replaced by a new one. (`agent.token_rotated`)
+    AgentTokenRotated => "agent.token_rotated",
+    /// An admin made a client for people's MCP applications. (`app.created`)
+    AppCreated => "app.created",
+    /// A people's client was revoked. (`app.revoked`)
+    AppRevoked => "app.revoked",
+    /// An email domain was added to the organization. (`domain.added`)
+    DomainAdded => "domain.added",
+    /// An email domain was removed. (`domain.removed`)
+    DomainRemoved => "domain.removed",
+    /// An email domain's ownership was proven (DNS TXT). (`domain.verified`)
+    DomainVerified => "domain.verified",
+    /// The identity provider's claim values mapped to a group were set. (`group.claim_values_set`)
+    GroupClaimValuesSet => "group.claim_values_set",
+    /// A group was made. (`group.created`)
+    GroupCreated => "group.created",
+    /// A group was deleted. (`group.deleted`)
+    GroupDeleted => "group.deleted",
+    /// A group was renamed. (`group.renamed`)
+    GroupRenamed => "group.renamed",
+    /// A person was added to a group. (`group.member_added`)
+    GroupMemberAdded => "group.member_added",
+    /// A person was removed from a group. (`group.member_removed`)
+    GroupMemberRemoved => "group.member_removed",
+    /// The organization's admins chose (lower) limits. (`limits.chosen`)
+    LimitsChosen => "limits.chosen",
+    /// A member's role, groups or standing changed. (`member.changed`)
+    MemberChanged => "member.changed",
+    /// A person was invited. (`member.invited`)
+    MemberInvited => "member.invited",
+    /// A person became a member at their first sign-in. (`member.provisioned`)
+    MemberProvisioned => "member.provisioned",
+    /// A person consented to a client. (`oauth.consented`)
+    OauthConsented => "oauth.consented",
+    /// An access token for `/mcp` was issued. (`oauth.token_issued`)
+    OauthTokenIssued => "oauth.token_issued",
+    /// A refresh or access token was revoked. (`oauth.token_revoked`)
+    OauthTokenRevoked => "oauth.token_revoked",
+    /// The organization's settings changed. (`organization.changed`)
+    OrganizationChanged => "organization.changed",
+    /// The organization was signed up. (`organization.created`)
+    OrganizationCreated => "organization.created",
+    /// The organization's identity provider changed. (`organization.sign_in_changed`)
+    OrganizationSignInChanged => "organization.sign_in_changed",
+    /// A process was imported as a draft. (`process.imported`)
+    ProcessImported => "process.imported",
+    /// A version was published. (`process.published`)
+    ProcessPublished => "process.published",
+    /// A process role was bound to a group. (`process.role_bound`)
+    ProcessRoleBound => "process.role_bound",
+    /// A run was cancelled. (`run.cancelled`)
+    RunCancelled => "run.cancelled",
+    /// A person decided a work item. (`run.decided`)
+    RunDecided => "run.decided",
+    /// A sign-in failed at the callback. (`signin.failed`)
+    SigninFailed => "signin.failed",
+    /// A person signed in. (`signin.succeeded`)
+    SigninSucceeded => "signin.succeeded",
+    /// An API token was made. (`token.created`)
+    TokenCreated => "token.created",
+    /// An API token was revoked. (`token.revoked`)
+    TokenRevoked => "token.revoked",
+    /// A webhook endpoint was added. (`webhook.added`)
+    WebhookAdded => "webhook.added",
+    /// A webhook delivery was sent again. (`webhook.redelivered`)
+    WebhookRedelivered => "webhook.redelivered",
+    /// A webhook endpoint was removed. (`webhook.removed`)
+    WebhookRemoved => "webhook.removed",
 }
 
 impl std::fmt::Display for AuditEvent {
