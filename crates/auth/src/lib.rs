@@ -3,6 +3,7 @@
 //! tokens and the audit log. The rows live in the store ([`agentprocess_store::Directory`]);
 //! this crate holds the rules. It reads no clock: every operation is given `now`.
 
+pub mod acting;
 pub mod agents;
 pub mod assertion;
 pub mod audit;
@@ -29,6 +30,7 @@ pub mod tokens;
 use agentprocess_store::SqlStore;
 use std::time::Duration;
 
+pub use acting::{Acting, Via};
 pub use agentprocess_store::{Identity, IdentityKind, Role};
 pub use error::Error;
 pub use oidc::{Oidc, OidcSettings};

@@ -77,6 +77,7 @@ pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, setting
     let limits = agentprocess_web::session::Limits::new(auth.settings());
     let web = Arc::new(agentprocess_web::session::Web {
         service: Arc::clone(&service),
+        operations: agentprocess_operations::Operations::new(Arc::clone(&auth), Arc::clone(&service)),
         auth,
         limits,
         origin: origin_of(&service.settings().public_url).unwrap_or_default(),
@@ -91,9 +92,8 @@ pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, setting
         .merge(authenticated)
         .merge(oauth::routes(Arc::clone(&web)))
         .merge(
-            // The browser's pages and `/api/v1` share the session layer; the admin
-            // pages reach `/api/v1` in process.
-            agentprocess_web::routes(Arc::clone(&web), rest::routes(Arc::clone(&web)))
+            // The browser's pages and `/api/v1` share the session layer.
+            agentprocess_web::routes(Arc::clone(&web))
                 .merge(rest::routes(Arc::clone(&web)))
                 .layer(agentprocess_web::session::session_layer(&web)),
         )

@@ -131,6 +131,15 @@ impl From<agentprocess_service::Error> for ApiError {
     }
 }
 
+impl From<agentprocess_operations::Error> for ApiError {
+    fn from(error: agentprocess_operations::Error) -> Self {
+        match error {
+            agentprocess_operations::Error::Auth(error) => error.into(),
+            agentprocess_operations::Error::Service(error) => error.into(),
+        }
+    }
+}
+
 impl From<agentprocess_service::OverLimit> for ApiError {
     fn from(over: agentprocess_service::OverLimit) -> Self {
         Self {

@@ -31,9 +31,9 @@ pub const INLINE_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/gif", "im
 
 /// The browser's routes (without the session layer, which the host puts around them
 /// and `/api/v1` together): sign-up and sign-in, consent, the people's app and the
-/// admin pages, which call `rest` in process.
-pub fn routes(web: Arc<Web>, rest: Router) -> Router {
+/// admin pages.
+pub fn routes(web: Arc<Web>) -> Router {
     sign_in::routes(Arc::clone(&web))
         .merge(consent::routes(Arc::clone(&web)))
-        .merge(app::routes(web, rest))
+        .merge(app::routes(web))
 }

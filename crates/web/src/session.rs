@@ -6,10 +6,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use agentprocess_auth::audit::Actor;
 use agentprocess_auth::sessions::{SIGNED_IN, Sessions, SignedIn};
-use agentprocess_auth::tokens::Scope;
-use agentprocess_auth::{Auth, Identity, Role};
+use agentprocess_auth::{Auth, Identity};
 use agentprocess_service::Service;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
@@ -30,6 +28,8 @@ pub struct Web {
     pub service: Arc<Service>,
     /// Identity over the same store.
     pub auth: Arc<Auth>,
+    /// The organization's operations, over both.
+    pub operations: agentprocess_operations::Operations,
     /// `scheme://host[:port]` of the public URL: the only origin unsafe requests with
     /// a session may come from.
     pub origin: String,
@@ -140,52 +140,22 @@ impl<T: Send + Sync> FromRequestParts<T> for ClientAddress {
     }
 }
 
-/// How a request was authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// A browser session (CSRF-checked on unsafe requests).
-    Session,
-    /// An API token of this scope.
-    Token(Scope),
-}
+pub use agentprocess_auth::{Acting, Via};
 
-/// Who calls the REST surface.
+/// Who calls the REST surface: who acts, holding its place among its organization's
+/// calls in progress until the handler that took it returns.
 #[derive(Debug, Clone)]
 pub struct ApiCaller {
-    /// Who calls.
-    pub identity: Identity,
-    /// By a session or a token.
-    pub via: Via,
-    /// Their network address, as the listener saw it.
-    pub address: Option<String>,
-    /// Its place among its organization's calls in progress, held until the handler
-    /// that took the caller returns.
+    /// Who acts.
+    pub acting: Acting,
     _admission: Arc<agentprocess_service::Admission>,
 }
 
-impl ApiCaller {
-    /// The caller as the audit log names them.
-    pub fn actor(&self) -> Actor {
-        Actor {
-            id: self.identity.id.clone(),
-            address: self.address.clone(),
-        }
-    }
+impl std::ops::Deref for ApiCaller {
+    type Target = Acting;
 
-    /// The caller's organization.
-    pub fn org(&self) -> &str {
-        &self.identity.org
-    }
-
-    /// Refuses unless the caller holds `role` (a read-scoped token only reads).
-    pub fn require(&self, role: Role, writes: bool) -> Result<(), ApiError> {
-        if writes && self.via == Via::Token(Scope::Read) {
-            return Err(ApiError::forbidden("this API token may only read"));
-        }
-        if !self.identity.has_role(role) {
-            return Err(ApiError::forbidden(format!("this needs the {role} role")));
-        }
-        Ok(())
+    fn deref(&self) -> &Acting {
+        &self.acting
     }
 }
 
@@ -341,9 +311,7 @@ impl FromRequestParts<Arc<Web>> for Authenticated {
         let admitted = |identity: Identity, via: Via| async move {
             let admission = web.service.admit(&identity, writes).await?;
             Ok(Self(ApiCaller {
-                identity,
-                via,
-                address,
+                acting: Acting { identity, via, address },
                 _admission: Arc::new(admission),
             }))
         };

@@ -2,19 +2,18 @@
 
 use std::sync::Arc;
 
+use agentprocess_auth::Identity;
 use agentprocess_auth::agents::NewAgent;
-use agentprocess_auth::{Identity, Role};
-use axum::extract::rejection::JsonRejection;
+use agentprocess_operations::agents::{AgentChange, NewAgentToken, Rotation};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::organization::TokenView;
-use super::{Items, body, idempotent, replayed};
-use agentprocess_auth::idempotency::Operation;
+use super::{Body, Items, Key};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -55,8 +54,7 @@ pub(super) async fn agents(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AgentView>>, ApiError> {
-    caller.require(Role::Operator, false)?;
-    let agents = web.auth.agents(caller.org()).await?;
+    let agents = web.operations.agents(&caller).await?;
     Ok(Json(Items {
         items: agents.iter().map(AgentView::from).collect(),
     }))
@@ -75,8 +73,7 @@ pub(super) async fn agent(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<AgentView>, ApiError> {
-    caller.require(Role::Operator, false)?;
-    Ok(Json(AgentView::from(&web.auth.agent(caller.org(), &id).await?)))
+    Ok(Json(AgentView::from(&web.operations.agent(&caller, &id).await?)))
 }
 
 #[utoipa::path(
@@ -91,27 +88,11 @@ pub(super) async fn agent(
 pub(super) async fn create(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    new: Result<Json<NewAgent>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewAgent>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::AgentCreate, &new)?;
-    let agent = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(agent) => agent,
-        None => {
-            web.auth
-                .create_agent(&caller.actor(), caller.org(), &new, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let agent = web.operations.create_agent(&caller, &new, key.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(AgentView::from(&agent))).into_response())
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct AgentChange {
-    enabled: bool,
 }
 
 #[utoipa::path(
@@ -119,7 +100,7 @@ pub(super) struct AgentChange {
     path = "/api/v1/agents/{id}",
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
-    request_body = AgentChange,
+    request_body = agentprocess_operations::agents::AgentChange,
     responses((status = 200, description = "The agent as changed", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -127,14 +108,9 @@ pub(super) async fn change(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-    change: Result<Json<AgentChange>, JsonRejection>,
+    Body(change): Body<AgentChange>,
 ) -> Result<Json<AgentView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let change = body(change)?;
-    let agent = web
-        .auth
-        .set_agent_enabled(&caller.actor(), caller.org(), &id, change.enabled, web.now())
-        .await?;
+    let agent = web.operations.set_agent_enabled(&caller, &id, &change).await?;
     Ok(Json(AgentView::from(&agent)))
 }
 
@@ -151,20 +127,10 @@ pub(super) async fn tokens(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<Items<TokenView>>, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let tokens = web.auth.agent_tokens(caller.org(), &id).await?;
+    let tokens = web.operations.agent_tokens(&caller, &id).await?;
     Ok(Json(Items {
         items: tokens.iter().map(TokenView::from).collect(),
     }))
-}
-
-#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct NewAgentToken {
-    /// Days until it stops working (1 to 366); absent, it lives until revoked.
-    #[serde(default)]
-    #[schema(minimum = 1, maximum = 366)]
-    expires_in_days: Option<u32>,
 }
 
 #[utoipa::path(
@@ -172,7 +138,7 @@ pub(super) struct NewAgentToken {
     path = "/api/v1/agents/{id}/tokens",
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    request_body = NewAgentToken,
+    request_body = agentprocess_operations::agents::NewAgentToken,
     responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -180,30 +146,14 @@ pub(super) async fn create_token(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    new: Result<Json<NewAgentToken>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewAgentToken>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::AgentTokenCreate, &(&id, &new))?;
-    let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(made) => made,
-        None => {
-            let expires = new.expires_in_days;
-            web.auth
-                .create_agent_token(&caller.actor(), caller.org(), &id, expires, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let (row, token) = web
+        .operations
+        .create_agent_token(&caller, &id, &new, key.as_deref())
+        .await?;
     Ok(TokenView::shown_once(&row, token))
-}
-
-#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct Rotation {
-    /// How long the old token keeps working.
-    #[schema(maximum = 604800)]
-    overlap_seconds: u32,
 }
 
 #[utoipa::path(
@@ -211,7 +161,7 @@ pub(super) struct Rotation {
     path = "/api/v1/agents/{id}/tokens/{token}/rotate",
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    request_body = Rotation,
+    request_body = agentprocess_operations::agents::Rotation,
     responses((status = 201, description = "The new token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -219,36 +169,13 @@ pub(super) async fn rotate_token(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
-    headers: HeaderMap,
-    rotation: Result<Json<Rotation>, JsonRejection>,
+    key: Key,
+    Body(rotation): Body<Rotation>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let rotation = body(rotation)?;
-    let request = idempotent(
-        &web,
-        &headers,
-        &caller,
-        Operation::AgentTokenRotate,
-        &(&id, &token, &rotation),
-    )?;
-    let (row, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(made) => made,
-        None => {
-            web.auth
-                .rotate_agent_token(
-                    &caller.actor(),
-                    caller.org(),
-                    &id,
-                    agentprocess_auth::agents::Rotation {
-                        token: &token,
-                        overlap_seconds: rotation.overlap_seconds,
-                    },
-                    web.now(),
-                    request.as_ref(),
-                )
-                .await?
-        }
-    };
+    let (row, secret) = web
+        .operations
+        .rotate_agent_token(&caller, (&id, &token), &rotation, key.as_deref())
+        .await?;
     Ok(TokenView::shown_once(&row, secret))
 }
 
@@ -265,9 +192,6 @@ pub(super) async fn revoke_token(
     Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.auth
-        .revoke_agent_token(&caller.actor(), caller.org(), &id, &token, web.now())
-        .await?;
+    web.operations.revoke_agent_token(&caller, &id, &token).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,19 +4,16 @@
 
 use std::sync::Arc;
 
-use agentprocess_auth::Role;
 use agentprocess_auth::people_clients::NewApp;
 use agentprocess_store::OAuthApp;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::Serialize;
 
-use super::{Items, body, idempotent, replayed, shown_once, time_text};
-use agentprocess_auth::idempotency::Operation;
+use super::{Body, Items, Key, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -50,8 +47,7 @@ pub(super) struct AppView {
 }
 
 impl AppView {
-    fn of(app: &OAuthApp, public_url: &str) -> Self {
-        let issuer = public_url.trim_end_matches('/');
+    fn of(app: &OAuthApp, authorization_endpoint: String) -> Self {
         Self {
             client_id: app.id.clone(),
             name: app.name.clone(),
@@ -62,7 +58,7 @@ impl AppView {
             created_at: time_text(app.created_at),
             revoked_at: app.revoked_at.map(time_text),
             client_secret: None,
-            authorization_endpoint: format!("{issuer}/oauth/authorize"),
+            authorization_endpoint,
         }
     }
 }
@@ -78,11 +74,12 @@ pub(super) async fn apps(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AppView>>, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let public_url = &web.service.settings().public_url;
-    let apps = web.auth.apps(caller.org()).await?;
+    let apps = web.operations.apps(&caller).await?;
     Ok(Json(Items {
-        items: apps.iter().map(|app| AppView::of(app, public_url)).collect(),
+        items: apps
+            .iter()
+            .map(|app| AppView::of(app, web.operations.authorization_endpoint()))
+            .collect(),
     }))
 }
 
@@ -99,21 +96,11 @@ pub(super) async fn apps(
 pub(super) async fn create_app(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    new: Result<Json<NewApp>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewApp>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::AppCreate, &new)?;
-    let (app, secret): (OAuthApp, Option<String>) = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(made) => made,
-        None => {
-            web.auth
-                .create_app(&caller.actor(), caller.org(), &new, web.now(), request.as_ref())
-                .await?
-        }
-    };
-    let mut view = AppView::of(&app, &web.service.settings().public_url);
+    let (app, secret) = web.operations.create_app(&caller, &new, key.as_deref()).await?;
+    let mut view = AppView::of(&app, web.operations.authorization_endpoint());
     view.client_secret = secret;
     Ok(shown_once(view))
 }
@@ -131,9 +118,6 @@ pub(super) async fn revoke_app(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.auth
-        .revoke_app(&caller.actor(), caller.org(), &id, web.now())
-        .await?;
+    web.operations.revoke_app(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

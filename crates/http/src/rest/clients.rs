@@ -4,18 +4,16 @@
 
 use std::sync::Arc;
 
-use agentprocess_auth::Role;
+use agentprocess_operations::clients::NewClient;
 use agentprocess_store::{ClientSecret, OAuthClient};
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{Items, body, idempotent, replayed, shown_once, time_text};
-use agentprocess_auth::idempotency::Operation;
+use super::{Body, Items, Key, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -74,7 +72,7 @@ impl From<&ClientSecret> for SecretView {
 }
 
 impl ClientView {
-    fn of(client: &OAuthClient, secrets: &[ClientSecret], public_url: &str) -> Self {
+    fn of(client: &OAuthClient, secrets: &[ClientSecret], token_endpoint: String) -> Self {
         Self {
             client_id: client.id.clone(),
             name: client.name.clone(),
@@ -87,7 +85,7 @@ impl ClientView {
             },
             jwks: client.jwks.as_deref().and_then(|jwks| serde_json::from_str(jwks).ok()),
             secrets: secrets.iter().map(SecretView::from).collect(),
-            token_endpoint: format!("{}/oauth/token", public_url.trim_end_matches('/')),
+            token_endpoint,
         }
     }
 }
@@ -105,29 +103,13 @@ pub(super) async fn clients(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<Items<ClientView>>, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let public_url = &web.service.settings().public_url;
-    let clients = web.auth.agent_clients(caller.org(), &id).await?;
+    let clients = web.operations.agent_clients(&caller, &id).await?;
     Ok(Json(Items {
         items: clients
             .iter()
-            .map(|(client, secrets)| ClientView::of(client, secrets, public_url))
+            .map(|(client, secrets)| ClientView::of(client, secrets, web.operations.token_endpoint()))
             .collect(),
     }))
-}
-
-#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewClient {
-    /// A display name, such as the host the agent runs on.
-    #[serde(default)]
-    #[schema(max_length = 200)]
-    name: Option<String>,
-    /// Public keys (a JWK Set): the client then authenticates with `private_key_jwt`
-    /// (RFC 7523) and holds no secret.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    jwks: Option<serde_json::Value>,
 }
 
 /// The client, with its first secret in `secrets[0].secret` (shown this once), or
@@ -137,7 +119,7 @@ pub(super) struct NewClient {
     path = "/api/v1/agents/{id}/clients",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    request_body = NewClient,
+    request_body = agentprocess_operations::clients::NewClient,
     responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -145,40 +127,20 @@ pub(super) async fn create_client(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    new: Result<Json<NewClient>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewClient>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::AgentClientCreate, &(&id, &new))?;
-    let (client, secret) = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(made) => made,
-        None => {
-            web.auth
-                .create_agent_client(
-                    &caller.actor(),
-                    caller.org(),
-                    &id,
-                    agentprocess_auth::clients::NewAgentClient {
-                        name: new.name.as_deref(),
-                        jwks: new.jwks.as_ref(),
-                    },
-                    web.now(),
-                    request.as_ref(),
-                )
-                .await?
-        }
-    };
-    let public_url = &web.service.settings().public_url;
+    let (client, secret) = web.operations.create_client(&caller, &id, &new, key.as_deref()).await?;
+    let token_endpoint = web.operations.token_endpoint();
     let view = match secret {
         Some((secret, plain)) => {
-            let mut view = ClientView::of(&client, std::slice::from_ref(&secret), public_url);
+            let mut view = ClientView::of(&client, std::slice::from_ref(&secret), token_endpoint);
             if let Some(first) = view.secrets.first_mut() {
                 first.secret = Some(plain);
             }
             view
         }
-        None => ClientView::of(&client, &[], public_url),
+        None => ClientView::of(&client, &[], token_endpoint),
     };
     Ok(shown_once(view))
 }
@@ -196,10 +158,7 @@ pub(super) async fn revoke_client(
     Authenticated(caller): Authenticated,
     Path((id, client)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.auth
-        .revoke_client(&caller.actor(), caller.org(), &id, &client, web.now())
-        .await?;
+    web.operations.revoke_client(&caller, &id, &client).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -216,24 +175,12 @@ pub(super) async fn add_secret(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((id, client)): Path<(String, String)>,
-    headers: HeaderMap,
+    key: Key,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let request = idempotent(
-        &web,
-        &headers,
-        &caller,
-        Operation::AgentClientSecretAdd,
-        &(&id, &client),
-    )?;
-    let (secret, plain) = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(made) => made,
-        None => {
-            web.auth
-                .add_client_secret(&caller.actor(), caller.org(), &id, &client, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let (secret, plain) = web
+        .operations
+        .add_client_secret(&caller, &id, &client, key.as_deref())
+        .await?;
     let mut view = SecretView::from(&secret);
     view.secret = Some(plain);
     Ok(shown_once(view))
@@ -252,9 +199,8 @@ pub(super) async fn revoke_secret(
     Authenticated(caller): Authenticated,
     Path((id, client, secret)): Path<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.auth
-        .revoke_client_secret(&caller.actor(), caller.org(), &id, &client, &secret, web.now())
+    web.operations
+        .revoke_client_secret(&caller, &id, &client, &secret)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

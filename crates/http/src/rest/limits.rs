@@ -4,14 +4,12 @@
 
 use std::sync::Arc;
 
-use agentprocess_auth::Role;
 use agentprocess_service::{Limit, LimitValues, LimitsReport};
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::{body, time_text};
+use super::{Body, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -118,8 +116,7 @@ pub(super) async fn limits(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<LimitsView>, ApiError> {
-    caller.require(Role::Member, false)?;
-    Ok(Json(web.service.organization_limits(caller.org()).await?.into()))
+    Ok(Json(web.operations.limits(&caller).await?.into()))
 }
 
 #[utoipa::path(
@@ -133,14 +130,8 @@ pub(super) async fn limits(
 pub(super) async fn choose(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    choice: Result<Json<LimitChoice>, JsonRejection>,
+    Body(choice): Body<LimitChoice>,
 ) -> Result<Json<LimitsView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let chosen = LimitValues::from(body(choice)?);
-    let ceiling = web.service.limit_ceiling(caller.org()).await?;
-    web.auth
-        .choose_limits(&caller.actor(), caller.org(), &chosen, &ceiling, web.now())
-        .await?;
-    web.service.limits_changed(caller.org());
-    Ok(Json(web.service.organization_limits(caller.org()).await?.into()))
+    let chosen = LimitValues::from(choice);
+    Ok(Json(web.operations.choose_limits(&caller, &chosen).await?.into()))
 }

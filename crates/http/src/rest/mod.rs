@@ -3,7 +3,6 @@
 
 mod agents;
 mod apps;
-mod archive;
 mod clients;
 mod limits;
 pub(crate) mod openapi;
@@ -13,16 +12,17 @@ mod runs;
 
 use std::sync::Arc;
 
-use agentprocess_auth::idempotency::{Idempotent, Operation};
+use agentprocess_operations::time_text;
 use axum::Json;
 use axum::Router;
-use axum::extract::rejection::JsonRejection;
-use axum::http::HeaderMap;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{ApiCaller, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes(web: Arc<Web>) -> Router {
     organization::routes()
@@ -42,13 +42,29 @@ pub(super) fn routes(web: Arc<Web>) -> Router {
 }
 
 /// A JSON body, or `invalid` naming what is wrong with it.
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    body.map(|Json(value)| value).map_err(|rejection| {
-        ApiError::invalid(
-            "the request body is not valid; nothing changed",
-            vec![rejection.body_text()],
-        )
-    })
+struct Body<T>(T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        Json::<T>::from_request(request, state)
+            .await
+            .map(|Json(value)| Self(value))
+            .map_err(|rejection| {
+                ApiError::invalid(
+                    "the request body is not valid; nothing changed",
+                    vec![rejection.body_text()],
+                )
+            })
+    }
+}
+
+/// A query string, or `invalid` with `message` naming what is wrong with it.
+fn query<T>(query: Result<Query<T>, QueryRejection>, message: &str) -> Result<T, ApiError> {
+    query
+        .map(|Query(value)| value)
+        .map_err(|rejection| ApiError::invalid(message, vec![rejection.body_text()]))
 }
 
 /// 201 with a secret shown this once, never kept by a cache.
@@ -62,47 +78,30 @@ fn shown_once(view: impl Serialize) -> axum::response::Response {
     response
 }
 
-/// A creating request's `Idempotency-Key`, when it sent one, for `operation` on
-/// `arguments` (what the request asks, path included) by `caller`.
-fn idempotent(
-    web: &Web,
-    headers: &HeaderMap,
-    caller: &ApiCaller,
-    operation: Operation,
-    arguments: &impl Serialize,
-) -> Result<Option<Idempotent>, ApiError> {
-    let Some(value) = headers.get("idempotency-key") else {
-        return Ok(None);
-    };
-    let key = value.to_str().map_err(|_| {
-        ApiError::invalid(
-            "the Idempotency-Key header is not usable",
-            vec!["Idempotency-Key: use printable ASCII, a new UUID per request".to_owned()],
-        )
-    })?;
-    Ok(Some(web.auth.idempotent(
-        key,
-        &caller.identity.id,
-        operation,
-        arguments,
-    )?))
-}
+/// A creating request's `Idempotency-Key`, when it sent one.
+struct Key(Option<String>);
 
-/// What a request with this key answered before, if it was made.
-async fn replayed<T>(web: &Web, request: Option<&Idempotent>, org: &str) -> Result<Option<T>, ApiError>
-where
-    T: DeserializeOwned,
-{
-    match request {
-        Some(request) => Ok(request.replayed(web.service.store(), org).await?),
-        None => Ok(None),
+impl Key {
+    fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
     }
 }
 
-fn time_text(millis: i64) -> String {
-    jiff::Timestamp::from_millisecond(millis)
-        .map(|at| at.to_string())
-        .unwrap_or_default()
+impl<S: Send + Sync> FromRequestParts<S> for Key {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get("idempotency-key") else {
+            return Ok(Self(None));
+        };
+        let key = value.to_str().map_err(|_| {
+            ApiError::invalid(
+                "the Idempotency-Key header is not usable",
+                vec!["Idempotency-Key: use printable ASCII, a new UUID per request".to_owned()],
+            )
+        })?;
+        Ok(Self(Some(key.to_owned())))
+    }
 }
 
 /// A list.

@@ -6,23 +6,22 @@ use agentprocess_auth::groups::NewGroup;
 use agentprocess_auth::members::{Invite, MemberChange, OrganizationChange};
 use agentprocess_auth::tokens::NewToken;
 use agentprocess_auth::{Identity, Role};
-use agentprocess_store::{AuditFilter, AuditRow, Domain, Group, Organization, TokenRow};
-use axum::extract::rejection::JsonRejection;
+use agentprocess_operations::audit::AuditQuery;
+use agentprocess_operations::groups::{ClaimValues, GroupName};
+use agentprocess_operations::organization::{NewDomain, OrganizationState, SignIn};
+use agentprocess_store::{AuditRow, Domain, Group, TokenRow};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tower_sessions::Session;
 
-use super::{Items, body, idempotent, replayed, time_text};
-use agentprocess_auth::idempotency::Operation;
+use super::{Body, Items, Key, query, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{ApiCaller, Authenticated, Via, Web, csrf_token};
-
-/// The most audit entries one page holds.
-const AUDIT_PAGE: u32 = 200;
+use agentprocess_web::session::{Authenticated, Via, Web, csrf_token};
 
 pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
@@ -111,10 +110,7 @@ pub(super) async fn me(
         organization: organization.name,
         slug: organization.slug,
         member: MemberView::from(&caller.identity),
-        via: match caller.via {
-            Via::Session => "session",
-            Via::Token(_) => "token",
-        },
+        via: caller.via.as_str(),
         csrf_token,
     }))
 }
@@ -169,9 +165,13 @@ pub(super) struct OrganizationView {
     domains: Vec<DomainView>,
 }
 
-async fn organization_view(web: &Web, organization: Organization) -> Result<Response, ApiError> {
-    let provider = web.auth.provider_summary(&organization.id).await?;
-    let domains = web.auth.domains(&organization.id).await?;
+/// The organization, with its revision as `ETag`.
+fn organization_view(state: OrganizationState) -> Response {
+    let OrganizationState {
+        organization,
+        provider,
+        domains,
+    } = state;
     let revision = organization.revision;
     let view = OrganizationView {
         id: organization.id,
@@ -180,11 +180,11 @@ async fn organization_view(web: &Web, organization: Organization) -> Result<Resp
         auto_provision: organization.auto_provision,
         groups_claim: organization.groups_claim,
         revision,
-        sign_in: provider.map(|(issuer, client_id, has_client_secret)| ProviderView {
-            issuer,
-            client_id,
-            has_client_secret,
-            redirect_uri: web.auth.oidc().redirect_uri().to_owned(),
+        sign_in: provider.map(|provider| ProviderView {
+            issuer: provider.issuer,
+            client_id: provider.client_id,
+            has_client_secret: provider.has_client_secret,
+            redirect_uri: provider.redirect_uri,
         }),
         domains: domains.iter().map(DomainView::from).collect(),
     };
@@ -192,7 +192,7 @@ async fn organization_view(web: &Web, organization: Organization) -> Result<Resp
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{revision}\"")) {
         response.headers_mut().insert(header::ETAG, etag);
     }
-    Ok(response)
+    response
 }
 
 #[utoipa::path(
@@ -206,8 +206,7 @@ pub(super) async fn organization(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Response, ApiError> {
-    let organization = web.auth.organization(caller.org()).await?;
-    organization_view(&web, organization).await
+    Ok(organization_view(web.operations.organization(&caller).await?))
 }
 
 /// The revision an `If-Match` names, if any.
@@ -237,66 +236,29 @@ pub(super) async fn change_organization(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     headers: HeaderMap,
-    change: Result<Json<OrganizationChange>, JsonRejection>,
+    Body(change): Body<OrganizationChange>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let change = body(change)?;
-    let organization = web
-        .auth
-        .change_organization(&caller.actor(), caller.org(), &change, if_match(&headers)?, web.now())
+    let state = web
+        .operations
+        .change_organization(&caller, &change, if_match(&headers)?)
         .await?;
-    organization_view(&web, organization).await
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct SignIn {
-    /// The provider's issuer URL.
-    #[schema(pattern = "^https://[^\\s]+$")]
-    issuer: String,
-    /// The client id registered there.
-    #[schema(min_length = 1)]
-    client_id: String,
-    /// Absent or empty for a public client.
-    #[serde(default)]
-    client_secret: Option<String>,
+    Ok(organization_view(state))
 }
 
 #[utoipa::path(
     put,
     path = "/api/v1/organization/sign-in",
     tag = "organization",
-    request_body = SignIn,
+    request_body = agentprocess_operations::organization::SignIn,
     responses((status = 200, description = "The organization with its new provider", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn set_sign_in(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    sign_in: Result<Json<SignIn>, JsonRejection>,
+    Body(sign_in): Body<SignIn>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let sign_in = body(sign_in)?;
-    web.auth
-        .set_provider(
-            &caller.actor(),
-            caller.org(),
-            &sign_in.issuer,
-            &sign_in.client_id,
-            sign_in.client_secret.as_deref(),
-            web.now(),
-        )
-        .await?;
-    let organization = web.auth.organization(caller.org()).await?;
-    organization_view(&web, organization).await
-}
-
-#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewDomain {
-    /// A domain name, such as `acme.com`.
-    #[schema(pattern = "^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$", max_length = 253)]
-    domain: String,
+    Ok(organization_view(web.operations.set_sign_in(&caller, &sign_in).await?))
 }
 
 #[utoipa::path(
@@ -304,27 +266,17 @@ pub(super) struct NewDomain {
     path = "/api/v1/organization/domains",
     tag = "organization",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    request_body = NewDomain,
+    request_body = agentprocess_operations::organization::NewDomain,
     responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn add_domain(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    new: Result<Json<NewDomain>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewDomain>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::DomainAdd, &new)?;
-    let domain = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(domain) => domain,
-        None => {
-            web.auth
-                .add_domain(&caller.actor(), caller.org(), &new.domain, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let domain = web.operations.add_domain(&caller, &new, key.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
 }
 
@@ -341,11 +293,7 @@ pub(super) async fn verify_domain(
     Authenticated(caller): Authenticated,
     Path(domain): Path<String>,
 ) -> Result<Json<DomainView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let domain = web
-        .auth
-        .verify_domain(&caller.actor(), caller.org(), &domain, web.now())
-        .await?;
+    let domain = web.operations.verify_domain(&caller, &domain).await?;
     Ok(Json(DomainView::from(&domain)))
 }
 
@@ -362,10 +310,7 @@ pub(super) async fn remove_domain(
     Authenticated(caller): Authenticated,
     Path(domain): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.auth
-        .remove_domain(&caller.actor(), caller.org(), &domain, web.now())
-        .await?;
+    web.operations.remove_domain(&caller, &domain).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -380,8 +325,7 @@ pub(super) async fn members(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<MemberView>>, ApiError> {
-    caller.require(Role::Operator, false)?;
-    let members = web.auth.members(caller.org()).await?;
+    let members = web.operations.members(&caller).await?;
     Ok(Json(Items {
         items: members.iter().map(MemberView::from).collect(),
     }))
@@ -400,10 +344,7 @@ pub(super) async fn member(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<MemberView>, ApiError> {
-    if id != caller.identity.id {
-        caller.require(Role::Operator, false)?;
-    }
-    let member = web.auth.member(caller.org(), &id).await?;
+    let member = web.operations.member(&caller, &id).await?;
     Ok(Json(MemberView::from(&member)))
 }
 
@@ -419,20 +360,10 @@ pub(super) async fn member(
 pub(super) async fn invite(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    invite: Result<Json<Invite>, JsonRejection>,
+    key: Key,
+    Body(invite): Body<Invite>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let invite = body(invite)?;
-    let request = idempotent(&web, &headers, &caller, Operation::MemberInvite, &invite)?;
-    let member = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(member) => member,
-        None => {
-            web.auth
-                .invite(&caller.actor(), caller.org(), &invite, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let member = web.operations.invite(&caller, &invite, key.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(MemberView::from(&member))).into_response())
 }
 
@@ -449,14 +380,9 @@ pub(super) async fn change_member(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-    change: Result<Json<MemberChange>, JsonRejection>,
+    Body(change): Body<MemberChange>,
 ) -> Result<Json<MemberView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let change = body(change)?;
-    let member = web
-        .auth
-        .change_member(&caller.actor(), caller.org(), &id, &change, web.now())
-        .await?;
+    let member = web.operations.change_member(&caller, &id, &change).await?;
     Ok(Json(MemberView::from(&member)))
 }
 
@@ -492,8 +418,7 @@ pub(super) async fn groups(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<GroupView>>, ApiError> {
-    caller.require(Role::Member, false)?;
-    let groups = web.auth.groups(caller.org()).await?;
+    let groups = web.operations.groups(&caller).await?;
     Ok(Json(Items {
         items: groups.into_iter().map(GroupView::from).collect(),
     }))
@@ -512,8 +437,7 @@ pub(super) async fn group(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<GroupView>, ApiError> {
-    caller.require(Role::Member, false)?;
-    Ok(Json(GroupView::from(web.auth.group(caller.org(), &id).await?)))
+    Ok(Json(GroupView::from(web.operations.group(&caller, &id).await?)))
 }
 
 #[utoipa::path(
@@ -528,27 +452,11 @@ pub(super) async fn group(
 pub(super) async fn create_group(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    new: Result<Json<NewGroup>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewGroup>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::GroupCreate, &new)?;
-    let group = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(group) => group,
-        None => {
-            web.auth
-                .create_group(&caller.actor(), caller.org(), &new, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let group = web.operations.create_group(&caller, &new, key.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(GroupView::from(group))).into_response())
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct GroupName {
-    name: Option<String>,
 }
 
 #[utoipa::path(
@@ -556,7 +464,7 @@ pub(super) struct GroupName {
     path = "/api/v1/groups/{id}",
     tag = "groups",
     params(("id" = String, Path, description = "The id")),
-    request_body = GroupName,
+    request_body = agentprocess_operations::groups::GroupName,
     responses((status = 200, description = "The group as renamed", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -564,23 +472,10 @@ pub(super) async fn rename_group(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-    name: Result<Json<GroupName>, JsonRejection>,
+    Body(name): Body<GroupName>,
 ) -> Result<Json<GroupView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let name = body(name)?;
-    let group = web
-        .auth
-        .rename_group(&caller.actor(), caller.org(), &id, name.name.as_deref(), web.now())
-        .await?;
+    let group = web.operations.rename_group(&caller, &id, &name).await?;
     Ok(Json(GroupView::from(group)))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ClaimValues {
-    /// Values of the groups claim that mean this group; empty, its id alone does.
-    #[schema(max_items = 50)]
-    values: Vec<String>,
 }
 
 #[utoipa::path(
@@ -588,7 +483,7 @@ pub(super) struct ClaimValues {
     path = "/api/v1/groups/{id}/claim-values",
     tag = "groups",
     params(("id" = String, Path, description = "The id")),
-    request_body = ClaimValues,
+    request_body = agentprocess_operations::groups::ClaimValues,
     responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -596,14 +491,9 @@ pub(super) async fn set_claim_values(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
-    values: Result<Json<ClaimValues>, JsonRejection>,
+    Body(values): Body<ClaimValues>,
 ) -> Result<Json<GroupView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let values = body(values)?;
-    let group = web
-        .auth
-        .set_claim_values(&caller.actor(), caller.org(), &id, &values.values, web.now())
-        .await?;
+    let group = web.operations.set_claim_values(&caller, &id, &values).await?;
     Ok(Json(GroupView::from(group)))
 }
 
@@ -620,26 +510,8 @@ pub(super) async fn delete_group(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.auth
-        .delete_group(&caller.actor(), caller.org(), &id, web.now())
-        .await?;
+    web.operations.delete_group(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-async fn membership(
-    web: &Web,
-    caller: &ApiCaller,
-    group: &str,
-    member: &str,
-    inside: bool,
-) -> Result<Json<GroupView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let group = web
-        .auth
-        .set_membership(&caller.actor(), caller.org(), group, member, inside, web.now())
-        .await?;
-    Ok(Json(GroupView::from(group)))
 }
 
 #[utoipa::path(
@@ -655,7 +527,8 @@ pub(super) async fn add_to_group(
     Authenticated(caller): Authenticated,
     Path((group, member)): Path<(String, String)>,
 ) -> Result<Json<GroupView>, ApiError> {
-    membership(&web, &caller, &group, &member, true).await
+    let group = web.operations.set_membership(&caller, &group, &member, true).await?;
+    Ok(Json(GroupView::from(group)))
 }
 
 #[utoipa::path(
@@ -671,7 +544,8 @@ pub(super) async fn remove_from_group(
     Authenticated(caller): Authenticated,
     Path((group, member)): Path<(String, String)>,
 ) -> Result<Json<GroupView>, ApiError> {
-    membership(&web, &caller, &group, &member, false).await
+    let group = web.operations.set_membership(&caller, &group, &member, false).await?;
+    Ok(Json(GroupView::from(group)))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -725,14 +599,9 @@ pub(super) async fn tokens(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<TokenView>>, ApiError> {
-    let admin = caller.identity.has_role(Role::Admin);
-    let tokens = web.auth.tokens(caller.org()).await?;
+    let tokens = web.operations.tokens(&caller).await?;
     Ok(Json(Items {
-        items: tokens
-            .iter()
-            .filter(|token| admin || token.identity == caller.identity.id)
-            .map(TokenView::from)
-            .collect(),
+        items: tokens.iter().map(TokenView::from).collect(),
     }))
 }
 
@@ -748,29 +617,10 @@ pub(super) async fn tokens(
 pub(super) async fn create_token(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    new: Result<Json<NewToken>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewToken>,
 ) -> Result<Response, ApiError> {
-    // Only a person at a browser makes tokens: a token cannot make more of itself.
-    if caller.via != Via::Session {
-        return Err(ApiError::forbidden("API tokens are made from a signed-in session"));
-    }
-    let new = body(new)?;
-    let request = idempotent(
-        &web,
-        &headers,
-        &caller,
-        Operation::TokenCreate,
-        &(&caller.identity.id, &new),
-    )?;
-    let (row, token) = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(made) => made,
-        None => {
-            web.auth
-                .create_token(&caller.actor(), &caller.identity, &new, web.now(), request.as_ref())
-                .await?
-        }
-    };
+    let (row, token) = web.operations.create_token(&caller, &new, key.as_deref()).await?;
     Ok(TokenView::shown_once(&row, token))
 }
 
@@ -787,26 +637,8 @@ pub(super) async fn revoke_token(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Member, true)?;
-    web.auth
-        .revoke_token(&caller.actor(), &caller.identity, &id, web.now())
-        .await?;
+    web.operations.revoke_token(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct AuditQuery {
-    since: Option<String>,
-    until: Option<String>,
-    actor: Option<String>,
-    kind: Option<String>,
-    target: Option<String>,
-    cursor: Option<String>,
-    /// Page size, 1 to 200 (50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u32>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -842,37 +674,6 @@ pub(super) struct AuditPage {
     next_cursor: Option<String>,
 }
 
-fn audit_filter(query: AuditQuery) -> Result<AuditFilter, ApiError> {
-    let mut issues = Vec::new();
-    let mut at = |name: &str, text: Option<String>| {
-        text.and_then(|text| match text.parse::<jiff::Timestamp>() {
-            Ok(at) => Some(at.as_millisecond()),
-            Err(_) => {
-                issues.push(format!("{name}: {text:?} is not an RFC 3339 date-time"));
-                None
-            }
-        })
-    };
-    let since = at("since", query.since);
-    let until = at("until", query.until);
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=AUDIT_PAGE).contains(&limit) {
-        issues.push(format!("limit: {limit} is not between 1 and {AUDIT_PAGE}"));
-    }
-    if !issues.is_empty() {
-        return Err(ApiError::invalid("the query has problems", issues));
-    }
-    Ok(AuditFilter {
-        after: query.cursor,
-        since,
-        until,
-        actor: query.actor,
-        kind: query.kind,
-        target: query.target,
-        limit,
-    })
-}
-
 #[utoipa::path(
     get,
     path = "/api/v1/audit",
@@ -884,20 +685,15 @@ fn audit_filter(query: AuditQuery) -> Result<AuditFilter, ApiError> {
 pub(super) async fn audit(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+    audit: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
-    let filter = audit_filter(query.0)?;
-    let (rows, more) = web.auth.audit(caller.org(), &filter).await?;
-    let next_cursor = if more {
-        rows.last().map(|row| row.id.clone())
-    } else {
-        None
-    };
+    let page = web
+        .operations
+        .audit(&caller, query(audit, "the query is not valid")?)
+        .await?;
     Ok(Json(AuditPage {
-        items: rows.into_iter().map(AuditView::from).collect(),
-        next_cursor,
+        items: page.entries.into_iter().map(AuditView::from).collect(),
+        next_cursor: page.next_cursor,
     }))
 }
 
@@ -913,25 +709,16 @@ pub(super) async fn audit(
 pub(super) async fn audit_export(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+    audit: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let query = query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
-    let mut filter = audit_filter(AuditQuery {
-        limit: Some(AUDIT_PAGE),
-        ..query.0
-    })?;
+    let entries = web
+        .operations
+        .audit_export(&caller, query(audit, "the query is not valid")?)
+        .await?;
     let mut lines = String::new();
-    loop {
-        let (rows, more) = web.auth.audit(caller.org(), &filter).await?;
-        filter.after = rows.last().map(|row| row.id.clone());
-        for row in rows {
-            lines.push_str(&serde_json::to_string(&AuditView::from(row)).unwrap_or_default());
-            lines.push('\n');
-        }
-        if !more {
-            break;
-        }
+    for row in entries {
+        lines.push_str(&serde_json::to_string(&AuditView::from(row)).unwrap_or_default());
+        lines.push('\n');
     }
     let mut response = lines.into_response();
     response

@@ -3,26 +3,21 @@
 
 use std::sync::Arc;
 
-use agentprocess_auth::Role;
-use agentprocess_auth::audit::{AuditEvent, detail};
+use agentprocess_operations::processes::{Binding, Diff, unpack};
 use agentprocess_service::admin::{Draft, Published};
-use agentprocess_store::{Store, StoredVersion};
-use axum::extract::rejection::JsonRejection;
+use agentprocess_store::StoredVersion;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Multipart, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Items, archive, body, idempotent, replayed, time_text};
-use agentprocess_auth::idempotency::Operation;
+use super::{Body, Items, Key, query, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
-
-/// The largest PROCESS.md an import takes.
-const MAX_SOURCE_BYTES: usize = 1 << 20;
 
 pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
@@ -155,8 +150,7 @@ pub(super) async fn processes(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
-    caller.require(Role::Member, false)?;
-    let versions = web.service.admin().latest_versions(caller.org()).await?;
+    let versions = web.operations.latest_versions(&caller).await?;
     let items = versions.iter().map(VersionView::of).collect();
     Ok(Json(Items { items }))
 }
@@ -177,10 +171,9 @@ pub(super) async fn processes(
 pub(super) async fn import(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
+    key: Key,
     mut multipart: Multipart,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
     let unreadable = |error: axum::extract::multipart::MultipartError| {
         ApiError::invalid("the upload could not be read", vec![error.body_text()])
     };
@@ -191,21 +184,9 @@ pub(super) async fn import(
                 if let Some((directory, _)) = field.file_name().and_then(|name| name.rsplit_once('/')) {
                     folder = folder.or_else(|| directory.rsplit('/').next().map(str::to_owned));
                 }
-                let bytes = field.bytes().await.map_err(unreadable)?;
-                if archive::is_archive(&bytes) {
-                    let found = archive::process_file(&bytes, MAX_SOURCE_BYTES)
-                        .map_err(|issues| ApiError::invalid("the archive holds no process to import", issues))?;
-                    folder = folder.or(found.folder);
-                    source = Some(found.source.into());
-                    continue;
-                }
-                if bytes.len() > MAX_SOURCE_BYTES {
-                    return Err(ApiError::invalid(
-                        "the PROCESS.md is too large",
-                        vec![format!("file: {} bytes, at most {MAX_SOURCE_BYTES}", bytes.len())],
-                    ));
-                }
-                source = Some(bytes);
+                let unpacked = unpack(field.bytes().await.map_err(unreadable)?.into())?;
+                folder = folder.or(unpacked.folder);
+                source = Some(unpacked.text);
             }
             Some("folder") => folder = Some(field.text().await.map_err(unreadable)?),
             Some(other) => {
@@ -223,29 +204,10 @@ pub(super) async fn import(
             vec!["file: required".to_owned()],
         ));
     };
-    let asked = (agentprocess_service::sha256_hex(&source), &folder);
-    let request = idempotent(&web, &headers, &caller, Operation::ProcessImport, &asked)?;
-    let draft: Draft = match replayed(&web, request.as_ref(), caller.org()).await? {
-        Some(draft) => draft,
-        None => {
-            let draft = web
-                .service
-                .admin()
-                .import_draft(caller.org(), &source, folder.as_deref(), request.as_ref())
-                .await?;
-            web.auth
-                .record(
-                    caller.org(),
-                    &caller.actor(),
-                    AuditEvent::ProcessImported,
-                    Some(&draft.process),
-                    detail([]),
-                    web.now(),
-                )
-                .await?;
-            draft
-        }
-    };
+    let draft = web
+        .operations
+        .import(&caller, &source, folder.as_deref(), key.as_deref())
+        .await?;
     Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
 }
 
@@ -262,19 +224,7 @@ pub(super) async fn draft(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> Result<Json<DraftView>, ApiError> {
-    caller.require(Role::Operator, false)?;
-    Ok(Json(DraftView::from(
-        web.service.admin().draft(caller.org(), &name).await?,
-    )))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct Binding {
-    group: String,
-    /// Bind even though the group has no members yet.
-    #[serde(default)]
-    force: bool,
+    Ok(Json(DraftView::from(web.operations.draft(&caller, &name).await?)))
 }
 
 #[utoipa::path(
@@ -282,7 +232,7 @@ pub(super) struct Binding {
     path = "/api/v1/processes/{name}/draft/roles/{role}",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("role" = String, Path, description = "The role")),
-    request_body = Binding,
+    request_body = agentprocess_operations::processes::Binding,
     responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
@@ -290,29 +240,9 @@ pub(super) async fn bind(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path((name, role)): Path<(String, String)>,
-    binding: Result<Json<Binding>, JsonRejection>,
+    Body(binding): Body<Binding>,
 ) -> Result<Json<DraftView>, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let binding = body(binding)?;
-    let draft = web
-        .service
-        .admin()
-        .bind_role(caller.org(), &name, &role, &binding.group, binding.force)
-        .await?;
-    web.auth
-        .record(
-            caller.org(),
-            &caller.actor(),
-            AuditEvent::ProcessRoleBound,
-            Some(&name),
-            detail([
-                ("role", json!(role)),
-                ("group", json!(binding.group)),
-                ("force", json!(binding.force)),
-            ]),
-            web.now(),
-        )
-        .await?;
+    let draft = web.operations.bind_role(&caller, (&name, &role), &binding).await?;
     Ok(Json(DraftView::from(draft)))
 }
 
@@ -328,33 +258,9 @@ pub(super) async fn publish(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
-    headers: HeaderMap,
+    key: Key,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let request = idempotent(&web, &headers, &caller, Operation::ProcessPublish, &name)?;
-    if let Some(published) = replayed(&web, request.as_ref(), caller.org()).await? {
-        return Ok(published_response(&name, published));
-    }
-    let published = web
-        .service
-        .admin()
-        .publish(caller.org(), &name, request.as_ref())
-        .await?;
-    if !published.unchanged {
-        web.auth
-            .record(
-                caller.org(),
-                &caller.actor(),
-                AuditEvent::ProcessPublished,
-                Some(&name),
-                detail([
-                    ("number", json!(published.number)),
-                    ("contentHash", json!(published.content_hash)),
-                ]),
-                web.now(),
-            )
-            .await?;
-    }
+    let published = web.operations.publish(&caller, &name, key.as_deref()).await?;
     Ok(published_response(&name, published))
 }
 
@@ -387,23 +293,10 @@ pub(super) async fn versions(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
-    caller.require(Role::Member, false)?;
-    let versions = web.service.admin().versions(caller.org(), &name).await?;
-    if versions.is_empty() {
-        return Err(ApiError::not_found(format!("there is no published process {name:?}")));
-    }
+    let versions = web.operations.versions(&caller, &name).await?;
     Ok(Json(Items {
         items: versions.iter().map(VersionView::of).collect(),
     }))
-}
-
-async fn stored(web: &Web, org: &str, name: &str, number: u32) -> Result<StoredVersion, ApiError> {
-    web.service
-        .store()
-        .version(org, name, Some(number))
-        .await
-        .map_err(agentprocess_service::Error::from)?
-        .ok_or_else(|| ApiError::not_found(format!("{name} has no version {number}")))
 }
 
 #[utoipa::path(
@@ -419,8 +312,7 @@ pub(super) async fn version(
     Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, u32)>,
 ) -> Result<Json<VersionView>, ApiError> {
-    caller.require(Role::Member, false)?;
-    let version = stored(&web, caller.org(), &name, number).await?;
+    let version = web.operations.version(&caller, &name, number).await?;
     let (frontmatter, text) =
         agentprocess_format::read_parts(version.source.as_bytes()).map_err(|_| ApiError::retry())?;
     let mut view = VersionView::of(&version);
@@ -449,20 +341,10 @@ pub(super) async fn diff(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
-    pair: Result<Query<Pair>, axum::extract::rejection::QueryRejection>,
+    pair: Result<Query<Pair>, QueryRejection>,
 ) -> Result<Json<DiffView>, ApiError> {
-    caller.require(Role::Member, false)?;
-    let Query(pair) = pair
-        .map_err(|rejection| ApiError::invalid("give from and to, two version numbers", vec![rejection.body_text()]))?;
-    let from = stored(&web, caller.org(), &name, pair.from).await?;
-    let to = stored(&web, caller.org(), &name, pair.to).await?;
-    let unified = similar::TextDiff::from_lines(&from.source, &to.source)
-        .unified_diff()
-        .header(
-            &format!("{name} version {}", from.number),
-            &format!("{name} version {}", to.number),
-        )
-        .to_string();
+    let pair = query(pair, "give from and to, two version numbers")?;
+    let Diff { from, to, unified } = web.operations.diff(&caller, &name, (pair.from, pair.to)).await?;
     Ok(Json(DiffView {
         process: name,
         roles_changed: from.roles != to.roles,
@@ -507,12 +389,10 @@ pub(super) async fn check_agreement(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
-    params: Result<Query<AgreementParams>, axum::extract::rejection::QueryRejection>,
+    params: Result<Query<AgreementParams>, QueryRejection>,
 ) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError> {
-    caller.require(Role::Operator, false)?;
-    let Query(params) = params
-        .map_err(|rejection| ApiError::invalid("the report's parameters are not valid", vec![rejection.body_text()]))?;
-    let query = agentprocess_views::agreement::AgreementQuery::parse(
+    let params = query(params, "the report's parameters are not valid")?;
+    let report = agentprocess_views::agreement::AgreementQuery::parse(
         params.from_version,
         params.to_version,
         params.since.as_deref(),
@@ -520,7 +400,5 @@ pub(super) async fn check_agreement(
         params.target,
     )
     .map_err(|issues| ApiError::invalid("the report's parameters are not valid", issues))?;
-    Ok(Json(
-        web.service.admin().check_agreement(caller.org(), &name, &query).await?,
-    ))
+    Ok(Json(web.operations.check_agreement(&caller, &name, &report).await?))
 }

@@ -3,13 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_auth::Role;
-use agentprocess_auth::audit::{AuditEvent, detail};
-use agentprocess_engine::Assignee;
-use agentprocess_service::{Caller, ListRuns, Write};
+use agentprocess_operations::webhooks::NewWebhook;
+use agentprocess_service::{ListRuns, Write};
 use agentprocess_store::{DeliveryRecord, Webhook};
 use agentprocess_views::{Page, RunListItem, RunView};
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,11 +16,9 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Items, body, idempotent, replayed, time_text};
-use agentprocess_auth::idempotency::Operation;
-use agentprocess_store::Directory;
+use super::{Body, Items, Key, query, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{ApiCaller, Authenticated, Web};
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> Router<Arc<Web>> {
     Router::new()
@@ -36,10 +32,6 @@ pub(super) fn routes() -> Router<Arc<Web>> {
             "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
             post(redeliver),
         )
-}
-
-fn caller_of(caller: &ApiCaller) -> Caller {
-    Caller::issued(caller.identity.clone(), caller.address.clone())
 }
 
 /// The query of `GET /runs` as documented; `input.<field>=<value>` (any number, one per
@@ -75,7 +67,6 @@ pub(super) async fn runs(
     Authenticated(caller): Authenticated,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Page<RunListItem>>, ApiError> {
-    caller.require(Role::Member, false)?;
     let mut args = ListRuns {
         limit: 50,
         ..ListRuns::default()
@@ -109,8 +100,7 @@ pub(super) async fn runs(
         return Err(ApiError::invalid("the query has problems", issues));
     }
     args.inputs = inputs;
-    let page = web.service.list_runs(&caller_of(&caller), args).await?;
-    Ok(Json(page))
+    Ok(Json(web.operations.runs(&caller, args).await?))
 }
 
 #[utoipa::path(
@@ -126,9 +116,7 @@ pub(super) async fn run(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<RunWithWarnings>, ApiError> {
-    caller.require(Role::Member, false)?;
-    let view = web.service.get_run(&caller_of(&caller), &id).await?;
-    let warnings = unassignable(&web, caller.org(), &view).await?;
+    let (view, warnings) = web.operations.run(&caller, &id).await?;
     Ok(Json(RunWithWarnings { view, warnings }))
 }
 
@@ -140,31 +128,6 @@ pub(super) struct RunWithWarnings {
     /// Each open work item that waits for a person who is no member.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
-}
-
-/// A warning for each open work item that waits for a person value no member of the
-/// organization has: nobody can decide it until someone with that email is invited.
-async fn unassignable(web: &Web, org: &str, view: &RunView) -> Result<Vec<String>, ApiError> {
-    let mut warnings = Vec::new();
-    for item in &view.work_items {
-        let Assignee::Person(person) = &item.assigned_to else {
-            continue;
-        };
-        let known = web
-            .service
-            .store()
-            .identity_by_person(org, person)
-            .await
-            .map_err(agentprocess_service::Error::from)?;
-        if known.is_none() {
-            warnings.push(format!(
-                "work item {} of step {} waits for {person}, who is no member of the organization: \
-                 invite them, or cancel the run",
-                item.id, item.step_id,
-            ));
-        }
-    }
-    Ok(warnings)
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -207,20 +170,13 @@ pub(super) async fn cancel(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     headers: HeaderMap,
-    cancel: Result<Json<Cancel>, JsonRejection>,
+    Body(cancel): Body<Cancel>,
 ) -> Result<Json<RunView>, ApiError> {
-    caller.require(Role::Operator, true)?;
-    let cancel = body(cancel)?;
     let mut arguments = Map::new();
     arguments.insert("runId".to_owned(), json!(id));
     arguments.insert("reason".to_owned(), json!(cancel.reason));
     let write = write_of(&headers, &arguments)?;
-    let view = web
-        .service
-        .cancel(&caller_of(&caller), &id, &cancel.reason, &write)
-        .await?;
-    // The service records the cancellation in the audit log, in the run's transaction.
-    Ok(Json(view))
+    Ok(Json(web.operations.cancel(&caller, &id, &cancel.reason, &write).await?))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -256,19 +212,10 @@ pub(super) async fn webhooks(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<WebhookView>>, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let webhooks = web.service.admin().webhooks(caller.org()).await?;
+    let webhooks = web.operations.webhooks(&caller).await?;
     Ok(Json(Items {
         items: webhooks.iter().map(WebhookView::from).collect(),
     }))
-}
-
-#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NewWebhook {
-    /// Where deliveries are posted: an https (or http) URL of a public address.
-    #[schema(pattern = "^https?://[^\\s]+$")]
-    url: String,
 }
 
 #[utoipa::path(
@@ -276,41 +223,17 @@ pub(super) struct NewWebhook {
     path = "/api/v1/webhooks",
     tag = "webhooks",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    request_body = NewWebhook,
+    request_body = agentprocess_operations::webhooks::NewWebhook,
     responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn add_webhook(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    headers: HeaderMap,
-    new: Result<Json<NewWebhook>, JsonRejection>,
+    key: Key,
+    Body(new): Body<NewWebhook>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin, true)?;
-    let new = body(new)?;
-    let request = idempotent(&web, &headers, &caller, Operation::WebhookAdd, &new)?;
-    let webhook: Webhook = match replayed(&web, request.as_ref(), caller.org()).await? {
-        // Recorded with its secret sealed.
-        Some(webhook) => web.service.admin().revealed(caller.org(), webhook)?,
-        None => {
-            let webhook = web
-                .service
-                .admin()
-                .add_webhook(caller.org(), &new.url, request.as_ref())
-                .await?;
-            web.auth
-                .record(
-                    caller.org(),
-                    &caller.actor(),
-                    AuditEvent::WebhookAdded,
-                    Some(&webhook.id),
-                    detail([("url", json!(webhook.url))]),
-                    web.now(),
-                )
-                .await?;
-            webhook
-        }
-    };
+    let webhook = web.operations.add_webhook(&caller, &new, key.as_deref()).await?;
     let mut view = WebhookView::from(&webhook);
     view.secret = Some(webhook.secret.clone());
     Ok((StatusCode::CREATED, Json(view)).into_response())
@@ -329,18 +252,7 @@ pub(super) async fn remove_webhook(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.service.admin().remove_webhook(caller.org(), &id).await?;
-    web.auth
-        .record(
-            caller.org(),
-            &caller.actor(),
-            AuditEvent::WebhookRemoved,
-            Some(&id),
-            detail([]),
-            web.now(),
-        )
-        .await?;
+    web.operations.remove_webhook(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -359,19 +271,7 @@ pub(super) async fn redeliver(
     Authenticated(caller): Authenticated,
     Path((id, notification)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Role::Admin, true)?;
-    web.service.admin().redeliver(caller.org(), &id, &notification).await?;
-    web.auth
-        .record(
-            caller.org(),
-            &caller.actor(),
-            AuditEvent::WebhookRedelivered,
-            Some(&id),
-            detail([("notification", json!(notification))]),
-            web.now(),
-        )
-        .await?;
-    web.service.wake_timers();
+    web.operations.redeliver(&caller, &id, &notification).await?;
     Ok(StatusCode::ACCEPTED)
 }
 
@@ -425,13 +325,10 @@ pub(super) struct DeliveriesQuery {
 pub(super) async fn deliveries(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    query: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
+    deliveries: Result<Query<DeliveriesQuery>, QueryRejection>,
 ) -> Result<Json<Items<DeliveryView>>, ApiError> {
-    caller.require(Role::Admin, false)?;
-    let Query(query) =
-        query.map_err(|rejection| ApiError::invalid("the query is not valid", vec![rejection.body_text()]))?;
-    let limit = query.limit.unwrap_or(50).clamp(1, agentprocess_service::MAX_PAGE);
-    let records = web.service.admin().deliveries(caller.org(), limit).await?;
+    let limit = query(deliveries, "the query is not valid")?.limit.unwrap_or(50);
+    let records = web.operations.deliveries(&caller, limit).await?;
     Ok(Json(Items {
         items: records.iter().map(DeliveryView::from).collect(),
     }))

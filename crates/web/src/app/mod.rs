@@ -36,8 +36,8 @@ use tower_sessions::Session;
 use crate::errors::ApiError;
 use crate::session::{ClientAddress, Web, signed_in};
 
-pub(crate) fn routes(web: Arc<Web>, rest: Router) -> Router {
-    let admin = admin::routes(Arc::clone(&web), rest);
+pub(crate) fn routes(web: Arc<Web>) -> Router {
+    let admin = admin::routes(Arc::clone(&web));
     Router::new()
         .route("/assets/app.css", get(assets::stylesheet))
         .route("/assets/app.js", get(assets::script))

@@ -1,34 +1,35 @@
-//! The admin forms as REST requests: each action names its method, its path (with
-//! `{field}` taken from the form, one segment each) and the JSON fields its body takes
-//! from the form. A change goes back to the page it came from; a refusal draws that
-//! page again with every issue; a secret made this once (a token, a webhook's signing
-//! secret) is shown on a page of its own that no cache keeps.
+//! The admin forms as the organization's operations: each action names the form
+//! fields that say what it changes and the fields its command takes, read by the same
+//! rules as the REST surface's JSON body. A change goes back to the page it came from;
+//! a refusal draws that page again with every issue; a secret made this once (a
+//! token, a webhook's signing secret) is shown on a page of its own that no cache
+//! keeps.
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode};
+use agentprocess_operations::processes::unpack;
+use axum::extract::{FromRequest, Path, Request, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::pages::{Notice, render};
-use super::{Admin, Caller, Payload, segment};
-use crate::app::Visitor;
+use super::pages::render;
+use super::{Caller, Refusal};
 use crate::app::forms::sent;
 use crate::app::layout::page;
 use crate::errors::ApiError;
-use crate::session::check_csrf;
+use crate::session::{Web, check_csrf};
 
-/// How a form field becomes a JSON value.
+/// How a form field becomes a value of the command.
 #[derive(Clone, Copy)]
 enum Kind {
     /// As sent; left out when blank.
     Text,
     /// `true` for `true` or `on`, `false` otherwise; left out when not sent.
     Flag,
-    /// A number; sent as text when it is not one, so the refusal names it.
+    /// A number; kept as text when it is not one, so the refusal names it.
     Number,
     /// Comma-separated, each trimmed, blanks dropped; an empty field is an empty list.
     List,
@@ -37,194 +38,140 @@ enum Kind {
 /// One admin action.
 struct Action {
     name: &'static str,
-    method: Method,
-    /// Under `/api/v1`, with `{field}` for path segments from the form.
-    path: &'static str,
-    /// The body's fields: JSON name, form name, kind. No body when empty (and not `json`).
+    /// The form fields that name what it changes, in order.
+    names: &'static [&'static str],
+    /// The command's fields: its name, the form's name, kind.
     fields: &'static [(&'static str, &'static str, Kind)],
-    /// What of the answer is shown this once (a secret, and what goes with it): labels
-    /// and JSON pointers. Empty for an answer that holds no secret.
-    secret: &'static [(&'static str, &'static str)],
 }
 
 const ACTIONS: &[Action] = &[
     Action {
         name: "invite",
-        method: Method::POST,
-        path: "/members",
+        names: &[],
         fields: &[
             ("email", "email", Kind::Text),
             ("name", "name", Kind::Text),
             ("role", "role", Kind::Text),
             ("groups", "groups", Kind::List),
         ],
-        secret: &[],
     },
     Action {
         name: "change-member",
-        method: Method::PATCH,
-        path: "/members/{member}",
+        names: &["member"],
         fields: &[("role", "role", Kind::Text), ("active", "active", Kind::Flag)],
-        secret: &[],
     },
     Action {
         name: "create-group",
-        method: Method::POST,
-        path: "/groups",
+        names: &[],
         fields: &[("id", "group", Kind::Text), ("name", "name", Kind::Text)],
-        secret: &[],
     },
     Action {
         name: "join-group",
-        method: Method::PUT,
-        path: "/groups/{group}/members/{member}",
+        names: &["group", "member"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "leave-group",
-        method: Method::DELETE,
-        path: "/groups/{group}/members/{member}",
+        names: &["group", "member"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "create-agent",
-        method: Method::POST,
-        path: "/agents",
+        names: &[],
         fields: &[("id", "agent", Kind::Text), ("name", "name", Kind::Text)],
-        secret: &[],
     },
     Action {
         name: "change-agent",
-        method: Method::PATCH,
-        path: "/agents/{agent}",
+        names: &["agent"],
         fields: &[("enabled", "enabled", Kind::Flag)],
-        secret: &[],
     },
     Action {
         name: "issue-token",
-        method: Method::POST,
-        path: "/agents/{agent}/tokens",
+        names: &["agent"],
         fields: &[("expiresInDays", "days", Kind::Number)],
-        secret: &[("Token", "/token")],
     },
     Action {
         name: "revoke-token",
-        method: Method::DELETE,
-        path: "/agents/{agent}/tokens/{token}",
+        names: &["agent", "token"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "create-client",
-        method: Method::POST,
-        path: "/agents/{agent}/clients",
+        names: &["agent"],
         fields: &[("name", "name", Kind::Text)],
-        secret: &[
-            ("Client id", "/clientId"),
-            ("Client secret", "/secrets/0/secret"),
-            ("Token endpoint", "/tokenEndpoint"),
-        ],
     },
     Action {
         name: "add-client-secret",
-        method: Method::POST,
-        path: "/agents/{agent}/clients/{client}/secrets",
+        names: &["agent", "client"],
         fields: &[],
-        secret: &[("New client secret", "/secret")],
     },
     Action {
         name: "revoke-client",
-        method: Method::DELETE,
-        path: "/agents/{agent}/clients/{client}",
+        names: &["agent", "client"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "set-claim-values",
-        method: Method::PUT,
-        path: "/groups/{group}/claim-values",
+        names: &["group"],
         fields: &[("values", "values", Kind::List)],
-        secret: &[],
     },
     Action {
         name: "bind-role",
-        method: Method::PUT,
-        path: "/processes/{process}/draft/roles/{role}",
+        names: &["process", "role"],
         fields: &[("group", "group", Kind::Text), ("force", "force", Kind::Flag)],
-        secret: &[],
     },
     Action {
         name: "publish",
-        method: Method::POST,
-        path: "/processes/{process}/publish",
+        names: &["process"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "add-webhook",
-        method: Method::POST,
-        path: "/webhooks",
+        names: &[],
         fields: &[("url", "url", Kind::Text)],
-        secret: &[("Signing secret", "/secret")],
     },
     Action {
         name: "remove-webhook",
-        method: Method::DELETE,
-        path: "/webhooks/{webhook}",
+        names: &["webhook"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "redeliver",
-        method: Method::POST,
-        path: "/webhooks/{webhook}/deliveries/{notification}/redeliver",
+        names: &["webhook", "notification"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "change-organization",
-        method: Method::PATCH,
-        path: "/organization",
+        names: &[],
         fields: &[
             ("name", "name", Kind::Text),
             ("groupsClaim", "groupsClaim", Kind::Text),
             ("autoProvision", "autoProvision", Kind::Flag),
         ],
-        secret: &[],
     },
     Action {
         name: "set-sign-in",
-        method: Method::PUT,
-        path: "/organization/sign-in",
+        names: &[],
         fields: &[
             ("issuer", "issuer", Kind::Text),
             ("clientId", "clientId", Kind::Text),
             ("clientSecret", "clientSecret", Kind::Text),
         ],
-        secret: &[],
     },
     Action {
         name: "add-domain",
-        method: Method::POST,
-        path: "/organization/domains",
+        names: &[],
         fields: &[("domain", "domain", Kind::Text)],
-        secret: &[],
     },
     Action {
         name: "verify-domain",
-        method: Method::POST,
-        path: "/organization/domains/{domain}/verify",
+        names: &["domain"],
         fields: &[],
-        secret: &[],
     },
     Action {
         name: "remove-domain",
-        method: Method::DELETE,
-        path: "/organization/domains/{domain}",
+        names: &["domain"],
         fields: &[],
-        secret: &[],
     },
 ];
 
@@ -236,28 +183,26 @@ fn back_of(form: &[(String, String)]) -> String {
         .to_owned()
 }
 
-/// The path of `action`, its `{field}`s filled from the form; the fields it lacks.
-fn path_of(action: &Action, form: &[(String, String)]) -> (String, Vec<String>) {
-    let mut path = String::new();
+/// What `action` changes, as its form names it, or every name the form lacks.
+fn names_of(action: &Action, form: &[(String, String)]) -> Result<Vec<String>, Refusal> {
+    let mut names = Vec::new();
     let mut missing = Vec::new();
-    let mut rest = action.path;
-    while let Some(open) = rest.find('{') {
-        let close = open + rest[open..].find('}').unwrap_or(rest.len() - open - 1);
-        path.push_str(&rest[..open]);
-        let name = &rest[open + 1..close];
+    for name in action.names {
         match sent(form, name) {
-            Some(value) => path.push_str(&segment(value.trim())),
+            Some(value) => names.push(value.trim().to_owned()),
             None => missing.push(format!("{name}: required")),
         }
-        rest = &rest[close + 1..];
     }
-    path.push_str(rest);
-    (path, missing)
+    if missing.is_empty() {
+        Ok(names)
+    } else {
+        Err(ApiError::invalid("the form is missing what the change needs; nothing changed", missing).into())
+    }
 }
 
-/// The JSON body of `action` from the form.
-fn body_of(action: &Action, form: &[(String, String)]) -> Map<String, Value> {
-    let mut body = Map::new();
+/// The command of `action` from the form, read as the REST surface reads its body.
+fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> Result<T, Refusal> {
+    let mut fields = Map::new();
     for (key, name, kind) in action.fields {
         let raw = form
             .iter()
@@ -281,72 +226,134 @@ fn body_of(action: &Action, form: &[(String, String)]) -> Map<String, Value> {
                     .collect::<Vec<_>>()
             ),
         };
-        body.insert((*key).to_owned(), value);
+        fields.insert((*key).to_owned(), value);
     }
-    body
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|error| ApiError::invalid("the form is not valid; nothing changed", vec![error.to_string()]).into())
 }
 
-impl FromRequestParts<Arc<Admin>> for Caller {
-    type Rejection = Response;
+/// What a change answers: back to the page, or a secret made this once.
+enum Done {
+    Back,
+    /// Labelled values, the secret among them.
+    Shown(Vec<(&'static str, String)>),
+}
 
-    async fn from_request_parts(parts: &mut Parts, admin: &Arc<Admin>) -> Result<Self, Response> {
-        let visitor = Visitor::from_request_parts(parts, &admin.web).await?;
-        let session = tower_sessions::Session::from_request_parts(parts, &admin.web)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        Ok(Caller {
-            visitor,
-            session,
-            address: parts.extensions.get().copied(),
-        })
+/// Does `action` as the caller.
+async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, String)]) -> Result<Done, Refusal> {
+    let operations = &web.operations;
+    let acting = &caller.acting;
+    let key = sent(form, "requestId").filter(|key| !key.is_empty());
+    let names = names_of(action, form)?;
+    let name = |index: usize| names.get(index).map_or("", String::as_str);
+    match action.name {
+        "invite" => {
+            operations.invite(acting, &command(action, form)?, key).await?;
+        }
+        "change-member" => {
+            operations
+                .change_member(acting, name(0), &command(action, form)?)
+                .await?;
+        }
+        "create-group" => {
+            operations.create_group(acting, &command(action, form)?, key).await?;
+        }
+        "join-group" | "leave-group" => {
+            let inside = action.name == "join-group";
+            operations.set_membership(acting, name(0), name(1), inside).await?;
+        }
+        "create-agent" => {
+            operations.create_agent(acting, &command(action, form)?, key).await?;
+        }
+        "change-agent" => {
+            operations
+                .set_agent_enabled(acting, name(0), &command(action, form)?)
+                .await?;
+        }
+        "issue-token" => {
+            let (_, token) = operations
+                .create_agent_token(acting, name(0), &command(action, form)?, key)
+                .await?;
+            return Ok(Done::Shown(vec![("Token", token)]));
+        }
+        "revoke-token" => operations.revoke_agent_token(acting, name(0), name(1)).await?,
+        "create-client" => {
+            let (client, secret) = operations
+                .create_client(acting, name(0), &command(action, form)?, key)
+                .await?;
+            let mut shown = vec![("Client id", client.id)];
+            shown.extend(secret.map(|(_, secret)| ("Client secret", secret)));
+            shown.push(("Token endpoint", operations.token_endpoint()));
+            return Ok(Done::Shown(shown));
+        }
+        "add-client-secret" => {
+            let (_, secret) = operations.add_client_secret(acting, name(0), name(1), key).await?;
+            return Ok(Done::Shown(vec![("New client secret", secret)]));
+        }
+        "revoke-client" => operations.revoke_client(acting, name(0), name(1)).await?,
+        "set-claim-values" => {
+            operations
+                .set_claim_values(acting, name(0), &command(action, form)?)
+                .await?;
+        }
+        "bind-role" => {
+            operations
+                .bind_role(acting, (name(0), name(1)), &command(action, form)?)
+                .await?;
+        }
+        "publish" => {
+            operations.publish(acting, name(0), key).await?;
+        }
+        "add-webhook" => {
+            let webhook = operations.add_webhook(acting, &command(action, form)?, key).await?;
+            return Ok(Done::Shown(vec![("Signing secret", webhook.secret)]));
+        }
+        "remove-webhook" => operations.remove_webhook(acting, name(0)).await?,
+        "redeliver" => operations.redeliver(acting, name(0), name(1)).await?,
+        "change-organization" => {
+            operations
+                .change_organization(acting, &command(action, form)?, None)
+                .await?;
+        }
+        "set-sign-in" => {
+            operations.set_sign_in(acting, &command(action, form)?).await?;
+        }
+        "add-domain" => {
+            operations.add_domain(acting, &command(action, form)?, key).await?;
+        }
+        "verify-domain" => {
+            operations.verify_domain(acting, name(0)).await?;
+        }
+        "remove-domain" => operations.remove_domain(acting, name(0)).await?,
+        _ => return Err(ApiError::not_found("there is no such admin action").into()),
     }
+    Ok(Done::Back)
 }
 
 /// The answer to a change: back to the page, the page again with the refusal, or the
 /// secret made this once.
-async fn answered(
-    admin: &Admin,
-    caller: &Caller,
-    back: &str,
-    secret: &[(&str, &str)],
-    answer: super::Answer,
-) -> Response {
-    if !answer.ok() {
-        let (message, issues) = answer.refusal();
-        let status = answer.status;
-        return render(
-            admin,
-            caller,
-            back,
-            Notice::Refused {
-                status,
-                message,
-                issues,
-            },
-        )
-        .await;
-    }
-    let shown: Vec<(&str, &str)> = secret
-        .iter()
-        .filter_map(|(label, pointer)| Some((*label, answer.body.pointer(pointer)?.as_str()?)))
-        .collect();
-    if !shown.is_empty() {
-        let body = html! {
-            div class="notice" role="status" {
-                p { "Copy it now: the secret is shown this once, and the server keeps only its hash." }
-                dl {
-                    @for (label, value) in &shown { dt { (label) } dd { code class="secret" { (value) } } }
+async fn answered(web: &Web, caller: &Caller, back: &str, done: Result<Done, Refusal>) -> Response {
+    match done {
+        Err(refusal) => render(web, caller, back, Some(refusal)).await,
+        Ok(Done::Back) => Redirect::to(back).into_response(),
+        Ok(Done::Shown(shown)) => {
+            let body = html! {
+                div class="notice" role="status" {
+                    p { "Copy it now: the secret is shown this once, and the server keeps only its hash." }
+                    dl {
+                        @for (label, value) in &shown { dt { (label) } dd { code class="secret" { (value) } } }
+                    }
+                    p { a href=(back) { "Done" } }
                 }
-                p { a href=(back) { "Done" } }
-            }
-        };
-        return page(StatusCode::CREATED, "Made this once", Some(&caller.visitor.who), body);
+            };
+            // A page is never kept by a cache.
+            page(StatusCode::CREATED, "Made this once", Some(&caller.visitor.who), body)
+        }
     }
-    Redirect::to(back).into_response()
 }
 
 pub(super) async fn act(
-    State(admin): State<Arc<Admin>>,
+    State(web): State<Arc<Web>>,
     caller: Caller,
     Path(action): Path<String>,
     request: Request,
@@ -357,36 +364,20 @@ pub(super) async fn act(
         Ok(form) => form,
         Err(rejection) => return rejection.into_response(),
     };
-    if let Err(error) = check_csrf(&headers, &admin.web.origin, &caller.session, sent(&form, "csrf")).await {
+    if let Err(error) = check_csrf(&headers, &web.origin, &caller.session, sent(&form, "csrf")).await {
         return error.into_response();
     }
     let back = back_of(&form);
     let Some(action) = ACTIONS.iter().find(|known| known.name == action) else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let (path, missing) = path_of(action, &form);
-    if !missing.is_empty() {
-        let error = ApiError::invalid("the form is missing what the change needs; nothing changed", missing);
-        let notice = Notice::Refused {
-            status: StatusCode::BAD_REQUEST,
-            message: error.message().to_owned(),
-            issues: error.issues().to_vec(),
-        };
-        return render(&admin, &caller, &back, notice).await;
-    }
-    let body = if action.fields.is_empty() {
-        Payload::None
-    } else {
-        Payload::Json(Value::Object(body_of(action, &form)))
-    };
-    let key = sent(&form, "requestId");
-    let answer = admin.call(&caller, (action.method.clone(), &path), body, key).await;
-    answered(&admin, &caller, &back, action.secret, answer).await
+    let done = perform(&web, &caller, action, &form).await;
+    answered(&web, &caller, &back, done).await
 }
 
-/// Importing a process: the form's file goes to `POST /api/v1/processes` as a
-/// multipart body of its own; its draft's page comes next.
-pub(super) async fn import(State(admin): State<Arc<Admin>>, caller: Caller, request: Request) -> Response {
+/// Importing a process: the form's file (a PROCESS.md, or its folder as an archive)
+/// becomes a draft, whose page comes next.
+pub(super) async fn import(State(web): State<Arc<Web>>, caller: Caller, request: Request) -> Response {
     let headers = request.headers().clone();
     let mut parts = match axum::extract::Multipart::from_request(request, &()).await {
         Ok(parts) => parts,
@@ -397,43 +388,37 @@ pub(super) async fn import(State(admin): State<Arc<Admin>>, caller: Caller, requ
         match part.name() {
             Some("csrf") => csrf = part.text().await.ok(),
             Some("file") => {
-                let name = part.file_name().unwrap_or("PROCESS.md").to_owned();
-                file = part.bytes().await.ok().map(|bytes| (name, bytes.to_vec()));
+                let folder = part
+                    .file_name()
+                    .and_then(|name| name.rsplit_once('/'))
+                    .and_then(|(directory, _)| directory.rsplit('/').next())
+                    .map(str::to_owned);
+                file = part.bytes().await.ok().map(|bytes| (folder, bytes.to_vec()));
             }
             _ => {}
         }
     }
-    if let Err(error) = check_csrf(&headers, &admin.web.origin, &caller.session, csrf.as_deref()).await {
+    if let Err(error) = check_csrf(&headers, &web.origin, &caller.session, csrf.as_deref()).await {
         return error.into_response();
     }
-    let Some((name, bytes)) = file.filter(|(_, bytes)| !bytes.is_empty()) else {
-        let notice = Notice::Refused {
-            status: StatusCode::BAD_REQUEST,
-            message: "choose a PROCESS.md, or its folder as a tar, tar.gz or zip archive; nothing changed".to_owned(),
-            issues: vec!["file: required".to_owned()],
-        };
-        return render(&admin, &caller, "/admin/processes", notice).await;
+    let Some((folder, bytes)) = file.filter(|(_, bytes)| !bytes.is_empty()) else {
+        let refusal = ApiError::invalid(
+            "choose a PROCESS.md, or its folder as a tar, tar.gz or zip archive; nothing changed",
+            vec!["file: required".to_owned()],
+        );
+        return render(&web, &caller, "/admin/processes", Some(refusal.into())).await;
     };
-    const BOUNDARY: &str = "agentprocess-admin-import";
-    let mut body = format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{}\"\r\n\
-         Content-Type: application/octet-stream\r\n\r\n",
-        name.replace(['"', '\\', '\r', '\n'], "_")
-    )
-    .into_bytes();
-    body.extend_from_slice(&bytes);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    let content_type = HeaderValue::from_static("multipart/form-data; boundary=agentprocess-admin-import");
-    let answer = admin
-        .call(
-            &caller,
-            (Method::POST, "/processes"),
-            Payload::Raw(content_type, body),
-            None,
-        )
-        .await;
-    match answer.body["process"].as_str().filter(|_| answer.ok()) {
-        Some(name) => Redirect::to(&format!("/admin/processes/{}", segment(name))).into_response(),
-        None => answered(&admin, &caller, "/admin/processes", &[], answer).await,
+    let imported = async {
+        let source = unpack(bytes)?;
+        let folder = folder.or(source.folder);
+        web.operations
+            .import(&caller.acting, &source.text, folder.as_deref(), None)
+            .await
+    };
+    match imported.await {
+        Ok(draft) => {
+            Redirect::to(&format!("/admin/processes/{}", super::pages::segment(&draft.process))).into_response()
+        }
+        Err(error) => render(&web, &caller, "/admin/processes", Some(error.into())).await,
     }
 }

@@ -1,28 +1,21 @@
-//! The admin pages, each drawn from what the REST surface answers, with its forms.
+//! The admin pages, each drawn from what the organization's operations answer, with
+//! its forms.
 
 use std::sync::Arc;
 
+use agentprocess_auth::Role;
+use agentprocess_operations::audit::AuditQuery;
+use agentprocess_operations::time_text;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
-use serde_json::Value;
 
-use super::{Admin, Answer, Caller, segment};
+use super::{Caller, Refusal};
 use crate::app::forms::sent;
-use crate::app::layout::{page, problems};
-use crate::session::csrf_token;
-
-/// What the page says above its content.
-pub(super) enum Notice {
-    None,
-    /// A change was refused: its status, message and every issue.
-    Refused {
-        status: StatusCode,
-        message: String,
-        issues: Vec<String>,
-    },
-}
+use crate::app::layout::page;
+use crate::errors::ApiError;
+use crate::session::{Web, csrf_token};
 
 /// The admin pages, by the part of the path after `/admin/`.
 const PAGES: [(&str, &str); 6] = [
@@ -73,12 +66,11 @@ impl Form<'_> {
     }
 }
 
-fn text(value: &Value) -> &str {
-    value.as_str().unwrap_or("")
-}
-
-fn items(value: &Value) -> &[Value] {
-    value["items"].as_array().map_or(&[], Vec::as_slice)
+/// A path segment made from what a form sent, so no value can leave its segment.
+pub(super) fn segment(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
 }
 
 /// A labelled text field.
@@ -91,11 +83,11 @@ fn field(id: &str, name: &str, label: &str, value: &str) -> Markup {
     }
 }
 
-pub(super) async fn show(State(admin): State<Arc<Admin>>, caller: Caller) -> Response {
-    render(&admin, &caller, "/admin", Notice::None).await
+pub(super) async fn show(State(web): State<Arc<Web>>, caller: Caller) -> Response {
+    render(&web, &caller, "/admin", None).await
 }
 
-/// The audit log's filters: the names `GET /api/v1/audit` takes, with their labels.
+/// The audit log's filters: the names an audit query takes, with their labels.
 const FILTERS: [(&str, &str); 5] = [
     ("since", "Since (RFC 3339)"),
     ("until", "Until (RFC 3339)"),
@@ -105,29 +97,23 @@ const FILTERS: [(&str, &str); 5] = [
 ];
 
 pub(super) async fn show_page(
-    State(admin): State<Arc<Admin>>,
+    State(web): State<Arc<Web>>,
     caller: Caller,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Response {
     if name == "audit" {
-        return audit(&admin, &caller, &query).await;
+        return audit(&web, &caller, &query).await;
     }
-    render(&admin, &caller, &format!("/admin/{name}"), Notice::None).await
+    render(&web, &caller, &format!("/admin/{name}"), None).await
 }
 
-pub(super) async fn show_draft(State(admin): State<Arc<Admin>>, caller: Caller, Path(name): Path<String>) -> Response {
-    render(
-        &admin,
-        &caller,
-        &format!("/admin/processes/{}", segment(&name)),
-        Notice::None,
-    )
-    .await
+pub(super) async fn show_draft(State(web): State<Arc<Web>>, caller: Caller, Path(name): Path<String>) -> Response {
+    render(&web, &caller, &format!("/admin/processes/{}", segment(&name)), None).await
 }
 
-/// The admin page at `path`, with `notice` above it.
-pub(super) async fn render(admin: &Admin, caller: &Caller, path: &str, notice: Notice) -> Response {
+/// The admin page at `path`, with a refused change's `notice` above it.
+pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Option<Refusal>) -> Response {
     let csrf = match csrf_token(&caller.session).await {
         Ok(token) => token,
         Err(error) => return axum::response::IntoResponse::into_response(error),
@@ -138,19 +124,16 @@ pub(super) async fn render(admin: &Admin, caller: &Caller, path: &str, notice: N
     };
     let name = path.strip_prefix("/admin").unwrap_or("").trim_start_matches('/');
     let drawn = match name {
-        "" => home(admin, caller).await,
-        "people" => people(admin, caller, &form).await,
-        "agents" => agents(admin, caller, &form).await,
-        "processes" => processes(admin, caller, &form).await,
-        "webhooks" => webhooks(admin, caller, &form).await,
-        "sign-in" => sign_in(admin, caller, &form).await,
-        "audit" => return audit(admin, caller, &[]).await,
+        "" => home(web, caller).await,
+        "people" => people(web, caller, &form).await,
+        "agents" => agents(web, caller, &form).await,
+        "processes" => processes(web, caller, &form).await,
+        "webhooks" => webhooks(web, caller, &form).await,
+        "sign-in" => sign_in(web, caller, &form).await,
+        "audit" => return audit(web, caller, &[]).await,
         other => match other.strip_prefix("processes/") {
-            Some(process) => draft(admin, caller, &form, process).await,
-            None => Err(Answer {
-                status: StatusCode::NOT_FOUND,
-                body: serde_json::json!({ "message": "there is no such admin page" }),
-            }),
+            Some(process) => draft(web, caller, &form, process).await,
+            None => Err(ApiError::not_found("there is no such admin page").into()),
         },
     };
     let title = PAGES.iter().find(|(page, _)| *page == name).map_or_else(
@@ -165,18 +148,11 @@ pub(super) async fn render(admin: &Admin, caller: &Caller, path: &str, notice: N
     );
     let (status, content) = match drawn {
         Ok(content) => (StatusCode::OK, content),
-        Err(answer) => {
-            let (message, issues) = answer.refusal();
-            (answer.status, problems(&message, &issues))
-        }
+        Err(refusal) => (refusal.status, refusal.shown()),
     };
     let (status, top) = match notice {
-        Notice::None => (status, html! {}),
-        Notice::Refused {
-            status,
-            message,
-            issues,
-        } => (status, problems(&message, &issues)),
+        None => (status, html! {}),
+        Some(refusal) => (refusal.status, refusal.shown()),
     };
     let body = html! {
         (menu(name))
@@ -198,51 +174,53 @@ fn menu(current: &str) -> Markup {
     }
 }
 
-type Drawn = Result<Markup, Answer>;
+type Drawn = Result<Markup, Refusal>;
 
-async fn home(admin: &Admin, caller: &Caller) -> Drawn {
-    let organization = admin.read(caller, "/organization").await?;
-    let members = admin.read(caller, "/members").await?;
-    let agents = admin.read(caller, "/agents").await?;
-    let processes = admin.read(caller, "/processes").await?;
+async fn home(web: &Web, caller: &Caller) -> Drawn {
+    let operations = &web.operations;
+    let state = operations.organization(&caller.acting).await?;
+    let members = operations.members(&caller.acting).await?;
+    let agents = operations.agents(&caller.acting).await?;
+    let processes = operations.latest_versions(&caller.acting).await?;
+    let issuer = state.provider.as_ref().map(|provider| provider.issuer.as_str());
     Ok(html! {
         dl {
-            dt { "Organization" } dd { (text(&organization["name"])) " (" code { (text(&organization["slug"])) } ")" }
-            dt { "Sign-in" } dd { (organization["signIn"]["issuer"].as_str().unwrap_or("not set up")) }
-            dt { "Members" } dd { (items(&members).len()) }
-            dt { "Agents" } dd { (items(&agents).len()) }
-            dt { "Published processes" } dd { (items(&processes).len()) }
+            dt { "Organization" } dd { (state.organization.name) " (" code { (state.organization.slug) } ")" }
+            dt { "Sign-in" } dd { (issuer.unwrap_or("not set up")) }
+            dt { "Members" } dd { (members.len()) }
+            dt { "Agents" } dd { (agents.len()) }
+            dt { "Published processes" } dd { (processes.len()) }
         }
         @if !caller.is_admin() { p { "Only admins change what these pages show." } }
     })
 }
 
-async fn people(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
-    let members = admin.read(caller, "/members").await?;
-    let groups = admin.read(caller, "/groups").await?;
+async fn people(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let members = web.operations.members(&caller.acting).await?;
+    let groups = web.operations.groups(&caller.acting).await?;
     let roles = ["member", "operator", "admin"];
     Ok(html! {
         h2 { "Members" }
         table {
             thead { tr { th scope="col" { "Person" } th scope="col" { "Role" } th scope="col" { "Groups" } th scope="col" { "Status" } } }
             tbody {
-                @for member in items(&members) {
-                    @let id = text(&member["id"]);
-                    @let active = member["active"].as_bool() == Some(true);
+                @for member in &members {
+                    @let id = member.id.as_str();
+                    @let active = member.deactivated_at.is_none();
                     tr {
-                        td data-label="Person" { (text(&member["name"])) br; small { (member["email"].as_str().unwrap_or(id)) } }
+                        td data-label="Person" { (member.name) br; small { (member.person.as_deref().unwrap_or(id)) } }
                         td data-label="Role" {
                             form method="post" action="/admin/do/change-member" class="inline-form" {
                                 (form.hidden())
                                 input type="hidden" name="member" value=(id);
-                                label for=(format!("role-{id}")) class="inline" { "Role of " (text(&member["name"])) }
+                                label for=(format!("role-{id}")) class="inline" { "Role of " (member.name) }
                                 select id=(format!("role-{id}")) name="role" {
-                                    @for role in roles { option value=(role) selected[member["role"] == role] { (role) } }
+                                    @for role in roles { option value=(role) selected[member.role.map(Role::as_str) == Some(role)] { (role) } }
                                 }
                                 button type="submit" { "Change" }
                             }
                         }
-                        td data-label="Groups" { (member["groups"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")) }
+                        td data-label="Groups" { (member.groups.join(", ")) }
                         td data-label="Status" {
                             @if active {
                                 "active " (form.button("change-member", "Deactivate", &[("member", id), ("active", "false")]))
@@ -267,12 +245,12 @@ async fn people(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
             button type="submit" { "Invite" }
         }
         h2 { "Groups" }
-        @for group in items(&groups) {
-            @let id = text(&group["id"]);
+        @for group in &groups {
+            @let id = group.id.as_str();
             section class="section" aria-label=(format!("Group {id}")) {
-                h3 { code { (id) } @if let Some(name) = group["name"].as_str() { " " (name) } }
+                h3 { code { (id) } @if let Some(name) = &group.name { " " (name) } }
                 ul {
-                    @for member in group["members"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                    @for member in &group.members {
                         li { (member) " " (form.button("leave-group", &format!("Remove {member}"), &[("group", id), ("member", member)])) }
                     }
                 }
@@ -280,7 +258,7 @@ async fn people(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
                     (form.hidden())
                     input type="hidden" name="group" value=(id);
                     (field(&format!("claims-{id}"), "values", &format!("Provider group values that mean {id} (comma-separated)"),
-                        &group["claimValues"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")))
+                        &group.claim_values.join(", ")))
                     button type="submit" { "Save the values" }
                 }
                 form method="post" action="/admin/do/join-group" {
@@ -289,7 +267,7 @@ async fn people(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
                     div class="field" {
                         label for=(format!("join-{id}")) { "Add a member to " (id) }
                         select id=(format!("join-{id}")) name="member" {
-                            @for member in items(&members) { option value=(text(&member["id"])) { (text(&member["name"])) } }
+                            @for member in &members { option value=(member.id) { (member.name) } }
                         }
                     }
                     button type="submit" { "Add" }
@@ -305,33 +283,33 @@ async fn people(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     })
 }
 
-async fn agents(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
-    let agents = admin.read(caller, "/agents").await?;
+async fn agents(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let operations = &web.operations;
+    let agents = operations.agents(&caller.acting).await?;
     let mut credentials = Vec::new();
-    for agent in items(&agents) {
-        let id = segment(text(&agent["id"]));
-        let tokens = admin.read(caller, &format!("/agents/{id}/tokens")).await?;
-        let clients = admin.read(caller, &format!("/agents/{id}/clients")).await?;
+    for agent in &agents {
+        let tokens = operations.agent_tokens(&caller.acting, &agent.id).await?;
+        let clients = operations.agent_clients(&caller.acting, &agent.id).await?;
         credentials.push((tokens, clients));
     }
     Ok(html! {
-        @for (agent, (tokens, clients)) in items(&agents).iter().zip(&credentials) {
-            @let id = text(&agent["id"]);
-            @let enabled = agent["enabled"].as_bool() == Some(true);
+        @for (agent, (tokens, clients)) in agents.iter().zip(&credentials) {
+            @let id = agent.id.as_str();
+            @let enabled = agent.deactivated_at.is_none();
             section class="section" aria-label=(format!("Agent {id}")) {
-                h2 { code { (id) } " " (text(&agent["name"])) @if !enabled { " " span class="badge overdue" { "disabled" } } }
+                h2 { code { (id) } " " (agent.name) @if !enabled { " " span class="badge overdue" { "disabled" } } }
                 (form.button("change-agent", if enabled { "Disable" } else { "Enable" }, &[("agent", id), ("enabled", if enabled { "false" } else { "true" })]))
                 table {
                     thead { tr { th scope="col" { "Token" } th scope="col" { "Made" } th scope="col" { "Expires" } th scope="col" { "" } } }
                     tbody {
-                        @for token in items(tokens) {
+                        @for token in tokens {
                             tr {
-                                td data-label="Token" { code { (text(&token["id"])) } }
-                                td data-label="Made" { (text(&token["createdAt"])) }
-                                td data-label="Expires" { (token["expiresAt"].as_str().unwrap_or("never")) }
+                                td data-label="Token" { code { (token.id) } }
+                                td data-label="Made" { (time_text(token.created_at)) }
+                                td data-label="Expires" { (token.expires_at.map_or_else(|| "never".to_owned(), time_text)) }
                                 td {
-                                    @if let Some(revoked) = token["revokedAt"].as_str() { "revoked " (revoked) }
-                                    @else { (form.button("revoke-token", "Revoke", &[("agent", id), ("token", text(&token["id"]))])) }
+                                    @if let Some(revoked) = token.revoked_at { "revoked " (time_text(revoked)) }
+                                    @else { (form.button("revoke-token", "Revoke", &[("agent", id), ("token", &token.id)])) }
                                 }
                             }
                         }
@@ -348,12 +326,12 @@ async fn agents(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
                 }
                 h3 { "OAuth clients (client_credentials)" }
                 ul {
-                    @for client in items(clients) {
-                        @let client_id = text(&client["clientId"]);
+                    @for (client, secrets) in clients {
+                        @let client_id = client.id.as_str();
                         li {
-                            code { (client_id) } " " (client["name"].as_str().unwrap_or(""))
-                            " · " (client["secrets"].as_array().map_or(0, Vec::len)) " live secrets · " (text(&client["authentication"]))
-                            @if let Some(revoked) = client["revokedAt"].as_str() { " · revoked " (revoked) }
+                            code { (client_id) } " " (client.name.as_deref().unwrap_or(""))
+                            " · " (secrets.len()) " live secrets · " (if client.jwks.is_some() { "private_key_jwt" } else { "client_secret" })
+                            @if let Some(revoked) = client.revoked_at { " · revoked " (time_text(revoked)) }
                             @else {
                                 " " (form.button("add-client-secret", "Add a secret", &[("agent", id), ("client", client_id)]))
                                 (form.button("revoke-client", "Revoke", &[("agent", id), ("client", client_id)]))
@@ -378,8 +356,8 @@ async fn agents(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     })
 }
 
-async fn processes(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
-    let published = admin.read(caller, "/processes").await?;
+async fn processes(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let published = web.operations.latest_versions(&caller.acting).await?;
     Ok(html! {
         h2 { "Import a process" }
         p { "A PROCESS.md, or its folder as a tar, tar.gz or zip archive. Every issue is listed with its line and column; fix them all and import again." }
@@ -392,12 +370,12 @@ async fn processes(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
             button type="submit" { "Import" }
         }
         h2 { "Published" }
-        @if items(&published).is_empty() { p { "Nothing is published yet." } }
+        @if published.is_empty() { p { "Nothing is published yet." } }
         ul {
-            @for version in items(&published) {
-                @let name = text(&version["process"]);
+            @for version in &published {
+                @let name = version.process.as_str();
                 li {
-                    a href=(format!("/processes/{}", segment(name))) { (name) } " v" (version["number"])
+                    a href=(format!("/processes/{}", segment(name))) { (name) } " v" (version.number)
                     " · " a href=(format!("/admin/processes/{}", segment(name))) { "draft and roles" }
                 }
             }
@@ -405,28 +383,20 @@ async fn processes(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     })
 }
 
-async fn draft(admin: &Admin, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn {
+async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn {
     let process = url::form_urlencoded::parse(format!("p={name}").as_bytes())
         .next()
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default();
-    let draft = admin
-        .read(caller, &format!("/processes/{}/draft", segment(&process)))
-        .await?;
-    let groups = admin.read(caller, "/groups").await?;
-    let systems: Vec<&str> = draft["requiresSystems"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let draft = web.operations.draft(&caller.acting, &process).await?;
+    let groups = web.operations.groups(&caller.acting).await?;
+    let publishable = draft.roles.iter().all(|role| draft.bindings.contains_key(role));
     Ok(html! {
-        @if !systems.is_empty() { p { "Needs: " @for system in &systems { span class="system" { (system) } " " } } }
+        @if !draft.systems.is_empty() { p { "Needs: " @for system in &draft.systems { span class="system" { (system) } " " } } }
         h2 { "Roles" }
-        @let roles = draft["roles"].as_array().map_or(&[][..], Vec::as_slice);
-        @if roles.is_empty() { p { "No step names a role." } }
-        @for role in roles {
-            @let role_name = text(&role["role"]);
+        @if draft.roles.is_empty() { p { "No step names a role." } }
+        @for role_name in &draft.roles {
+            @let bound = draft.bindings.get(role_name);
             form method="post" action="/admin/do/bind-role" {
                 (form.hidden())
                 input type="hidden" name="process" value=(process);
@@ -434,10 +404,9 @@ async fn draft(admin: &Admin, caller: &Caller, form: &Form<'_>, name: &str) -> D
                 div class="field" {
                     label for=(format!("bind-{role_name}")) { "Group for the role " code { (role_name) } }
                     select id=(format!("bind-{role_name}")) name="group" {
-                        @if role["group"].is_null() { option value="" { "(choose)" } }
-                        @for group in items(&groups) {
-                            @let id = text(&group["id"]);
-                            option value=(id) selected[role["group"] == id] { (id) }
+                        @if bound.is_none() { option value="" { "(choose)" } }
+                        @for group in &groups {
+                            option value=(group.id) selected[bound == Some(&group.id)] { (group.id) }
                         }
                     }
                 }
@@ -445,7 +414,7 @@ async fn draft(admin: &Admin, caller: &Caller, form: &Form<'_>, name: &str) -> D
             }
         }
         h2 { "Publish" }
-        @if draft["publishable"].as_bool() == Some(true) {
+        @if publishable {
             (form.button("publish", &format!("Publish {process}"), &[("process", &process)]))
         } @else {
             p { "Bind every role to a group first." }
@@ -453,15 +422,15 @@ async fn draft(admin: &Admin, caller: &Caller, form: &Form<'_>, name: &str) -> D
     })
 }
 
-async fn webhooks(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
-    let hooks = admin.read(caller, "/webhooks").await?;
-    let deliveries = admin.read(caller, "/webhooks/deliveries?limit=50").await?;
+async fn webhooks(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let hooks = web.operations.webhooks(&caller.acting).await?;
+    let deliveries = web.operations.deliveries(&caller.acting, 50).await?;
     Ok(html! {
         h2 { "Endpoints" }
         ul {
-            @for hook in items(&hooks) {
-                li { code { (text(&hook["url"])) } " (" (text(&hook["id"])) ") "
-                     (form.button("remove-webhook", "Remove", &[("webhook", text(&hook["id"]))])) }
+            @for hook in &hooks {
+                li { code { (hook.url) } " (" (hook.id) ") "
+                     (form.button("remove-webhook", "Remove", &[("webhook", &hook.id)])) }
             }
         }
         (form.fields("add-webhook", &[("webhook-url", "url", "URL deliveries are posted to (https)")], "Add the endpoint"))
@@ -469,15 +438,15 @@ async fn webhooks(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
         table {
             thead { tr { th scope="col" { "Event" } th scope="col" { "Run" } th scope="col" { "Status" } th scope="col" { "Attempts" } th scope="col" { "" } } }
             tbody {
-                @for delivery in items(&deliveries) {
+                @for delivery in &deliveries {
                     tr {
-                        td data-label="Event" { (text(&delivery["event"])) br; small { (text(&delivery["updatedAt"])) } }
-                        td data-label="Run" { a href=(format!("/runs/{}", text(&delivery["runId"]))) { (text(&delivery["runId"])) } }
-                        td data-label="Status" { (text(&delivery["status"]))
-                            @if let Some(code) = delivery["lastStatusCode"].as_u64() { " (HTTP " (code) ")" }
-                            @if let Some(error) = delivery["lastError"].as_str() { br; small { (error) } } }
-                        td data-label="Attempts" { (delivery["attempts"]) }
-                        td { (form.button("redeliver", "Send again", &[("webhook", text(&delivery["webhook"])), ("notification", text(&delivery["notification"]))])) }
+                        td data-label="Event" { (delivery.event) br; small { (time_text(delivery.updated_at)) } }
+                        td data-label="Run" { a href=(format!("/runs/{}", delivery.run_id)) { (delivery.run_id) } }
+                        td data-label="Status" { (delivery.status.as_str())
+                            @if let Some(code) = delivery.last_status_code { " (HTTP " (code) ")" }
+                            @if let Some(error) = &delivery.last_error { br; small { (error) } } }
+                        td data-label="Attempts" { (delivery.attempts) }
+                        td { (form.button("redeliver", "Send again", &[("webhook", &delivery.webhook_id), ("notification", &delivery.notification_id)])) }
                     }
                 }
             }
@@ -485,18 +454,19 @@ async fn webhooks(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
     })
 }
 
-async fn sign_in(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
-    let organization = admin.read(caller, "/organization").await?;
-    let provider = &organization["signIn"];
+async fn sign_in(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let state = web.operations.organization(&caller.acting).await?;
+    let organization = &state.organization;
+    let provider = state.provider.as_ref();
     Ok(html! {
         h2 { "Identity provider" }
-        @if let Some(uri) = provider["redirectUri"].as_str() { p { "Register this redirect URI at the provider: " code { (uri) } } }
+        @if let Some(provider) = provider { p { "Register this redirect URI at the provider: " code { (provider.redirect_uri) } } }
         form method="post" action="/admin/do/set-sign-in" {
             (form.hidden())
-            (field("issuer", "issuer", "Issuer URL (required)", text(&provider["issuer"])))
-            (field("client-id", "clientId", "Client id (required)", text(&provider["clientId"])))
+            (field("issuer", "issuer", "Issuer URL (required)", provider.map_or("", |provider| &provider.issuer)))
+            (field("client-id", "clientId", "Client id (required)", provider.map_or("", |provider| &provider.client_id)))
             div class="field" {
-                label for="client-secret" { "Client secret" @if provider["hasClientSecret"].as_bool() == Some(true) { " (one is set; leave empty to keep it)" } }
+                label for="client-secret" { "Client secret" @if provider.is_some_and(|provider| provider.has_client_secret) { " (one is set; leave empty to keep it)" } }
                 input id="client-secret" name="clientSecret" type="password" autocomplete="off";
             }
             button type="submit" { "Save the provider" }
@@ -504,11 +474,11 @@ async fn sign_in(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
         h2 { "Organization" }
         form method="post" action="/admin/do/change-organization" {
             (form.hidden())
-            (field("org-name", "name", "Name", text(&organization["name"])))
-            (field("groups-claim", "groupsClaim", "The ID token's claim that lists a person's groups", text(&organization["groupsClaim"])))
+            (field("org-name", "name", "Name", &organization.name))
+            (field("groups-claim", "groupsClaim", "The ID token's claim that lists a person's groups", organization.groups_claim.as_deref().unwrap_or("")))
             input type="hidden" name="autoProvision" value="false";
             div {
-                input id="auto-provision" type="checkbox" name="autoProvision" value="true" checked[organization["autoProvision"].as_bool() == Some(true)];
+                input id="auto-provision" type="checkbox" name="autoProvision" value="true" checked[organization.auto_provision];
                 label for="auto-provision" class="inline" { "People of a verified domain become members when they first sign in" }
             }
             button type="submit" { "Save" }
@@ -517,13 +487,13 @@ async fn sign_in(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
         table {
             thead { tr { th scope="col" { "Domain" } th scope="col" { "TXT record that proves it" } th scope="col" { "" } } }
             tbody {
-                @for domain in organization["domains"].as_array().into_iter().flatten() {
-                    @let name = text(&domain["domain"]);
+                @for domain in &state.domains {
+                    @let name = domain.domain.as_str();
                     tr {
-                        td data-label="Domain" { (name) @if domain["verified"].as_bool() == Some(true) { " " span class="badge test" { "verified" } } }
-                        td data-label="TXT record" { code { (text(&domain["txtRecord"]["name"])) } " " code { (text(&domain["txtRecord"]["value"])) } }
+                        td data-label="Domain" { (name) @if domain.verified_at.is_some() { " " span class="badge test" { "verified" } } }
+                        td data-label="TXT record" { code { "_agentprocess." (name) } " " code { (domain.token) } }
                         td {
-                            @if domain["verified"].as_bool() != Some(true) { (form.button("verify-domain", &format!("Verify {name}"), &[("domain", name)])) }
+                            @if domain.verified_at.is_none() { (form.button("verify-domain", &format!("Verify {name}"), &[("domain", name)])) }
                             (form.button("remove-domain", &format!("Remove {name}"), &[("domain", name)]))
                         }
                     }
@@ -535,7 +505,7 @@ async fn sign_in(admin: &Admin, caller: &Caller, form: &Form<'_>) -> Drawn {
 }
 
 /// The audit log, filtered, a page at a time.
-async fn audit(admin: &Admin, caller: &Caller, query: &[(String, String)]) -> Response {
+async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Response {
     // Built in a block: the serializer is not `Send`, so it must not live across an await.
     let filter = {
         let mut filter = url::form_urlencoded::Serializer::new(String::new());
@@ -546,10 +516,17 @@ async fn audit(admin: &Admin, caller: &Caller, query: &[(String, String)]) -> Re
         }
         filter.finish()
     };
-    let cursor = sent(query, "cursor")
-        .map(|cursor| format!("&cursor={}", segment(cursor)))
-        .unwrap_or_default();
-    let answer = admin.read(caller, &format!("/audit?limit=100&{filter}{cursor}")).await;
+    let wanted = |name: &str| sent(query, name).map(str::to_owned);
+    let asked = AuditQuery {
+        since: wanted("since"),
+        until: wanted("until"),
+        actor: wanted("actor"),
+        kind: wanted("kind"),
+        target: wanted("target"),
+        cursor: wanted("cursor"),
+        limit: Some(100),
+    };
+    let answer = web.operations.audit(&caller.acting, asked).await.map_err(Refusal::from);
     let body = html! {
         (menu("audit"))
         form method="get" action="/admin/audit" {
@@ -557,28 +534,37 @@ async fn audit(admin: &Admin, caller: &Caller, query: &[(String, String)]) -> Re
             button type="submit" { "Filter" }
         }
         @match &answer {
-            Err(answer) => { @let (message, issues) = answer.refusal(); (problems(&message, &issues)) }
+            Err(refusal) => { (refusal.shown()) }
             Ok(entries) => {
                 table {
                     thead { tr { th scope="col" { "When" } th scope="col" { "Who" } th scope="col" { "What" } th scope="col" { "About" } th scope="col" { "Detail" } } }
                     tbody {
-                        @for entry in items(entries) {
+                        @for entry in &entries.entries {
                             tr {
-                                td data-label="When" { (text(&entry["at"])) }
-                                td data-label="Who" { (text(&entry["actor"])) @if let Some(address) = entry["address"].as_str() { br; small { (address) } } }
-                                td data-label="What" { code { (text(&entry["kind"])) } }
-                                td data-label="About" { (entry["target"].as_str().unwrap_or("")) }
-                                td data-label="Detail" { code { (entry["detail"].to_string()) } }
+                                td data-label="When" { (time_text(entry.at)) }
+                                td data-label="Who" { (entry.actor) @if let Some(address) = &entry.address { br; small { (address) } } }
+                                td data-label="What" { code { (entry.kind) } }
+                                td data-label="About" { (entry.target.as_deref().unwrap_or("")) }
+                                td data-label="Detail" { code { (detail_text(&entry.detail)) } }
                             }
                         }
                     }
                 }
-                @if let Some(next) = entries["nextCursor"].as_str() {
+                @if let Some(next) = &entries.next_cursor {
                     p { a href=(format!("/admin/audit?{filter}&cursor={}", segment(next))) { "More entries" } }
                 }
             }
         }
     };
-    let status = answer.as_ref().map_or_else(|answer| answer.status, |_| StatusCode::OK);
+    let status = answer
+        .as_ref()
+        .map_or_else(|refusal| refusal.status, |_| StatusCode::OK);
     page(status, "Audit log", Some(&caller.visitor.who), body)
+}
+
+/// An audit entry's detail as compact JSON.
+fn detail_text(stored: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(stored)
+        .unwrap_or(serde_json::Value::Null)
+        .to_string()
 }

@@ -7,11 +7,11 @@ use std::io::Read;
 
 /// What an archive held.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Found {
+pub(crate) struct Found {
     /// The PROCESS.md.
-    pub(super) source: Vec<u8>,
+    pub(crate) source: Vec<u8>,
     /// The folder it sits in, when it sits in one.
-    pub(super) folder: Option<String>,
+    pub(crate) folder: Option<String>,
 }
 
 /// How a file is packed.
@@ -35,12 +35,12 @@ fn packing(bytes: &[u8]) -> Option<Packing> {
 }
 
 /// Whether `bytes` is an archive rather than a PROCESS.md.
-pub(super) fn is_archive(bytes: &[u8]) -> bool {
+pub(crate) fn is_archive(bytes: &[u8]) -> bool {
     packing(bytes).is_some()
 }
 
 /// The one PROCESS.md of an archive, at most `max` bytes; every problem otherwise.
-pub(super) fn process_file(bytes: &[u8], max: usize) -> Result<Found, Vec<String>> {
+pub(crate) fn process_file(bytes: &[u8], max: usize) -> Result<Found, Vec<String>> {
     let found = match packing(bytes) {
         Some(Packing::Zip) => from_zip(bytes, max),
         Some(Packing::Tar) => from_tar(bytes, max),
