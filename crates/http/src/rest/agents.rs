@@ -5,25 +5,26 @@ use std::sync::Arc;
 use agentprocess_auth::Identity;
 use agentprocess_auth::agents::NewAgent;
 use agentprocess_operations::agents::{AgentChange, NewAgentToken, Rotation};
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 use serde::Serialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::organization::TokenView;
 use super::{Body, Items, Key};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new()
-        .route("/api/v1/agents", get(agents).post(create))
-        .route("/api/v1/agents/{id}", get(agent).patch(change))
-        .route("/api/v1/agents/{id}/tokens", get(tokens).post(create_token))
-        .route("/api/v1/agents/{id}/tokens/{token}", delete(revoke_token))
-        .route("/api/v1/agents/{id}/tokens/{token}/rotate", post(rotate_token))
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new()
+        .routes(routes!(agents, create))
+        .routes(routes!(agent, change))
+        .routes(routes!(tokens, create_token))
+        .routes(routes!(revoke_token))
+        .routes(routes!(rotate_token))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -6,21 +6,22 @@ use std::sync::Arc;
 
 use agentprocess_auth::people_clients::NewApp;
 use agentprocess_store::OAuthApp;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, get};
-use axum::{Json, Router};
 use serde::Serialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{Body, Items, Key, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new()
-        .route("/api/v1/apps", get(apps).post(create_app))
-        .route("/api/v1/apps/{id}", delete(revoke_app))
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new()
+        .routes(routes!(apps, create_app))
+        .routes(routes!(revoke_app))
 }
 
 /// A client for the organization's people.

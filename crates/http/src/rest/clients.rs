@@ -6,26 +6,24 @@ use std::sync::Arc;
 
 use agentprocess_operations::clients::NewClient;
 use agentprocess_store::{ClientSecret, OAuthClient};
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 use serde::Serialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{Body, Items, Key, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new()
-        .route("/api/v1/agents/{id}/clients", get(clients).post(create_client))
-        .route("/api/v1/agents/{id}/clients/{client}", delete(revoke_client))
-        .route("/api/v1/agents/{id}/clients/{client}/secrets", post(add_secret))
-        .route(
-            "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
-            delete(revoke_secret),
-        )
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new()
+        .routes(routes!(clients, create_client))
+        .routes(routes!(revoke_client))
+        .routes(routes!(add_secret))
+        .routes(routes!(revoke_secret))
 }
 
 /// An OAuth client of an agent.

@@ -5,16 +5,18 @@
 use std::sync::Arc;
 
 use agentprocess_service::{Limit, LimitValues, LimitsReport};
+use axum::Json;
 use axum::extract::State;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{Body, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new().route("/api/v1/organization/limits", axum::routing::get(limits).put(choose))
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new().routes(routes!(limits, choose))
 }
 
 /// One limit.

@@ -20,25 +20,35 @@ use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
 
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::Web;
 
 pub(super) fn routes(web: Arc<Web>) -> Router {
-    organization::routes()
+    let (router, _) = api().split_for_parts();
+    router
         .route(
             "/api/v1/openapi.json",
             axum::routing::get(|| async { Json(openapi::document()) }),
         )
+        .with_state(web)
+        .layer(axum::middleware::from_fn(agentprocess_web::errors::refuse_nul))
+        .layer(axum::middleware::from_fn(agentprocess_web::errors::json_errors))
+}
+
+/// Every route of `/api/v1` with the document that describes it: each path is written
+/// once, in its handler's `#[utoipa::path]`.
+fn api() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::with_openapi(openapi::Document::openapi())
+        .merge(organization::routes())
         .merge(agents::routes())
         .merge(clients::routes())
         .merge(limits::routes())
         .merge(apps::routes())
         .merge(processes::routes())
         .merge(runs::routes())
-        .with_state(web)
-        .layer(axum::middleware::from_fn(agentprocess_web::errors::refuse_nul))
-        .layer(axum::middleware::from_fn(agentprocess_web::errors::json_errors))
 }
 
 /// A JSON body, or `invalid` naming what is wrong with it.

@@ -1,4 +1,5 @@
-//! The OpenAPI 3.1 document of `/api/v1`, generated from the handlers' annotations.
+//! The OpenAPI 3.1 document of `/api/v1`, generated from the routes and their handlers'
+//! annotations.
 //! Served at `/api/v1/openapi.json` and checked in as `schemas/openapi.json`.
 
 use std::sync::OnceLock;
@@ -7,8 +8,7 @@ use utoipa::Modify;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{agents, apps, clients, limits, organization, processes, runs};
-
+/// The document's own parts; the paths come from the routes (`super::api`).
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -19,71 +19,10 @@ use super::{agents, apps, clients, limits, organization, processes, runs};
                        the server's Origin and the session's X-CSRF-Token.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
-    paths(
-        organization::me,
-        organization::organization,
-        organization::change_organization,
-        organization::set_sign_in,
-        organization::add_domain,
-        organization::remove_domain,
-        organization::verify_domain,
-        organization::members,
-        organization::member,
-        organization::invite,
-        organization::change_member,
-        organization::groups,
-        organization::group,
-        organization::create_group,
-        organization::rename_group,
-        organization::set_claim_values,
-        organization::delete_group,
-        organization::add_to_group,
-        organization::remove_from_group,
-        organization::tokens,
-        organization::create_token,
-        organization::revoke_token,
-        organization::audit,
-        organization::audit_export,
-        limits::limits,
-        limits::choose,
-        agents::agents,
-        agents::agent,
-        agents::create,
-        agents::change,
-        agents::tokens,
-        agents::create_token,
-        agents::rotate_token,
-        agents::revoke_token,
-        processes::processes,
-        processes::import,
-        processes::draft,
-        processes::bind,
-        processes::publish,
-        processes::versions,
-        processes::version,
-        processes::diff,
-        processes::check_agreement,
-        clients::clients,
-        clients::create_client,
-        clients::revoke_client,
-        clients::add_secret,
-        clients::revoke_secret,
-        apps::apps,
-        apps::create_app,
-        apps::revoke_app,
-        runs::runs,
-        runs::run,
-        runs::cancel,
-        runs::webhooks,
-        runs::add_webhook,
-        runs::remove_webhook,
-        runs::deliveries,
-        runs::redeliver,
-    ),
     modifiers(&Credentials),
     security(("session" = []), ("bearer" = []))
 )]
-struct Document;
+pub(super) struct Document;
 
 /// The two ways to authenticate.
 struct Credentials;
@@ -113,7 +52,7 @@ impl Modify for Credentials {
 /// The document, as JSON.
 pub(crate) fn document() -> &'static serde_json::Value {
     static DOCUMENT: OnceLock<serde_json::Value> = OnceLock::new();
-    DOCUMENT.get_or_init(|| serde_json::to_value(Document::openapi()).unwrap_or_default())
+    DOCUMENT.get_or_init(|| serde_json::to_value(super::api().split_for_parts().1).unwrap_or_default())
 }
 
 /// The document as the checked-in file holds it: pretty JSON and a final newline.

@@ -10,46 +10,38 @@ use agentprocess_operations::audit::AuditQuery;
 use agentprocess_operations::groups::{ClaimValues, GroupName};
 use agentprocess_operations::organization::{NewDomain, OrganizationState, SignIn};
 use agentprocess_store::{AuditRow, Domain, Group, TokenRow};
+use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
-use axum::{Json, Router};
 use serde::Serialize;
 use tower_sessions::Session;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{Body, Items, Key, query, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Via, Web, csrf_token};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new()
-        .route("/api/v1/session", get(me))
-        .route("/api/v1/organization", get(organization).patch(change_organization))
-        .route("/api/v1/organization/sign-in", axum::routing::put(set_sign_in))
-        .route("/api/v1/organization/domains", axum::routing::post(add_domain))
-        .route("/api/v1/organization/domains/{domain}", delete(remove_domain))
-        .route(
-            "/api/v1/organization/domains/{domain}/verify",
-            axum::routing::post(verify_domain),
-        )
-        .route("/api/v1/members", get(members).post(invite))
-        .route("/api/v1/members/{id}", get(member).patch(change_member))
-        .route("/api/v1/groups", get(groups).post(create_group))
-        .route(
-            "/api/v1/groups/{id}",
-            get(group).patch(rename_group).delete(delete_group),
-        )
-        .route("/api/v1/groups/{id}/claim-values", axum::routing::put(set_claim_values))
-        .route(
-            "/api/v1/groups/{id}/members/{member}",
-            axum::routing::put(add_to_group).delete(remove_from_group),
-        )
-        .route("/api/v1/tokens", get(tokens).post(create_token))
-        .route("/api/v1/tokens/{id}", delete(revoke_token))
-        .route("/api/v1/audit", get(audit))
-        .route("/api/v1/audit/export", get(audit_export))
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(organization, change_organization))
+        .routes(routes!(set_sign_in))
+        .routes(routes!(add_domain))
+        .routes(routes!(remove_domain))
+        .routes(routes!(verify_domain))
+        .routes(routes!(members, invite))
+        .routes(routes!(member, change_member))
+        .routes(routes!(groups, create_group))
+        .routes(routes!(group, rename_group, delete_group))
+        .routes(routes!(set_claim_values))
+        .routes(routes!(add_to_group, remove_from_group))
+        .routes(routes!(tokens, create_token))
+        .routes(routes!(revoke_token))
+        .routes(routes!(audit))
+        .routes(routes!(audit_export))
 }
 
 /// A person, as the REST surface shows them.

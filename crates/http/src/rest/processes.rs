@@ -6,29 +6,30 @@ use std::sync::Arc;
 use agentprocess_operations::processes::{Binding, Diff, unpack};
 use agentprocess_service::admin::{Draft, Published};
 use agentprocess_store::StoredVersion;
+use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{Body, Items, Key, query, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new()
-        .route("/api/v1/processes", get(processes).post(import))
-        .route("/api/v1/processes/{name}/draft", get(draft))
-        .route("/api/v1/processes/{name}/draft/roles/{role}", put(bind))
-        .route("/api/v1/processes/{name}/publish", post(publish))
-        .route("/api/v1/processes/{name}/versions", get(versions))
-        .route("/api/v1/processes/{name}/versions/{number}", get(version))
-        .route("/api/v1/processes/{name}/diff", get(diff))
-        .route("/api/v1/processes/{name}/check-agreement", get(check_agreement))
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new()
+        .routes(routes!(processes, import))
+        .routes(routes!(draft))
+        .routes(routes!(bind))
+        .routes(routes!(publish))
+        .routes(routes!(versions))
+        .routes(routes!(version))
+        .routes(routes!(diff))
+        .routes(routes!(check_agreement))
 }
 
 /// The multipart body of an import.

@@ -7,31 +7,29 @@ use agentprocess_operations::webhooks::NewWebhook;
 use agentprocess_service::{ListRuns, Write};
 use agentprocess_store::{DeliveryRecord, Webhook};
 use agentprocess_views::{Page, RunListItem, RunView};
+use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{Body, Items, Key, query, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
-pub(super) fn routes() -> Router<Arc<Web>> {
-    Router::new()
-        .route("/api/v1/runs", get(runs))
-        .route("/api/v1/runs/{id}", get(run))
-        .route("/api/v1/runs/{id}/cancel", post(cancel))
-        .route("/api/v1/webhooks", get(webhooks).post(add_webhook))
-        .route("/api/v1/webhooks/deliveries", get(deliveries))
-        .route("/api/v1/webhooks/{id}", delete(remove_webhook))
-        .route(
-            "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
-            post(redeliver),
-        )
+pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
+    OpenApiRouter::new()
+        .routes(routes!(runs))
+        .routes(routes!(run))
+        .routes(routes!(cancel))
+        .routes(routes!(webhooks, add_webhook))
+        .routes(routes!(deliveries))
+        .routes(routes!(remove_webhook))
+        .routes(routes!(redeliver))
 }
 
 /// The query of `GET /runs` as documented; `input.<field>=<value>` (any number, one per
