@@ -48,7 +48,7 @@ impl From<&Identity> for AgentView {
     get,
     path = "/api/v1/agents",
     tag = "agents",
-    responses((status = 200, description = "The agents", body = Items<AgentView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The agents", body = Items<AgentView>)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn agents(
@@ -66,7 +66,7 @@ pub(super) async fn agents(
     path = "/api/v1/agents/{id}",
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "An agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "An agent", body = AgentView)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn agent(
@@ -83,7 +83,7 @@ pub(super) async fn agent(
     tag = "agents",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::agents::NewAgent,
-    responses((status = 201, description = "The agent", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The agent", body = AgentView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn create(
@@ -102,7 +102,7 @@ pub(super) async fn create(
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
     request_body = agentprocess_operations::agents::AgentChange,
-    responses((status = 200, description = "The agent as changed", body = AgentView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The agent as changed", body = AgentView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn change(
@@ -120,7 +120,7 @@ pub(super) async fn change(
     path = "/api/v1/agents/{id}/tokens",
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn tokens(
@@ -140,7 +140,7 @@ pub(super) async fn tokens(
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::agents::NewAgentToken,
-    responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The token, shown this once", body = TokenView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn create_token(
@@ -163,7 +163,7 @@ pub(super) async fn create_token(
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::agents::Rotation,
-    responses((status = 201, description = "The new token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The new token, shown this once", body = TokenView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn rotate_token(
@@ -185,7 +185,7 @@ pub(super) async fn rotate_token(
     path = "/api/v1/agents/{id}/tokens/{token}",
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id")),
-    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Revoked")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn revoke_token(

@@ -68,7 +68,7 @@ impl AppView {
     get,
     path = "/api/v1/apps",
     tag = "apps",
-    responses((status = 200, description = "The clients made for the organization's people", body = Items<AppView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The clients made for the organization's people", body = Items<AppView>)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn apps(
@@ -91,7 +91,7 @@ pub(super) async fn apps(
     tag = "apps",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = NewApp,
-    responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn create_app(
@@ -111,7 +111,7 @@ pub(super) async fn create_app(
     path = "/api/v1/apps/{id}",
     tag = "apps",
     params(("id" = String, Path, description = "The client_id")),
-    responses((status = 204, description = "Revoked, with every grant and token of it"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Revoked, with every grant and token of it")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn revoke_app(

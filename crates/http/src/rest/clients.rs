@@ -93,7 +93,7 @@ impl ClientView {
     path = "/api/v1/agents/{id}/clients",
     tag = "agents",
     params(("id" = String, Path, description = "The agent")),
-    responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn clients(
@@ -118,7 +118,7 @@ pub(super) async fn clients(
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::clients::NewClient,
-    responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn create_client(
@@ -148,7 +148,7 @@ pub(super) async fn create_client(
     path = "/api/v1/agents/{id}/clients/{client}",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id")),
-    responses((status = 204, description = "Revoked, with every access token it was given"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Revoked, with every access token it was given")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn revoke_client(
@@ -166,7 +166,7 @@ pub(super) async fn revoke_client(
     path = "/api/v1/agents/{id}/clients/{client}/secrets",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    responses((status = 201, description = "The new secret, shown this once", body = SecretView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The new secret, shown this once", body = SecretView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn add_secret(
@@ -189,7 +189,7 @@ pub(super) async fn add_secret(
     path = "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("secret" = String, Path, description = "The secret's id")),
-    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Revoked")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn revoke_secret(

@@ -111,7 +111,7 @@ impl From<LimitChoice> for LimitValues {
     get,
     path = "/api/v1/organization/limits",
     tag = "organization",
-    responses((status = 200, description = "The limits and what the organization uses", body = LimitsView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The limits and what the organization uses", body = LimitsView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn limits(
@@ -126,7 +126,7 @@ pub(super) async fn limits(
     path = "/api/v1/organization/limits",
     tag = "organization",
     request_body = LimitChoice,
-    responses((status = 200, description = "The limits as chosen", body = LimitsView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The limits as chosen", body = LimitsView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn choose(

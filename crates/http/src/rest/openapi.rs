@@ -6,7 +6,10 @@ use std::sync::OnceLock;
 
 use utoipa::Modify;
 use utoipa::OpenApi;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Ref, RefOr};
 
 /// The document's own parts; the paths come from the routes (`super::api`).
 #[derive(OpenApi)]
@@ -19,6 +22,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
                        the server's Origin and the session's X-CSRF-Token.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
+    components(schemas(agentprocess_web::errors::ErrorBody)),
     modifiers(&Credentials),
     security(("session" = []), ("bearer" = []))
 )]
@@ -49,10 +53,47 @@ impl Modify for Credentials {
     }
 }
 
+/// Every operation may be refused, in the protocol's error body: said here once.
+struct Refusals;
+
+impl Modify for Refusals {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let refusal = ResponseBuilder::new()
+            .description("A refusal, in the protocol's error body")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                operation
+                    .responses
+                    .responses
+                    .insert("default".to_owned(), RefOr::T(refusal.clone()));
+            }
+        }
+    }
+}
+
 /// The document, as JSON.
 pub(crate) fn document() -> &'static serde_json::Value {
     static DOCUMENT: OnceLock<serde_json::Value> = OnceLock::new();
-    DOCUMENT.get_or_init(|| serde_json::to_value(super::api().split_for_parts().1).unwrap_or_default())
+    DOCUMENT.get_or_init(|| {
+        let (_, mut document) = super::api().split_for_parts();
+        // After the routes: they bring the operations.
+        Refusals.modify(&mut document);
+        serde_json::to_value(document).unwrap_or_default()
+    })
 }
 
 /// The document as the checked-in file holds it: pretty JSON and a final newline.

@@ -85,7 +85,7 @@ pub(super) struct SessionView {
     get,
     path = "/api/v1/session",
     tag = "session",
-    responses((status = 200, description = "Who is calling", body = SessionView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "Who is calling", body = SessionView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn me(
@@ -191,7 +191,7 @@ fn organization_view(state: OrganizationState) -> Response {
     get,
     path = "/api/v1/organization",
     tag = "organization",
-    responses((status = 200, description = "The organization, with its revision as ETag", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The organization, with its revision as ETag", body = OrganizationView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn organization(
@@ -221,7 +221,7 @@ fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     tag = "organization",
     params(("If-Match" = Option<String>, Header, description = "The ETag read; refused with conflict when it changed meanwhile")),
     request_body = agentprocess_auth::members::OrganizationChange,
-    responses((status = 200, description = "The organization as changed", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The organization as changed", body = OrganizationView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn change_organization(
@@ -242,7 +242,7 @@ pub(super) async fn change_organization(
     path = "/api/v1/organization/sign-in",
     tag = "organization",
     request_body = agentprocess_operations::organization::SignIn,
-    responses((status = 200, description = "The organization with its new provider", body = OrganizationView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The organization with its new provider", body = OrganizationView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn set_sign_in(
@@ -259,7 +259,7 @@ pub(super) async fn set_sign_in(
     tag = "organization",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::organization::NewDomain,
-    responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn add_domain(
@@ -277,7 +277,7 @@ pub(super) async fn add_domain(
     path = "/api/v1/organization/domains/{domain}/verify",
     tag = "organization",
     params(("domain" = String, Path, description = "The domain")),
-    responses((status = 200, description = "The domain, verified", body = DomainView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The domain, verified", body = DomainView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn verify_domain(
@@ -294,7 +294,7 @@ pub(super) async fn verify_domain(
     path = "/api/v1/organization/domains/{domain}",
     tag = "organization",
     params(("domain" = String, Path, description = "The domain")),
-    responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Removed")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn remove_domain(
@@ -310,7 +310,7 @@ pub(super) async fn remove_domain(
     get,
     path = "/api/v1/members",
     tag = "members",
-    responses((status = 200, description = "The members", body = Items<MemberView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The members", body = Items<MemberView>)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn members(
@@ -328,7 +328,7 @@ pub(super) async fn members(
     path = "/api/v1/members/{id}",
     tag = "members",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "A member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "A member", body = MemberView)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn member(
@@ -346,7 +346,7 @@ pub(super) async fn member(
     tag = "members",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::members::Invite,
-    responses((status = 201, description = "The invited member", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The invited member", body = MemberView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn invite(
@@ -365,7 +365,7 @@ pub(super) async fn invite(
     tag = "members",
     params(("id" = String, Path, description = "The id")),
     request_body = agentprocess_auth::members::MemberChange,
-    responses((status = 200, description = "The member as changed", body = MemberView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The member as changed", body = MemberView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn change_member(
@@ -403,7 +403,7 @@ impl From<Group> for GroupView {
     get,
     path = "/api/v1/groups",
     tag = "groups",
-    responses((status = 200, description = "The groups", body = Items<GroupView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The groups", body = Items<GroupView>)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn groups(
@@ -421,7 +421,7 @@ pub(super) async fn groups(
     path = "/api/v1/groups/{id}",
     tag = "groups",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "A group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "A group", body = GroupView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn group(
@@ -438,7 +438,7 @@ pub(super) async fn group(
     tag = "groups",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::groups::NewGroup,
-    responses((status = 201, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The group", body = GroupView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn create_group(
@@ -457,7 +457,7 @@ pub(super) async fn create_group(
     tag = "groups",
     params(("id" = String, Path, description = "The id")),
     request_body = agentprocess_operations::groups::GroupName,
-    responses((status = 200, description = "The group as renamed", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The group as renamed", body = GroupView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn rename_group(
@@ -476,7 +476,7 @@ pub(super) async fn rename_group(
     tag = "groups",
     params(("id" = String, Path, description = "The id")),
     request_body = agentprocess_operations::groups::ClaimValues,
-    responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The group", body = GroupView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn set_claim_values(
@@ -494,7 +494,7 @@ pub(super) async fn set_claim_values(
     path = "/api/v1/groups/{id}",
     tag = "groups",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 204, description = "Deleted"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Deleted")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn delete_group(
@@ -511,7 +511,7 @@ pub(super) async fn delete_group(
     path = "/api/v1/groups/{id}/members/{member}",
     tag = "groups",
     params(("id" = String, Path, description = "The id"), ("member" = String, Path, description = "The member's id")),
-    responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The group", body = GroupView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn add_to_group(
@@ -528,7 +528,7 @@ pub(super) async fn add_to_group(
     path = "/api/v1/groups/{id}/members/{member}",
     tag = "groups",
     params(("id" = String, Path, description = "The id"), ("member" = String, Path, description = "The member's id")),
-    responses((status = 200, description = "The group", body = GroupView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The group", body = GroupView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn remove_from_group(
@@ -584,7 +584,7 @@ impl From<&TokenRow> for TokenView {
     get,
     path = "/api/v1/tokens",
     tag = "tokens",
-    responses((status = 200, description = "API tokens (all for admins, else the caller's own)", body = Items<TokenView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "API tokens (all for admins, else the caller's own)", body = Items<TokenView>)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn tokens(
@@ -603,7 +603,7 @@ pub(super) async fn tokens(
     tag = "tokens",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::tokens::NewToken,
-    responses((status = 201, description = "The token, shown this once", body = TokenView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The token, shown this once", body = TokenView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn create_token(
@@ -621,7 +621,7 @@ pub(super) async fn create_token(
     path = "/api/v1/tokens/{id}",
     tag = "tokens",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 204, description = "Revoked"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Revoked")),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn revoke_token(
@@ -671,7 +671,7 @@ pub(super) struct AuditPage {
     path = "/api/v1/audit",
     tag = "audit",
     params(AuditQuery),
-    responses((status = 200, description = "Entries, oldest first", body = AuditPage), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "Entries, oldest first", body = AuditPage)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn audit(
@@ -695,7 +695,7 @@ pub(super) async fn audit(
     path = "/api/v1/audit/export",
     tag = "audit",
     params(AuditQuery),
-    responses((status = 200, description = "Entries as JSON lines", body = String, content_type = "application/x-ndjson"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "Entries as JSON lines", body = String, content_type = "application/x-ndjson")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn audit_export(

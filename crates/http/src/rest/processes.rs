@@ -144,7 +144,7 @@ impl VersionView {
     get,
     path = "/api/v1/processes",
     tag = "processes",
-    responses((status = 200, description = "The latest version of each process", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The latest version of each process", body = Items<VersionView>)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn processes(
@@ -166,7 +166,7 @@ pub(super) async fn processes(
     tag = "processes",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body(content = ImportForm, content_type = "multipart/form-data"),
-    responses((status = 201, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The draft", body = DraftView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn import(
@@ -217,7 +217,7 @@ pub(super) async fn import(
     path = "/api/v1/processes/{name}/draft",
     tag = "processes",
     params(("name" = String, Path, description = "The process name")),
-    responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The draft", body = DraftView)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn draft(
@@ -234,7 +234,7 @@ pub(super) async fn draft(
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("role" = String, Path, description = "The role")),
     request_body = agentprocess_operations::processes::Binding,
-    responses((status = 200, description = "The draft", body = DraftView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The draft", body = DraftView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn bind(
@@ -252,7 +252,7 @@ pub(super) async fn bind(
     path = "/api/v1/processes/{name}/publish",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn publish(
@@ -286,7 +286,7 @@ fn published_response(name: &str, published: Published) -> Response {
     path = "/api/v1/processes/{name}/versions",
     tag = "processes",
     params(("name" = String, Path, description = "The process name")),
-    responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn versions(
@@ -305,7 +305,7 @@ pub(super) async fn versions(
     path = "/api/v1/processes/{name}/versions/{number}",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("number" = u32, Path, description = "The version number")),
-    responses((status = 200, description = "One version with its frontmatter and body", body = VersionView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "One version with its frontmatter and body", body = VersionView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn version(
@@ -335,7 +335,7 @@ pub(super) struct Pair {
     path = "/api/v1/processes/{name}/diff",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), Pair),
-    responses((status = 200, description = "A unified diff of two versions", body = DiffView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "A unified diff of two versions", body = DiffView)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn diff(
@@ -383,7 +383,7 @@ pub(super) struct AgreementParams {
     path = "/api/v1/processes/{name}/check-agreement",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), AgreementParams),
-    responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn check_agreement(

@@ -57,7 +57,7 @@ pub(super) struct RunsQuery {
     path = "/api/v1/runs",
     tag = "runs",
     params(RunsQuery),
-    responses((status = 200, description = "list_runs's result", body = Page<RunListItem>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "list_runs's result", body = Page<RunListItem>)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn runs(
@@ -106,7 +106,7 @@ pub(super) async fn runs(
     path = "/api/v1/runs/{id}",
     tag = "runs",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings)),
     extensions(("x-agentprocess-role" = json!("member")))
 )]
 pub(super) async fn run(
@@ -160,7 +160,7 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
     tag = "runs",
     params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "The same key and body get the first answer again")),
     request_body = Cancel,
-    responses((status = 200, description = "cancel's result", body = RunView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "cancel's result", body = RunView)),
     extensions(("x-agentprocess-role" = json!("operator")))
 )]
 pub(super) async fn cancel(
@@ -203,7 +203,7 @@ impl From<&Webhook> for WebhookView {
     get,
     path = "/api/v1/webhooks",
     tag = "webhooks",
-    responses((status = 200, description = "The webhooks", body = Items<WebhookView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The webhooks", body = Items<WebhookView>)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn webhooks(
@@ -222,7 +222,7 @@ pub(super) async fn webhooks(
     tag = "webhooks",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::webhooks::NewWebhook,
-    responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn add_webhook(
@@ -242,7 +242,7 @@ pub(super) async fn add_webhook(
     path = "/api/v1/webhooks/{id}",
     tag = "webhooks",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 204, description = "Removed"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 204, description = "Removed")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn remove_webhook(
@@ -261,7 +261,7 @@ pub(super) async fn remove_webhook(
     path = "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
     tag = "webhooks",
     params(("id" = String, Path, description = "The webhook"), ("notification" = String, Path, description = "The notification")),
-    responses((status = 202, description = "Due again; its outcome shows in the deliveries"), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 202, description = "Due again; its outcome shows in the deliveries")),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn redeliver(
@@ -317,7 +317,7 @@ pub(super) struct DeliveriesQuery {
     path = "/api/v1/webhooks/deliveries",
     tag = "webhooks",
     params(DeliveriesQuery),
-    responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>), (status = "default", description = "A refusal, in the protocol's error body", body = agentprocess_web::errors::ErrorBody)),
+    responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>)),
     extensions(("x-agentprocess-role" = json!("admin")))
 )]
 pub(super) async fn deliveries(
