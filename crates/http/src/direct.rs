@@ -10,10 +10,10 @@
 //! serialized by rmcp's serializer, so the two paths answer byte for byte alike (the
 //! tests hold them to that).
 
-use agentprocess_mcp::arguments::ToolSpec;
 use agentprocess_mcp::{CallTrace, McpServer};
 use agentprocess_service::Caller;
 use agentprocess_telemetry::context::RequestSpan;
+use agentprocess_tools::arguments::ToolSpec;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -110,7 +110,7 @@ fn plain_call(parts: &Parts, message: &Value, allowed_hosts: &[String]) -> Optio
         return None;
     }
     let params = &message["params"];
-    let spec = agentprocess_mcp::arguments::spec(params["name"].as_str()?)?;
+    let spec = agentprocess_tools::arguments::spec(params["name"].as_str()?)?;
     if let Some(meta) = params.get("_meta") {
         let plain = meta
             .as_object()

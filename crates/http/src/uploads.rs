@@ -34,7 +34,7 @@ pub(crate) async fn upload(
     if let Err(refused) = caller.permit(agentprocess_service::Tool::Upload, public_url) {
         let mut response = (
             StatusCode::FORBIDDEN,
-            Json(agentprocess_mcp::tools::envelope(Err(refused))),
+            Json(agentprocess_mcp::envelope::envelope(Err(refused))),
         )
             .into_response();
         if let Some(challenge) =
@@ -59,7 +59,7 @@ pub(crate) async fn upload(
         Ok(_) => StatusCode::CREATED,
         Err(error) => status_of(error.code),
     };
-    let response = (status, Json(agentprocess_mcp::tools::envelope(result))).into_response();
+    let response = (status, Json(agentprocess_mcp::envelope::envelope(result))).into_response();
     match over_limit {
         Some(over) => agentprocess_web::errors::too_many_requests(&over, response),
         None => response,
@@ -146,7 +146,7 @@ async fn read(service: &Service, headers: &HeaderMap, mut multipart: Multipart) 
     }
     // The upload tool's own bounds on what the form carries (the requestId is the
     // header's, so its issues name the header).
-    if let Some(spec) = agentprocess_mcp::arguments::spec("upload") {
+    if let Some(spec) = agentprocess_tools::arguments::spec("upload") {
         let mut arguments = Map::new();
         if let Some((file_name, content_type, _)) = &file {
             arguments.insert("fileName".to_owned(), json!(file_name));
@@ -156,7 +156,7 @@ async fn read(service: &Service, headers: &HeaderMap, mut multipart: Multipart) 
             arguments.insert("requestId".to_owned(), json!(request_id));
         }
         issues.extend(
-            agentprocess_mcp::arguments::check_present(spec, &arguments)
+            agentprocess_tools::arguments::check_present(spec, &arguments)
                 .into_iter()
                 .map(|issue| issue.replacen("requestId:", "Idempotency-Key:", 1)),
         );

@@ -14,8 +14,10 @@ use agentprocess_telemetry::KeyValue;
 use agentprocess_telemetry::context::RequestSpan;
 use tracing::Instrument as _;
 
-use crate::arguments::{ARGUMENTS, ToolSpec, input_schema, spec};
-use crate::tools::{call, envelope};
+use agentprocess_tools::arguments::{ARGUMENTS, ToolSpec, input_schema, spec};
+use agentprocess_tools::call;
+
+use crate::envelope::envelope;
 
 /// What the server tells a client at `initialize`.
 const INSTRUCTIONS: &str = "An Agent Process server (protocol core-2). Agents: call get_work, claim a step, do the \

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use similar::{ChangeTag, TextDiff};
 use tower_sessions::Session;
 
@@ -324,21 +324,14 @@ pub(super) async fn start(
             .unwrap_or_default(),
         Err(_) => Map::new(),
     };
-    let mut arguments = Map::new();
-    arguments.insert("process".to_owned(), json!(name));
-    if let Some(number) = number {
-        arguments.insert("version".to_owned(), json!(number));
-    }
-    arguments.insert("inputs".to_owned(), Value::Object(values_of(INPUTS, &declared, &form)));
-    for key in ["mode", "requestId"] {
-        if let Some(value) = sent(&form, key) {
-            arguments.insert(key.to_owned(), json!(value));
-        }
-    }
-    let Some(spec) = agentprocess_mcp::arguments::spec("start_run") else {
-        return ApiError::retry().into_response();
+    let start = agentprocess_tools::commands::StartRun {
+        process: name.clone(),
+        version: number,
+        inputs: values_of(INPUTS, &declared, &form),
+        mode: sent(&form, "mode").map(str::to_owned),
+        request_id: sent(&form, "requestId").map(str::to_owned),
     };
-    match agentprocess_mcp::tools::call(&web.service, &visitor.caller, spec, arguments).await {
+    match agentprocess_tools::perform(&web.service, &visitor.caller, &start).await {
         Ok(view) => match view.pointer("/run/id").and_then(Value::as_str) {
             Some(run) => Redirect::to(&format!("/runs/{run}")).into_response(),
             None => ApiError::retry().into_response(),

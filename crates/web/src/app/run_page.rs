@@ -11,6 +11,7 @@ use std::sync::Arc;
 use agentprocess_engine::{ProcessVersion, RunState, ToolError};
 use agentprocess_format::StepKind;
 use agentprocess_service::RunDetails;
+use agentprocess_tools::commands;
 use agentprocess_views::map::ProcessMap;
 use agentprocess_views::{RecordView, RunView};
 use axum::extract::{Form, Path, State};
@@ -18,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use jiff::tz::TimeZone;
 use maud::{Markup, html};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tower_sessions::Session;
 
 use super::Visitor;
@@ -26,7 +27,6 @@ use super::evidence::{Files, evidence, files};
 use super::forms::sent;
 use super::layout::{fragment, page, problems, refreshing, refused as refused_page};
 use super::time::when;
-use crate::errors::ApiError;
 use crate::session::{Web, check_csrf, csrf_token};
 
 /// The title of a run page that cannot be shown.
@@ -296,41 +296,31 @@ pub(super) async fn show(
     draw(&web, &session, &headers, &visitor, &run_id, None).await
 }
 
-/// A form of the run page as a call of `tool`: the CSRF check, the fields `names` as
-/// string arguments (and `data` as a JSON object), then the run page again, with what
-/// was refused.
-async fn act(
-    web: &Web,
-    session: &Session,
-    headers: &HeaderMap,
-    visitor: &Visitor,
-    run_id: &str,
-    form: &[(String, String)],
-    (tool, names): (&str, &[&str]),
-) -> Response {
-    if let Err(error) = check_csrf(headers, &web.origin, session, sent(form, "csrf")).await {
-        return error.into_response();
+/// The run page's `cancel` and `events` (send an event) forms as their tool's command.
+fn command_of(action: &str, run_id: &str, form: &[(String, String)]) -> Option<RunCommand> {
+    let field = |name: &str| sent(form, name).map(str::to_owned);
+    match action {
+        "cancel" => Some(RunCommand::Cancel(commands::Cancel {
+            run_id: run_id.to_owned(),
+            request_id: field("requestId"),
+            reason: field("reason"),
+        })),
+        "events" => Some(RunCommand::SendEvent(commands::SendEvent {
+            run_id: run_id.to_owned(),
+            request_id: field("requestId"),
+            name: field("name"),
+            // Text that is not a JSON object is passed on as sent, so the refusal names
+            // it in the spec's words.
+            data: sent(form, "data").map(|data| serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!(data))),
+        })),
+        _ => None,
     }
-    let mut arguments = Map::new();
-    arguments.insert("runId".to_owned(), json!(run_id));
-    for name in names {
-        if let Some(value) = sent(form, name) {
-            arguments.insert((*name).to_owned(), json!(value));
-        }
-    }
-    if let Some(data) = sent(form, "data") {
-        // Text that is not a JSON object is passed on as sent, so the refusal names it
-        // in the spec's words.
-        let data = serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!(data));
-        arguments.insert("data".to_owned(), data);
-    }
-    let Some(spec) = agentprocess_mcp::arguments::spec(tool) else {
-        return ApiError::retry().into_response();
-    };
-    match agentprocess_mcp::tools::call(&web.service, &visitor.caller, spec, arguments).await {
-        Ok(_) => Redirect::to(&format!("/runs/{run_id}")).into_response(),
-        Err(refused) => draw(web, session, &HeaderMap::new(), visitor, run_id, Some(&refused)).await,
-    }
+}
+
+/// What the run page's forms ask.
+enum RunCommand {
+    Cancel(commands::Cancel),
+    SendEvent(commands::SendEvent),
 }
 
 /// The run page's forms: `cancel` and `events` (send an event).
@@ -342,10 +332,18 @@ pub(super) async fn act_on(
     Path((run_id, action)): Path<(String, String)>,
     Form(form): Form<Vec<(String, String)>>,
 ) -> Response {
-    let call: (&str, &[&str]) = match action.as_str() {
-        "cancel" => ("cancel", &["requestId", "reason"]),
-        "events" => ("send_event", &["requestId", "name"]),
-        _ => return axum::http::StatusCode::NOT_FOUND.into_response(),
+    let Some(command) = command_of(&action, &run_id, &form) else {
+        return axum::http::StatusCode::NOT_FOUND.into_response();
     };
-    act(&web, &session, &headers, &visitor, &run_id, &form, call).await
+    if let Err(error) = check_csrf(&headers, &web.origin, &session, sent(&form, "csrf")).await {
+        return error.into_response();
+    }
+    let done = match &command {
+        RunCommand::Cancel(cancel) => commands::perform(&web.service, &visitor.caller, cancel).await,
+        RunCommand::SendEvent(event) => commands::perform(&web.service, &visitor.caller, event).await,
+    };
+    match done {
+        Ok(_) => Redirect::to(&format!("/runs/{run_id}")).into_response(),
+        Err(refused) => draw(&web, &session, &HeaderMap::new(), &visitor, &run_id, Some(&refused)).await,
+    }
 }

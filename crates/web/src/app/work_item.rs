@@ -8,8 +8,10 @@
 use std::sync::Arc;
 
 use agentprocess_engine::{Code, ToolError};
+use agentprocess_format::EvidenceKind;
 use agentprocess_service::Write;
 use agentprocess_store::{Store, Upload};
+use agentprocess_tools::commands;
 use agentprocess_views::{RunView, WorkItemView};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
@@ -482,35 +484,37 @@ pub(super) async fn decide(
             return draw(&web, &session, &visitor, &run, &item_id, Some(error), sent).await;
         }
     };
-    let mut arguments = Map::new();
-    arguments.insert("runId".to_owned(), json!(run_id));
-    arguments.insert("workItemId".to_owned(), json!(item_id));
-    for name in ["requestId", "snapshot", "decision", "note", "next", "reason"] {
-        if let Some(value) = sent(&form, name) {
-            arguments.insert(name.to_owned(), json!(value));
-        }
-    }
+    let field = |name: &str| sent(&form, name).map(str::to_owned);
+    let mut decide = commands::Decide {
+        run_id: run_id.clone(),
+        work_item_id: item_id.clone(),
+        request_id: field("requestId"),
+        snapshot: field("snapshot"),
+        decision: field("decision"),
+        note: field("note"),
+        next: field("next"),
+        reason: field("reason"),
+        output: None,
+        evidence: None,
+    };
     // Completing with the held submission sends no output: the server uses the candidate.
     if sent(&form, "decision") == Some("completed") && sent(&form, HELD).is_none() {
-        arguments.insert("output".to_owned(), Value::Object(values_of(OUTPUT, &output, &form)));
+        decide.output = Some(values_of(OUTPUT, &output, &form));
         let links = sent(&form, LINKS).unwrap_or_default().lines().map(str::trim);
-        let evidence: Vec<Value> = uploaded
+        let evidence: Vec<commands::Evidence> = uploaded
             .iter()
-            .map(|upload| json!({ "kind": "file", "ref": upload.id }))
-            .chain(
-                links
-                    .filter(|link| !link.is_empty())
-                    .map(|link| json!({ "kind": "link", "ref": link })),
-            )
+            .map(|upload| commands::Evidence {
+                kind: EvidenceKind::File,
+                reference: upload.id.clone(),
+            })
+            .chain(links.filter(|link| !link.is_empty()).map(|link| commands::Evidence {
+                kind: EvidenceKind::Link,
+                reference: link.to_owned(),
+            }))
             .collect();
-        if !evidence.is_empty() {
-            arguments.insert("evidence".to_owned(), Value::Array(evidence));
-        }
+        decide.evidence = (!evidence.is_empty()).then_some(evidence);
     }
-    let Some(spec) = agentprocess_mcp::arguments::spec("decide") else {
-        return ApiError::retry().into_response();
-    };
-    match agentprocess_mcp::tools::call(&web.service, caller, spec, arguments).await {
+    match commands::perform(&web.service, caller, &decide).await {
         Ok(_) => Redirect::to("/inbox?decided=1").into_response(),
         Err(error) => {
             // Drawn again on the run as it is now, with what was refused, holding what

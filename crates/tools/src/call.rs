@@ -1,36 +1,14 @@
-//! `tools/call`: decode the arguments, call the service, wrap the answer as
-//! `{ ok: true, data }` or `{ ok: false, error: { code, message, issues? } }`.
+//! A tool call: its arguments checked (every issue at once), decoded, hashed for
+//! replay, and handed to the service; the result as the JSON `data` of the answer.
 
 use agentprocess_engine::{Code, Decide, Mode, ToolError};
 use agentprocess_service::{Caller, ListRuns, Service, StartRunArgs, Tool, Write};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::arguments::{ToolSpec, check};
 use crate::decoded;
-
-/// The envelope of a result.
-pub fn envelope(result: Result<Value, ToolError>) -> Value {
-    match result {
-        // Built by hand: `json!` would respell the numbers in `data`.
-        Ok(data) => {
-            let mut body = Map::new();
-            body.insert("ok".to_owned(), Value::Bool(true));
-            body.insert("data".to_owned(), data);
-            Value::Object(body)
-        }
-        Err(error) => {
-            let mut body = Map::new();
-            body.insert("code".to_owned(), json!(error.code.as_str()));
-            body.insert("message".to_owned(), json!(error.message));
-            if !error.issues.is_empty() {
-                body.insert("issues".to_owned(), json!(error.issues));
-            }
-            json!({ "ok": false, "error": body })
-        }
-    }
-}
 
 /// Calls `spec`'s tool for `caller`.
 pub async fn call(

@@ -4,7 +4,7 @@
 //! lists, descriptions aside. A drift on either side fails here.
 
 use agentprocess_contract::{Contract, default_dir, differences};
-use agentprocess_mcp::arguments::{ARGUMENTS, input_schema};
+use agentprocess_tools::arguments::{ARGUMENTS, input_schema};
 use serde_json::Value;
 
 #[test]
