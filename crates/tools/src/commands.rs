@@ -21,11 +21,15 @@ pub trait Command: Serialize {
 pub async fn perform<C: Command>(service: &Service, caller: &Caller, command: &C) -> Result<Value, ToolError> {
     let spec =
         spec(C::TOOL).ok_or_else(|| ToolError::new(agentprocess_engine::Code::Retry, "no such tool", Vec::new()))?;
-    let arguments = match agentprocess_format::exact::to_value(command) {
-        Ok(Value::Object(arguments)) => arguments,
-        _ => Map::new(),
-    };
-    call(service, caller, spec, arguments).await
+    match agentprocess_format::exact::to_value(command) {
+        Ok(Value::Object(arguments)) => call(service, caller, spec, arguments).await,
+        // Nested deeper than JSON is read here: refused as the arguments' problem.
+        Ok(_) | Err(_) => Err(ToolError::new(
+            agentprocess_engine::Code::Invalid,
+            format!("the arguments of {} are not valid", C::TOOL),
+            vec!["the arguments are nested too deeply".to_owned()],
+        )),
+    }
 }
 
 /// `start_run`.

@@ -61,6 +61,15 @@ impl ApiError {
         response
     }
 
+    /// `invalid`: a NUL character, which no name or text may hold (PostgreSQL cannot
+    /// store it).
+    pub fn nul() -> Self {
+        Self::invalid(
+            "the request holds a NUL character, which no field may hold; nothing changed",
+            Vec::new(),
+        )
+    }
+
     /// `forbidden`: 403.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(Code::Forbidden, message, Vec::new())
@@ -254,13 +263,7 @@ pub async fn json_errors(request: axum::extract::Request, next: axum::middleware
 /// character in its path, query or JSON body: no name or text of the surface may hold
 /// one (PostgreSQL cannot store it), and saying so beats failing later.
 pub async fn refuse_nul(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let refused = || {
-        ApiError::invalid(
-            "the request holds a NUL character, which no field may hold; nothing changed",
-            Vec::new(),
-        )
-        .into_response()
-    };
+    let refused = || ApiError::nul().into_response();
     let uri = request.uri().to_string().to_ascii_lowercase();
     if uri.contains("%00") {
         return refused();

@@ -14,9 +14,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::organization::TokenView;
-use super::{Body, Items, Key};
+use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, OperatorReads};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Authenticated, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
@@ -53,7 +53,7 @@ impl From<&Identity> for AgentView {
 )]
 pub(super) async fn agents(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<OperatorReads>,
 ) -> Result<Json<Items<AgentView>>, ApiError> {
     let agents = web.operations.agents(&caller).await?;
     Ok(Json(Items {
@@ -71,7 +71,7 @@ pub(super) async fn agents(
 )]
 pub(super) async fn agent(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<OperatorReads>,
     Path(id): Path<String>,
 ) -> Result<Json<AgentView>, ApiError> {
     Ok(Json(AgentView::from(&web.operations.agent(&caller, &id).await?)))
@@ -88,7 +88,7 @@ pub(super) async fn agent(
 )]
 pub(super) async fn create(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     Body(new): Body<NewAgent>,
 ) -> Result<Response, ApiError> {
@@ -107,7 +107,7 @@ pub(super) async fn create(
 )]
 pub(super) async fn change(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
     Body(change): Body<AgentChange>,
 ) -> Result<Json<AgentView>, ApiError> {
@@ -125,7 +125,7 @@ pub(super) async fn change(
 )]
 pub(super) async fn tokens(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
     Path(id): Path<String>,
 ) -> Result<Json<Items<TokenView>>, ApiError> {
     let tokens = web.operations.agent_tokens(&caller, &id).await?;
@@ -145,7 +145,7 @@ pub(super) async fn tokens(
 )]
 pub(super) async fn create_token(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
     key: Key,
     Body(new): Body<NewAgentToken>,
@@ -168,7 +168,7 @@ pub(super) async fn create_token(
 )]
 pub(super) async fn rotate_token(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((id, token)): Path<(String, String)>,
     key: Key,
     Body(rotation): Body<Rotation>,
@@ -190,7 +190,7 @@ pub(super) async fn rotate_token(
 )]
 pub(super) async fn revoke_token(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((id, token)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_agent_token(&caller, &id, &token).await?;

@@ -14,9 +14,9 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Body, Items, Key, shown_once, time_text};
+use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Authenticated, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
@@ -73,7 +73,7 @@ impl AppView {
 )]
 pub(super) async fn apps(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
 ) -> Result<Json<Items<AppView>>, ApiError> {
     let apps = web.operations.apps(&caller).await?;
     Ok(Json(Items {
@@ -96,7 +96,7 @@ pub(super) async fn apps(
 )]
 pub(super) async fn create_app(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     Body(new): Body<NewApp>,
 ) -> Result<Response, ApiError> {
@@ -116,7 +116,7 @@ pub(super) async fn create_app(
 )]
 pub(super) async fn revoke_app(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_app(&caller, &id).await?;

@@ -14,9 +14,9 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Body, Items, Key, shown_once, time_text};
+use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Authenticated, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
@@ -98,7 +98,7 @@ impl ClientView {
 )]
 pub(super) async fn clients(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
     Path(id): Path<String>,
 ) -> Result<Json<Items<ClientView>>, ApiError> {
     let clients = web.operations.agent_clients(&caller, &id).await?;
@@ -123,7 +123,7 @@ pub(super) async fn clients(
 )]
 pub(super) async fn create_client(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
     key: Key,
     Body(new): Body<NewClient>,
@@ -153,7 +153,7 @@ pub(super) async fn create_client(
 )]
 pub(super) async fn revoke_client(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((id, client)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_client(&caller, &id, &client).await?;
@@ -171,7 +171,7 @@ pub(super) async fn revoke_client(
 )]
 pub(super) async fn add_secret(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((id, client)): Path<(String, String)>,
     key: Key,
 ) -> Result<Response, ApiError> {
@@ -194,7 +194,7 @@ pub(super) async fn add_secret(
 )]
 pub(super) async fn revoke_secret(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((id, client, secret)): Path<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Body, time_text};
+use super::{AdminWrites, Allowed, Body, MemberReads, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Authenticated, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new().routes(routes!(limits, choose))
@@ -116,7 +116,7 @@ impl From<LimitChoice> for LimitValues {
 )]
 pub(super) async fn limits(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
 ) -> Result<Json<LimitsView>, ApiError> {
     Ok(Json(web.operations.limits(&caller).await?.into()))
 }
@@ -131,7 +131,7 @@ pub(super) async fn limits(
 )]
 pub(super) async fn choose(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Body(choice): Body<LimitChoice>,
 ) -> Result<Json<LimitsView>, ApiError> {
     let chosen = LimitValues::from(choice);

@@ -10,7 +10,10 @@ mod organization;
 mod processes;
 mod runs;
 
+use std::marker::PhantomData;
 use std::sync::Arc;
+
+use agentprocess_auth::Role;
 
 use agentprocess_operations::time_text;
 use axum::Json;
@@ -24,7 +27,7 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Acting, ApiCaller, Authenticated, Via, Web};
 
 pub(super) fn routes(web: Arc<Web>) -> Router {
     let (router, _) = api().split_for_parts();
@@ -49,6 +52,62 @@ fn api() -> OpenApiRouter<Arc<Web>> {
         .merge(apps::routes())
         .merge(processes::routes())
         .merge(runs::routes())
+}
+
+/// The caller, refused unless they may do what `N` names: checked before anything else
+/// of the request is read, so someone without the role learns nothing of what it
+/// takes. The operation checks again; this only puts the refusal first.
+struct Allowed<N>(ApiCaller, PhantomData<N>);
+
+/// What an endpoint needs of its caller.
+trait Need {
+    fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error>;
+}
+
+macro_rules! needs {
+    ($($need:ident: $role:ident, $writes:literal;)*) => {$(
+        struct $need;
+
+        impl Need for $need {
+            fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error> {
+                acting.require(Role::$role, $writes)
+            }
+        }
+    )*};
+}
+
+needs! {
+    AdminWrites: Admin, true;
+    AdminReads: Admin, false;
+    OperatorWrites: Operator, true;
+    OperatorReads: Operator, false;
+    MemberWrites: Member, true;
+    MemberReads: Member, false;
+}
+
+/// A person at a browser: a token cannot make more of itself.
+struct FromSession;
+
+impl Need for FromSession {
+    fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error> {
+        if acting.via == Via::Session {
+            Ok(())
+        } else {
+            Err(agentprocess_auth::Error::forbidden(
+                "API tokens are made from a signed-in session",
+            ))
+        }
+    }
+}
+
+impl<N: Need> FromRequestParts<Arc<Web>> for Allowed<N> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web>) -> Result<Self, ApiError> {
+        let Authenticated(caller) = Authenticated::from_request_parts(parts, web).await?;
+        N::check(&caller)?;
+        Ok(Self(caller, PhantomData))
+    }
 }
 
 /// A JSON body, or `invalid` naming what is wrong with it.

@@ -20,7 +20,10 @@ use tower_sessions::Session;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Body, Items, Key, query, time_text};
+use super::{
+    AdminReads, AdminWrites, Allowed, Body, FromSession, Items, Key, MemberReads, MemberWrites, OperatorReads, query,
+    time_text,
+};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Via, Web, csrf_token};
 
@@ -226,7 +229,7 @@ fn if_match(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
 )]
 pub(super) async fn change_organization(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     headers: HeaderMap,
     Body(change): Body<OrganizationChange>,
 ) -> Result<Response, ApiError> {
@@ -247,7 +250,7 @@ pub(super) async fn change_organization(
 )]
 pub(super) async fn set_sign_in(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Body(sign_in): Body<SignIn>,
 ) -> Result<Response, ApiError> {
     Ok(organization_view(web.operations.set_sign_in(&caller, &sign_in).await?))
@@ -264,7 +267,7 @@ pub(super) async fn set_sign_in(
 )]
 pub(super) async fn add_domain(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     Body(new): Body<NewDomain>,
 ) -> Result<Response, ApiError> {
@@ -282,7 +285,7 @@ pub(super) async fn add_domain(
 )]
 pub(super) async fn verify_domain(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(domain): Path<String>,
 ) -> Result<Json<DomainView>, ApiError> {
     let domain = web.operations.verify_domain(&caller, &domain).await?;
@@ -299,7 +302,7 @@ pub(super) async fn verify_domain(
 )]
 pub(super) async fn remove_domain(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(domain): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.remove_domain(&caller, &domain).await?;
@@ -315,7 +318,7 @@ pub(super) async fn remove_domain(
 )]
 pub(super) async fn members(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<OperatorReads>,
 ) -> Result<Json<Items<MemberView>>, ApiError> {
     let members = web.operations.members(&caller).await?;
     Ok(Json(Items {
@@ -351,7 +354,7 @@ pub(super) async fn member(
 )]
 pub(super) async fn invite(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     Body(invite): Body<Invite>,
 ) -> Result<Response, ApiError> {
@@ -370,7 +373,7 @@ pub(super) async fn invite(
 )]
 pub(super) async fn change_member(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
     Body(change): Body<MemberChange>,
 ) -> Result<Json<MemberView>, ApiError> {
@@ -408,7 +411,7 @@ impl From<Group> for GroupView {
 )]
 pub(super) async fn groups(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
 ) -> Result<Json<Items<GroupView>>, ApiError> {
     let groups = web.operations.groups(&caller).await?;
     Ok(Json(Items {
@@ -426,7 +429,7 @@ pub(super) async fn groups(
 )]
 pub(super) async fn group(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
     Path(id): Path<String>,
 ) -> Result<Json<GroupView>, ApiError> {
     Ok(Json(GroupView::from(web.operations.group(&caller, &id).await?)))
@@ -443,7 +446,7 @@ pub(super) async fn group(
 )]
 pub(super) async fn create_group(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     Body(new): Body<NewGroup>,
 ) -> Result<Response, ApiError> {
@@ -462,7 +465,7 @@ pub(super) async fn create_group(
 )]
 pub(super) async fn rename_group(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
     Body(name): Body<GroupName>,
 ) -> Result<Json<GroupView>, ApiError> {
@@ -481,7 +484,7 @@ pub(super) async fn rename_group(
 )]
 pub(super) async fn set_claim_values(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
     Body(values): Body<ClaimValues>,
 ) -> Result<Json<GroupView>, ApiError> {
@@ -499,7 +502,7 @@ pub(super) async fn set_claim_values(
 )]
 pub(super) async fn delete_group(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.delete_group(&caller, &id).await?;
@@ -516,7 +519,7 @@ pub(super) async fn delete_group(
 )]
 pub(super) async fn add_to_group(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((group, member)): Path<(String, String)>,
 ) -> Result<Json<GroupView>, ApiError> {
     let group = web.operations.set_membership(&caller, &group, &member, true).await?;
@@ -533,7 +536,7 @@ pub(super) async fn add_to_group(
 )]
 pub(super) async fn remove_from_group(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((group, member)): Path<(String, String)>,
 ) -> Result<Json<GroupView>, ApiError> {
     let group = web.operations.set_membership(&caller, &group, &member, false).await?;
@@ -608,7 +611,7 @@ pub(super) async fn tokens(
 )]
 pub(super) async fn create_token(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<FromSession>,
     key: Key,
     Body(new): Body<NewToken>,
 ) -> Result<Response, ApiError> {
@@ -626,7 +629,7 @@ pub(super) async fn create_token(
 )]
 pub(super) async fn revoke_token(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberWrites>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_token(&caller, &id).await?;
@@ -676,7 +679,7 @@ pub(super) struct AuditPage {
 )]
 pub(super) async fn audit(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
     audit: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<AuditPage>, ApiError> {
     let page = web
@@ -700,7 +703,7 @@ pub(super) async fn audit(
 )]
 pub(super) async fn audit_export(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
     audit: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let entries = web

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Body, Items, Key, query, time_text};
+use super::{AdminWrites, Allowed, Body, Items, Key, MemberReads, OperatorReads, query, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Authenticated, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
@@ -149,7 +149,7 @@ impl VersionView {
 )]
 pub(super) async fn processes(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.latest_versions(&caller).await?;
     let items = versions.iter().map(VersionView::of).collect();
@@ -171,7 +171,7 @@ pub(super) async fn processes(
 )]
 pub(super) async fn import(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     mut multipart: Multipart,
 ) -> Result<Response, ApiError> {
@@ -222,7 +222,7 @@ pub(super) async fn import(
 )]
 pub(super) async fn draft(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<OperatorReads>,
     Path(name): Path<String>,
 ) -> Result<Json<DraftView>, ApiError> {
     Ok(Json(DraftView::from(web.operations.draft(&caller, &name).await?)))
@@ -239,7 +239,7 @@ pub(super) async fn draft(
 )]
 pub(super) async fn bind(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((name, role)): Path<(String, String)>,
     Body(binding): Body<Binding>,
 ) -> Result<Json<DraftView>, ApiError> {
@@ -257,7 +257,7 @@ pub(super) async fn bind(
 )]
 pub(super) async fn publish(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(name): Path<String>,
     key: Key,
 ) -> Result<Response, ApiError> {
@@ -291,7 +291,7 @@ fn published_response(name: &str, published: Published) -> Response {
 )]
 pub(super) async fn versions(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
     Path(name): Path<String>,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.versions(&caller, &name).await?;
@@ -310,7 +310,7 @@ pub(super) async fn versions(
 )]
 pub(super) async fn version(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
     Path((name, number)): Path<(String, u32)>,
 ) -> Result<Json<VersionView>, ApiError> {
     let version = web.operations.version(&caller, &name, number).await?;
@@ -340,7 +340,7 @@ pub(super) struct Pair {
 )]
 pub(super) async fn diff(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
     Path(name): Path<String>,
     pair: Result<Query<Pair>, QueryRejection>,
 ) -> Result<Json<DiffView>, ApiError> {
@@ -388,7 +388,7 @@ pub(super) struct AgreementParams {
 )]
 pub(super) async fn check_agreement(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<OperatorReads>,
     Path(name): Path<String>,
     params: Result<Query<AgreementParams>, QueryRejection>,
 ) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError> {

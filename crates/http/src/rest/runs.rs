@@ -17,9 +17,9 @@ use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{Body, Items, Key, query, time_text};
+use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, MemberReads, OperatorWrites, query, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Authenticated, Web};
+use agentprocess_web::session::Web;
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
@@ -62,7 +62,7 @@ pub(super) struct RunsQuery {
 )]
 pub(super) async fn runs(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Page<RunListItem>>, ApiError> {
     let mut args = ListRuns {
@@ -111,7 +111,7 @@ pub(super) async fn runs(
 )]
 pub(super) async fn run(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<MemberReads>,
     Path(id): Path<String>,
 ) -> Result<Json<RunWithWarnings>, ApiError> {
     let (view, warnings) = web.operations.run(&caller, &id).await?;
@@ -165,7 +165,7 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
 )]
 pub(super) async fn cancel(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<OperatorWrites>,
     Path(id): Path<String>,
     headers: HeaderMap,
     Body(cancel): Body<Cancel>,
@@ -208,7 +208,7 @@ impl From<&Webhook> for WebhookView {
 )]
 pub(super) async fn webhooks(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
 ) -> Result<Json<Items<WebhookView>>, ApiError> {
     let webhooks = web.operations.webhooks(&caller).await?;
     Ok(Json(Items {
@@ -227,7 +227,7 @@ pub(super) async fn webhooks(
 )]
 pub(super) async fn add_webhook(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     key: Key,
     Body(new): Body<NewWebhook>,
 ) -> Result<Response, ApiError> {
@@ -247,7 +247,7 @@ pub(super) async fn add_webhook(
 )]
 pub(super) async fn remove_webhook(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.remove_webhook(&caller, &id).await?;
@@ -266,7 +266,7 @@ pub(super) async fn remove_webhook(
 )]
 pub(super) async fn redeliver(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminWrites>,
     Path((id, notification)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.redeliver(&caller, &id, &notification).await?;
@@ -322,7 +322,7 @@ pub(super) struct DeliveriesQuery {
 )]
 pub(super) async fn deliveries(
     State(web): State<Arc<Web>>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<AdminReads>,
     deliveries: Result<Query<DeliveriesQuery>, QueryRejection>,
 ) -> Result<Json<Items<DeliveryView>>, ApiError> {
     let limit = query(deliveries, "the query is not valid")?.limit.unwrap_or(50);

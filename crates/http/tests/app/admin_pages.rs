@@ -93,6 +93,16 @@ async fn administers(app: TestApp) -> TestApp {
         "{}",
         refused.text
     );
+    // No field may hold a NUL character: refused in the words of `/api/v1`.
+    let nul = ann
+        .post_pairs(
+            &app,
+            "/admin/do/create-group",
+            &with(base(&people, "/admin/people"), &[("group", "nul\0group")]),
+        )
+        .await;
+    assert_eq!(nul.status, StatusCode::BAD_REQUEST, "{}", nul.text);
+    assert!(nul.text.contains("NUL character"), "{}", nul.text);
     let created = ann
         .post_pairs(
             &app,
@@ -312,6 +322,21 @@ async fn administers(app: TestApp) -> TestApp {
         )
         .await;
     assert_eq!(tried.status, StatusCode::FORBIDDEN, "{}", tried.text);
+    // The role is refused before anything sent is read: a member learns nothing of
+    // what the change takes, on the pages as over REST.
+    let tried = max
+        .post_pairs(
+            &app,
+            "/admin/do/create-group",
+            &with(base(&page, "/admin/people"), &[("group", "Not An Id!")]),
+        )
+        .await;
+    assert_eq!(tried.status, StatusCode::FORBIDDEN, "{}", tried.text);
+    let member = app.api_token("max", "read").await;
+    let (status, body) = app
+        .rest(&member, axum::http::Method::POST, "/groups", Some(json!({ "id": 7 })))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     let admin = app.api_token("ann", "admin").await;
     let (_, groups) = app.rest(&admin, axum::http::Method::GET, "/groups", None).await;
     assert!(!groups.to_string().contains("\"mine\""), "{groups}");

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use agentprocess_auth::Role;
 use agentprocess_operations::processes::unpack;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::StatusCode;
@@ -16,11 +17,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::pages::render;
-use super::{Caller, Refusal};
+use super::{Caller, Refusal, refuse_nul};
 use crate::app::forms::sent;
 use crate::app::layout::page;
 use crate::errors::ApiError;
 use crate::session::{Web, check_csrf};
+
+/// The largest import the page takes: what `/api/v1` takes, a request body of 2 MiB.
+pub(super) const MAX_IMPORT: usize = 2 << 20;
 
 /// How a form field becomes a value of the command.
 #[derive(Clone, Copy)]
@@ -200,7 +204,8 @@ fn names_of(action: &Action, form: &[(String, String)]) -> Result<Vec<String>, R
     }
 }
 
-/// The command of `action` from the form, read as the REST surface reads its body.
+/// The command of `action` from the form, read as the REST surface reads its JSON
+/// body, in the same words.
 fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> Result<T, Refusal> {
     let mut fields = Map::new();
     for (key, name, kind) in action.fields {
@@ -228,8 +233,16 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
         };
         fields.insert((*key).to_owned(), value);
     }
-    serde_json::from_value(Value::Object(fields))
-        .map_err(|error| ApiError::invalid("the form is not valid; nothing changed", vec![error.to_string()]).into())
+    let text = Value::Object(fields).to_string();
+    axum::Json::<T>::from_bytes(text.as_bytes())
+        .map(|axum::Json(command)| command)
+        .map_err(|rejection| {
+            ApiError::invalid(
+                "the request body is not valid; nothing changed",
+                vec![rejection.body_text()],
+            )
+            .into()
+        })
 }
 
 /// What a change answers: back to the page, or a secret made this once.
@@ -243,8 +256,20 @@ enum Done {
 async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, String)]) -> Result<Done, Refusal> {
     let operations = &web.operations;
     let acting = &caller.acting;
+    // Every action is an admin's change: refused before anything sent is read.
+    acting.require(Role::Admin, true).map_err(ApiError::from)?;
     let key = sent(form, "requestId").filter(|key| !key.is_empty());
     let names = names_of(action, form)?;
+    let fields = action.fields.iter().map(|(_, name, _)| *name);
+    refuse_nul(
+        action
+            .names
+            .iter()
+            .copied()
+            .chain(fields)
+            .filter_map(|name| sent(form, name))
+            .chain(key),
+    )?;
     let name = |index: usize| names.get(index).map_or("", String::as_str);
     match action.name {
         "invite" => {
@@ -388,8 +413,10 @@ pub(super) async fn import(State(web): State<Arc<Web>>, caller: Caller, request:
         match part.name() {
             Some("csrf") => csrf = part.text().await.ok(),
             Some("file") => {
-                let folder = part
-                    .file_name()
+                // Named as a multipart body to `/api/v1` would name it.
+                let name = part.file_name().map(|name| name.replace(['"', '\\', '\r', '\n'], "_"));
+                let folder = name
+                    .as_deref()
                     .and_then(|name| name.rsplit_once('/'))
                     .and_then(|(directory, _)| directory.rsplit('/').next())
                     .map(str::to_owned);
@@ -409,6 +436,13 @@ pub(super) async fn import(State(web): State<Arc<Web>>, caller: Caller, request:
         return render(&web, &caller, "/admin/processes", Some(refusal.into())).await;
     };
     let imported = async {
+        caller.acting.require(Role::Admin, true)?;
+        if folder.as_deref().is_some_and(|folder| folder.contains('\0')) {
+            return Err(agentprocess_operations::Error::invalid(
+                "the request holds a NUL character, which no field may hold; nothing changed",
+                Vec::new(),
+            ));
+        }
         let source = unpack(bytes)?;
         let folder = folder.or(source.folder);
         web.operations

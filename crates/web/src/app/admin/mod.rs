@@ -2,8 +2,9 @@
 //! and publishing processes, webhooks and their deliveries, the audit log, and the
 //! organization's sign-in settings. They are forms over the organization's
 //! operations (`agentprocess_operations`), the same ones the REST surface calls, with
-//! the person's own session as who acts: the pages check, refuse, audit and replay
-//! exactly as the REST surface does, and a refusal is shown with every issue.
+//! the person's own session as who acts: the same role checks, replays and audit
+//! entries, the role refused before anything sent is read, and a refusal shown with
+//! every issue.
 
 mod actions;
 mod pages;
@@ -32,7 +33,7 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/admin/do/{action}", post(actions::act))
         .route(
             "/admin/import",
-            post(actions::import).layer(axum::extract::DefaultBodyLimit::max(4 << 20)),
+            post(actions::import).layer(axum::extract::DefaultBodyLimit::max(actions::MAX_IMPORT)),
         )
         .with_state(web)
 }
@@ -63,6 +64,16 @@ impl From<agentprocess_operations::Error> for Refusal {
 impl Refusal {
     fn shown(&self) -> maud::Markup {
         problems(&self.message, &self.issues)
+    }
+}
+
+/// Refuses what was sent when any of it holds a NUL character, as `/api/v1` does:
+/// no name or text may hold one.
+fn refuse_nul<'a>(sent: impl IntoIterator<Item = &'a str>) -> Result<(), Refusal> {
+    if sent.into_iter().any(|text| text.contains('\0')) {
+        Err(ApiError::nul().into())
+    } else {
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 
-use super::{Caller, Refusal};
+use super::{Caller, Refusal, refuse_nul};
 use crate::app::forms::sent;
 use crate::app::layout::page;
 use crate::errors::ApiError;
@@ -132,7 +132,10 @@ pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Optio
         "sign-in" => sign_in(web, caller, &form).await,
         "audit" => return audit(web, caller, &[]).await,
         other => match other.strip_prefix("processes/") {
-            Some(process) => draft(web, caller, &form, process).await,
+            Some(process) => match refuse_nul([process]) {
+                Ok(()) => draft(web, caller, &form, process).await,
+                Err(refusal) => Err(refusal),
+            },
             None => Err(ApiError::not_found("there is no such admin page").into()),
         },
     };
@@ -526,7 +529,10 @@ async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Respon
         cursor: wanted("cursor"),
         limit: Some(100),
     };
-    let answer = web.operations.audit(&caller.acting, asked).await.map_err(Refusal::from);
+    let answer = match refuse_nul(query.iter().map(|(_, value)| value.as_str())) {
+        Ok(()) => web.operations.audit(&caller.acting, asked).await.map_err(Refusal::from),
+        Err(refusal) => Err(refusal),
+    };
     let body = html! {
         (menu("audit"))
         form method="get" action="/admin/audit" {
