@@ -293,8 +293,14 @@ fn returns_to(path: &str) -> bool {
 }
 
 /// The REST caller: an API token in `Authorization: Bearer`, or else the session
-/// (CSRF-checked for unsafe methods).
+/// (CSRF-checked for unsafe methods), refused when it lacks what the endpoint's
+/// [`Required`] check asks.
 pub struct Authenticated(pub ApiCaller);
+
+/// What an endpoint requires of its caller, put on the request where the endpoint is
+/// registered and checked as soon as the caller is known.
+#[derive(Clone, Copy)]
+pub struct Required(pub fn(&Acting) -> Result<(), agentprocess_auth::Error>);
 
 impl FromRequestParts<Arc<Web>> for Authenticated {
     type Rejection = ApiError;
@@ -308,10 +314,15 @@ impl FromRequestParts<Arc<Web>> for Authenticated {
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim);
         let writes = is_unsafe(&parts.method);
+        let required = parts.extensions.get::<Required>().copied();
         let admitted = |identity: Identity, via: Via| async move {
             let admission = web.service.admit(&identity, writes).await?;
+            let acting = Acting { identity, via, address };
+            if let Some(Required(check)) = required {
+                check(&acting)?;
+            }
             Ok(Self(ApiCaller {
-                acting: Acting { identity, via, address },
+                acting,
                 _admission: Arc::new(admission),
             }))
         };

@@ -14,17 +14,20 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::organization::TokenView;
-use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, OperatorReads};
+use super::{AdminReads, AdminWrites, Body, Items, Key, OperatorReads, needs};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
-        .routes(routes!(agents, create))
-        .routes(routes!(agent, change))
-        .routes(routes!(tokens, create_token))
-        .routes(routes!(revoke_token))
-        .routes(routes!(rotate_token))
+        .routes(needs::<OperatorReads>(routes!(agents)))
+        .routes(needs::<AdminWrites>(routes!(create)))
+        .routes(needs::<OperatorReads>(routes!(agent)))
+        .routes(needs::<AdminWrites>(routes!(change)))
+        .routes(needs::<AdminReads>(routes!(tokens)))
+        .routes(needs::<AdminWrites>(routes!(create_token)))
+        .routes(needs::<AdminWrites>(routes!(revoke_token)))
+        .routes(needs::<AdminWrites>(routes!(rotate_token)))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -48,12 +51,11 @@ impl From<&Identity> for AgentView {
     get,
     path = "/api/v1/agents",
     tag = "agents",
-    responses((status = 200, description = "The agents", body = Items<AgentView>)),
-    extensions(("x-agentprocess-role" = json!("operator")))
+    responses((status = 200, description = "The agents", body = Items<AgentView>))
 )]
 pub(super) async fn agents(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<OperatorReads>,
+    Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AgentView>>, ApiError> {
     let agents = web.operations.agents(&caller).await?;
     Ok(Json(Items {
@@ -66,12 +68,11 @@ pub(super) async fn agents(
     path = "/api/v1/agents/{id}",
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "An agent", body = AgentView)),
-    extensions(("x-agentprocess-role" = json!("operator")))
+    responses((status = 200, description = "An agent", body = AgentView))
 )]
 pub(super) async fn agent(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<OperatorReads>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<AgentView>, ApiError> {
     Ok(Json(AgentView::from(&web.operations.agent(&caller, &id).await?)))
@@ -83,12 +84,11 @@ pub(super) async fn agent(
     tag = "agents",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_auth::agents::NewAgent,
-    responses((status = 201, description = "The agent", body = AgentView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The agent", body = AgentView))
 )]
 pub(super) async fn create(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewAgent>,
 ) -> Result<Response, ApiError> {
@@ -102,12 +102,11 @@ pub(super) async fn create(
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
     request_body = agentprocess_operations::agents::AgentChange,
-    responses((status = 200, description = "The agent as changed", body = AgentView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The agent as changed", body = AgentView))
 )]
 pub(super) async fn change(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     Body(change): Body<AgentChange>,
 ) -> Result<Json<AgentView>, ApiError> {
@@ -120,12 +119,11 @@ pub(super) async fn change(
     path = "/api/v1/agents/{id}/tokens",
     tag = "agents",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>))
 )]
 pub(super) async fn tokens(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminReads>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<Items<TokenView>>, ApiError> {
     let tokens = web.operations.agent_tokens(&caller, &id).await?;
@@ -140,12 +138,11 @@ pub(super) async fn tokens(
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::agents::NewAgentToken,
-    responses((status = 201, description = "The token, shown this once", body = TokenView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The token, shown this once", body = TokenView))
 )]
 pub(super) async fn create_token(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     key: Key,
     Body(new): Body<NewAgentToken>,
@@ -163,12 +160,11 @@ pub(super) async fn create_token(
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::agents::Rotation,
-    responses((status = 201, description = "The new token, shown this once", body = TokenView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The new token, shown this once", body = TokenView))
 )]
 pub(super) async fn rotate_token(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
     key: Key,
     Body(rotation): Body<Rotation>,
@@ -185,12 +181,11 @@ pub(super) async fn rotate_token(
     path = "/api/v1/agents/{id}/tokens/{token}",
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id")),
-    responses((status = 204, description = "Revoked")),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 204, description = "Revoked"))
 )]
 pub(super) async fn revoke_token(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((id, token)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_agent_token(&caller, &id, &token).await?;

@@ -14,14 +14,15 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, shown_once, time_text};
+use super::{AdminReads, AdminWrites, Body, Items, Key, needs, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
-        .routes(routes!(apps, create_app))
-        .routes(routes!(revoke_app))
+        .routes(needs::<AdminReads>(routes!(apps)))
+        .routes(needs::<AdminWrites>(routes!(create_app)))
+        .routes(needs::<AdminWrites>(routes!(revoke_app)))
 }
 
 /// A client for the organization's people.
@@ -68,12 +69,11 @@ impl AppView {
     get,
     path = "/api/v1/apps",
     tag = "apps",
-    responses((status = 200, description = "The clients made for the organization's people", body = Items<AppView>)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The clients made for the organization's people", body = Items<AppView>))
 )]
 pub(super) async fn apps(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminReads>,
+    Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AppView>>, ApiError> {
     let apps = web.operations.apps(&caller).await?;
     Ok(Json(Items {
@@ -91,12 +91,11 @@ pub(super) async fn apps(
     tag = "apps",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = NewApp,
-    responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView))
 )]
 pub(super) async fn create_app(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewApp>,
 ) -> Result<Response, ApiError> {
@@ -111,12 +110,11 @@ pub(super) async fn create_app(
     path = "/api/v1/apps/{id}",
     tag = "apps",
     params(("id" = String, Path, description = "The client_id")),
-    responses((status = 204, description = "Revoked, with every grant and token of it")),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 204, description = "Revoked, with every grant and token of it"))
 )]
 pub(super) async fn revoke_app(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_app(&caller, &id).await?;

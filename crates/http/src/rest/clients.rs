@@ -14,16 +14,17 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, shown_once, time_text};
+use super::{AdminReads, AdminWrites, Body, Items, Key, needs, shown_once, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
-        .routes(routes!(clients, create_client))
-        .routes(routes!(revoke_client))
-        .routes(routes!(add_secret))
-        .routes(routes!(revoke_secret))
+        .routes(needs::<AdminReads>(routes!(clients)))
+        .routes(needs::<AdminWrites>(routes!(create_client)))
+        .routes(needs::<AdminWrites>(routes!(revoke_client)))
+        .routes(needs::<AdminWrites>(routes!(add_secret)))
+        .routes(needs::<AdminWrites>(routes!(revoke_secret)))
 }
 
 /// An OAuth client of an agent.
@@ -93,12 +94,11 @@ impl ClientView {
     path = "/api/v1/agents/{id}/clients",
     tag = "agents",
     params(("id" = String, Path, description = "The agent")),
-    responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The agent's OAuth clients", body = Items<ClientView>))
 )]
 pub(super) async fn clients(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminReads>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<Items<ClientView>>, ApiError> {
     let clients = web.operations.agent_clients(&caller, &id).await?;
@@ -118,12 +118,11 @@ pub(super) async fn clients(
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::clients::NewClient,
-    responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView))
 )]
 pub(super) async fn create_client(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     key: Key,
     Body(new): Body<NewClient>,
@@ -148,12 +147,11 @@ pub(super) async fn create_client(
     path = "/api/v1/agents/{id}/clients/{client}",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id")),
-    responses((status = 204, description = "Revoked, with every access token it was given")),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 204, description = "Revoked, with every access token it was given"))
 )]
 pub(super) async fn revoke_client(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((id, client)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_client(&caller, &id, &client).await?;
@@ -166,12 +164,11 @@ pub(super) async fn revoke_client(
     path = "/api/v1/agents/{id}/clients/{client}/secrets",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    responses((status = 201, description = "The new secret, shown this once", body = SecretView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The new secret, shown this once", body = SecretView))
 )]
 pub(super) async fn add_secret(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((id, client)): Path<(String, String)>,
     key: Key,
 ) -> Result<Response, ApiError> {
@@ -189,12 +186,11 @@ pub(super) async fn add_secret(
     path = "/api/v1/agents/{id}/clients/{client}/secrets/{secret}",
     tag = "agents",
     params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("secret" = String, Path, description = "The secret's id")),
-    responses((status = 204, description = "Revoked")),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 204, description = "Revoked"))
 )]
 pub(super) async fn revoke_secret(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((id, client, secret)): Path<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations

@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminWrites, Allowed, Body, MemberReads, time_text};
+use super::{AdminWrites, Body, MemberReads, needs, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
-    OpenApiRouter::new().routes(routes!(limits, choose))
+    OpenApiRouter::new()
+        .routes(needs::<MemberReads>(routes!(limits)))
+        .routes(needs::<AdminWrites>(routes!(choose)))
 }
 
 /// One limit.
@@ -111,12 +113,11 @@ impl From<LimitChoice> for LimitValues {
     get,
     path = "/api/v1/organization/limits",
     tag = "organization",
-    responses((status = 200, description = "The limits and what the organization uses", body = LimitsView)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "The limits and what the organization uses", body = LimitsView))
 )]
 pub(super) async fn limits(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
 ) -> Result<Json<LimitsView>, ApiError> {
     Ok(Json(web.operations.limits(&caller).await?.into()))
 }
@@ -126,12 +127,11 @@ pub(super) async fn limits(
     path = "/api/v1/organization/limits",
     tag = "organization",
     request_body = LimitChoice,
-    responses((status = 200, description = "The limits as chosen", body = LimitsView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The limits as chosen", body = LimitsView))
 )]
 pub(super) async fn choose(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Body(choice): Body<LimitChoice>,
 ) -> Result<Json<LimitsView>, ApiError> {
     let chosen = LimitValues::from(choice);

@@ -10,7 +10,6 @@ mod organization;
 mod processes;
 mod runs;
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use agentprocess_auth::Role;
@@ -24,10 +23,11 @@ use axum::http::request::Parts;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use utoipa::OpenApi as _;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa::openapi::extensions::ExtensionsBuilder;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Acting, ApiCaller, Authenticated, Via, Web};
+use agentprocess_web::session::{Acting, Required, Via, Web};
 
 pub(super) fn routes(web: Arc<Web>) -> Router {
     let (router, _) = api().split_for_parts();
@@ -54,13 +54,14 @@ fn api() -> OpenApiRouter<Arc<Web>> {
         .merge(runs::routes())
 }
 
-/// The caller, refused unless they may do what `N` names: checked before anything else
-/// of the request is read, so someone without the role learns nothing of what it
-/// takes. The operation checks again; this only puts the refusal first.
-struct Allowed<N>(ApiCaller, PhantomData<N>);
+/// What an endpoint needs of its caller, said once where the endpoint is registered
+/// ([`needs`]): the document names its role, and the caller is refused before
+/// anything else of the request is read, so someone without the role learns nothing of
+/// what it takes. The operation checks again.
+trait Need: 'static {
+    /// The role the document names (`x-agentprocess-role`).
+    const ROLE: Role;
 
-/// What an endpoint needs of its caller.
-trait Need {
     fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error>;
 }
 
@@ -69,6 +70,8 @@ macro_rules! needs {
         struct $need;
 
         impl Need for $need {
+            const ROLE: Role = Role::$role;
+
             fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error> {
                 acting.require(Role::$role, $writes)
             }
@@ -85,10 +88,36 @@ needs! {
     MemberReads: Member, false;
 }
 
+/// Any caller: what they may see is the operation's to decide (their own tokens, the
+/// session they called with).
+struct Anyone;
+
+impl Need for Anyone {
+    const ROLE: Role = Role::Member;
+
+    fn check(_: &Acting) -> Result<(), agentprocess_auth::Error> {
+        Ok(())
+    }
+}
+
+/// An operator, or a member reading their own entry: the operation decides, for it
+/// depends on whom is read.
+struct SelfOrOperator;
+
+impl Need for SelfOrOperator {
+    const ROLE: Role = Role::Operator;
+
+    fn check(_: &Acting) -> Result<(), agentprocess_auth::Error> {
+        Ok(())
+    }
+}
+
 /// A person at a browser: a token cannot make more of itself.
 struct FromSession;
 
 impl Need for FromSession {
+    const ROLE: Role = Role::Member;
+
     fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error> {
         if acting.via == Via::Session {
             Ok(())
@@ -100,14 +129,32 @@ impl Need for FromSession {
     }
 }
 
-impl<N: Need> FromRequestParts<Arc<Web>> for Allowed<N> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, web: &Arc<Web>) -> Result<Self, ApiError> {
-        let Authenticated(caller) = Authenticated::from_request_parts(parts, web).await?;
-        N::check(&caller)?;
-        Ok(Self(caller, PhantomData))
+/// `routes` (one endpoint) needing what `N` names: in the document as its role, and
+/// checked by `Authenticated` as it admits the caller.
+fn needs<N: Need>(routes: UtoipaMethodRouter<Arc<Web>>) -> UtoipaMethodRouter<Arc<Web>> {
+    let (schemas, mut paths, router) = routes;
+    for item in paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let role = ExtensionsBuilder::new()
+                .add("x-agentprocess-role", N::ROLE.as_str())
+                .build();
+            operation.extensions.get_or_insert_with(Default::default).merge(role);
+        }
     }
+    let router = router.route_layer(axum::middleware::from_fn(
+        |mut request: Request, next: axum::middleware::Next| async move {
+            request.extensions_mut().insert(Required(N::check));
+            next.run(request).await
+        },
+    ));
+    (schemas, paths, router)
 }
 
 /// A JSON body, or `invalid` naming what is wrong with it.

@@ -16,20 +16,21 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminWrites, Allowed, Body, Items, Key, MemberReads, OperatorReads, query, time_text};
+use super::{AdminWrites, Body, Items, Key, MemberReads, OperatorReads, needs, query, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
-        .routes(routes!(processes, import))
-        .routes(routes!(draft))
-        .routes(routes!(bind))
-        .routes(routes!(publish))
-        .routes(routes!(versions))
-        .routes(routes!(version))
-        .routes(routes!(diff))
-        .routes(routes!(check_agreement))
+        .routes(needs::<MemberReads>(routes!(processes)))
+        .routes(needs::<AdminWrites>(routes!(import)))
+        .routes(needs::<OperatorReads>(routes!(draft)))
+        .routes(needs::<AdminWrites>(routes!(bind)))
+        .routes(needs::<AdminWrites>(routes!(publish)))
+        .routes(needs::<MemberReads>(routes!(versions)))
+        .routes(needs::<MemberReads>(routes!(version)))
+        .routes(needs::<MemberReads>(routes!(diff)))
+        .routes(needs::<OperatorReads>(routes!(check_agreement)))
 }
 
 /// The multipart body of an import.
@@ -144,12 +145,11 @@ impl VersionView {
     get,
     path = "/api/v1/processes",
     tag = "processes",
-    responses((status = 200, description = "The latest version of each process", body = Items<VersionView>)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "The latest version of each process", body = Items<VersionView>))
 )]
 pub(super) async fn processes(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.latest_versions(&caller).await?;
     let items = versions.iter().map(VersionView::of).collect();
@@ -166,12 +166,11 @@ pub(super) async fn processes(
     tag = "processes",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body(content = ImportForm, content_type = "multipart/form-data"),
-    responses((status = 201, description = "The draft", body = DraftView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The draft", body = DraftView))
 )]
 pub(super) async fn import(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     key: Key,
     mut multipart: Multipart,
 ) -> Result<Response, ApiError> {
@@ -217,12 +216,11 @@ pub(super) async fn import(
     path = "/api/v1/processes/{name}/draft",
     tag = "processes",
     params(("name" = String, Path, description = "The process name")),
-    responses((status = 200, description = "The draft", body = DraftView)),
-    extensions(("x-agentprocess-role" = json!("operator")))
+    responses((status = 200, description = "The draft", body = DraftView))
 )]
 pub(super) async fn draft(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<OperatorReads>,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> Result<Json<DraftView>, ApiError> {
     Ok(Json(DraftView::from(web.operations.draft(&caller, &name).await?)))
@@ -234,12 +232,11 @@ pub(super) async fn draft(
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("role" = String, Path, description = "The role")),
     request_body = agentprocess_operations::processes::Binding,
-    responses((status = 200, description = "The draft", body = DraftView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The draft", body = DraftView))
 )]
 pub(super) async fn bind(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((name, role)): Path<(String, String)>,
     Body(binding): Body<Binding>,
 ) -> Result<Json<DraftView>, ApiError> {
@@ -252,12 +249,11 @@ pub(super) async fn bind(
     path = "/api/v1/processes/{name}/publish",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
-    responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView))
 )]
 pub(super) async fn publish(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     key: Key,
 ) -> Result<Response, ApiError> {
@@ -286,12 +282,11 @@ fn published_response(name: &str, published: Published) -> Response {
     path = "/api/v1/processes/{name}/versions",
     tag = "processes",
     params(("name" = String, Path, description = "The process name")),
-    responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "Versions, oldest first", body = Items<VersionView>))
 )]
 pub(super) async fn versions(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.versions(&caller, &name).await?;
@@ -305,12 +300,11 @@ pub(super) async fn versions(
     path = "/api/v1/processes/{name}/versions/{number}",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), ("number" = u32, Path, description = "The version number")),
-    responses((status = 200, description = "One version with its frontmatter and body", body = VersionView)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "One version with its frontmatter and body", body = VersionView))
 )]
 pub(super) async fn version(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, u32)>,
 ) -> Result<Json<VersionView>, ApiError> {
     let version = web.operations.version(&caller, &name, number).await?;
@@ -335,12 +329,11 @@ pub(super) struct Pair {
     path = "/api/v1/processes/{name}/diff",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), Pair),
-    responses((status = 200, description = "A unified diff of two versions", body = DiffView)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "A unified diff of two versions", body = DiffView))
 )]
 pub(super) async fn diff(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     pair: Result<Query<Pair>, QueryRejection>,
 ) -> Result<Json<DiffView>, ApiError> {
@@ -383,12 +376,11 @@ pub(super) struct AgreementParams {
     path = "/api/v1/processes/{name}/check-agreement",
     tag = "processes",
     params(("name" = String, Path, description = "The process name"), AgreementParams),
-    responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport)),
-    extensions(("x-agentprocess-role" = json!("operator")))
+    responses((status = 200, description = "Each checked step's advisory verdicts against the decisions of the approval after it: counts, the confusion matrix, false-pass and unsure rates, and the pass threshold that meets the target", body = agentprocess_views::agreement::AgreementReport))
 )]
 pub(super) async fn check_agreement(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<OperatorReads>,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     params: Result<Query<AgreementParams>, QueryRejection>,
 ) -> Result<Json<agentprocess_views::agreement::AgreementReport>, ApiError> {

@@ -17,19 +17,20 @@ use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminReads, AdminWrites, Allowed, Body, Items, Key, MemberReads, OperatorWrites, query, time_text};
+use super::{AdminReads, AdminWrites, Body, Items, Key, MemberReads, OperatorWrites, needs, query, time_text};
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::Web;
+use agentprocess_web::session::{Authenticated, Web};
 
 pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
     OpenApiRouter::new()
-        .routes(routes!(runs))
-        .routes(routes!(run))
-        .routes(routes!(cancel))
-        .routes(routes!(webhooks, add_webhook))
-        .routes(routes!(deliveries))
-        .routes(routes!(remove_webhook))
-        .routes(routes!(redeliver))
+        .routes(needs::<MemberReads>(routes!(runs)))
+        .routes(needs::<MemberReads>(routes!(run)))
+        .routes(needs::<OperatorWrites>(routes!(cancel)))
+        .routes(needs::<AdminReads>(routes!(webhooks)))
+        .routes(needs::<AdminWrites>(routes!(add_webhook)))
+        .routes(needs::<AdminReads>(routes!(deliveries)))
+        .routes(needs::<AdminWrites>(routes!(remove_webhook)))
+        .routes(needs::<AdminWrites>(routes!(redeliver)))
 }
 
 /// The query of `GET /runs` as documented; `input.<field>=<value>` (any number, one per
@@ -57,12 +58,11 @@ pub(super) struct RunsQuery {
     path = "/api/v1/runs",
     tag = "runs",
     params(RunsQuery),
-    responses((status = 200, description = "list_runs's result", body = Page<RunListItem>)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "list_runs's result", body = Page<RunListItem>))
 )]
 pub(super) async fn runs(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Page<RunListItem>>, ApiError> {
     let mut args = ListRuns {
@@ -106,12 +106,11 @@ pub(super) async fn runs(
     path = "/api/v1/runs/{id}",
     tag = "runs",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings)),
-    extensions(("x-agentprocess-role" = json!("member")))
+    responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings))
 )]
 pub(super) async fn run(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<MemberReads>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<Json<RunWithWarnings>, ApiError> {
     let (view, warnings) = web.operations.run(&caller, &id).await?;
@@ -160,12 +159,11 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
     tag = "runs",
     params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "The same key and body get the first answer again")),
     request_body = Cancel,
-    responses((status = 200, description = "cancel's result", body = RunView)),
-    extensions(("x-agentprocess-role" = json!("operator")))
+    responses((status = 200, description = "cancel's result", body = RunView))
 )]
 pub(super) async fn cancel(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<OperatorWrites>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
     headers: HeaderMap,
     Body(cancel): Body<Cancel>,
@@ -203,12 +201,11 @@ impl From<&Webhook> for WebhookView {
     get,
     path = "/api/v1/webhooks",
     tag = "webhooks",
-    responses((status = 200, description = "The webhooks", body = Items<WebhookView>)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The webhooks", body = Items<WebhookView>))
 )]
 pub(super) async fn webhooks(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminReads>,
+    Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<WebhookView>>, ApiError> {
     let webhooks = web.operations.webhooks(&caller).await?;
     Ok(Json(Items {
@@ -222,12 +219,11 @@ pub(super) async fn webhooks(
     tag = "webhooks",
     params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
     request_body = agentprocess_operations::webhooks::NewWebhook,
-    responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView))
 )]
 pub(super) async fn add_webhook(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewWebhook>,
 ) -> Result<Response, ApiError> {
@@ -242,12 +238,11 @@ pub(super) async fn add_webhook(
     path = "/api/v1/webhooks/{id}",
     tag = "webhooks",
     params(("id" = String, Path, description = "The id")),
-    responses((status = 204, description = "Removed")),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 204, description = "Removed"))
 )]
 pub(super) async fn remove_webhook(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.remove_webhook(&caller, &id).await?;
@@ -261,12 +256,11 @@ pub(super) async fn remove_webhook(
     path = "/api/v1/webhooks/{id}/deliveries/{notification}/redeliver",
     tag = "webhooks",
     params(("id" = String, Path, description = "The webhook"), ("notification" = String, Path, description = "The notification")),
-    responses((status = 202, description = "Due again; its outcome shows in the deliveries")),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 202, description = "Due again; its outcome shows in the deliveries"))
 )]
 pub(super) async fn redeliver(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminWrites>,
+    Authenticated(caller): Authenticated,
     Path((id, notification)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     web.operations.redeliver(&caller, &id, &notification).await?;
@@ -317,12 +311,11 @@ pub(super) struct DeliveriesQuery {
     path = "/api/v1/webhooks/deliveries",
     tag = "webhooks",
     params(DeliveriesQuery),
-    responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>)),
-    extensions(("x-agentprocess-role" = json!("admin")))
+    responses((status = 200, description = "The latest deliveries, newest first", body = Items<DeliveryView>))
 )]
 pub(super) async fn deliveries(
     State(web): State<Arc<Web>>,
-    Allowed(caller, _): Allowed<AdminReads>,
+    Authenticated(caller): Authenticated,
     deliveries: Result<Query<DeliveriesQuery>, QueryRejection>,
 ) -> Result<Json<Items<DeliveryView>>, ApiError> {
     let limit = query(deliveries, "the query is not valid")?.limit.unwrap_or(50);
