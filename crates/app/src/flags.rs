@@ -32,14 +32,14 @@ pub struct CheckArgs {
     pub evaluator_api_key_file: Option<std::path::PathBuf>,
     /// The longest one question may take, in seconds.
     #[arg(long, env = "AGENTPROCESS_EVALUATOR_TIMEOUT_SECONDS", default_value = "30", value_parser = seconds)]
-    pub evaluator_timeout_seconds: Duration,
+    pub evaluator_timeout_seconds: Seconds,
     /// Questions in flight at once, per process.
     #[arg(long, env = "AGENTPROCESS_EVALUATOR_CONCURRENCY", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub evaluator_concurrency: u16,
     /// How often the evaluator is probed, in seconds: `describe` offers check-1 only
     /// while it answers.
     #[arg(long, env = "AGENTPROCESS_EVALUATOR_PROBE_SECONDS", default_value = "30", value_parser = seconds)]
-    pub evaluator_probe_seconds: Duration,
+    pub evaluator_probe_seconds: Seconds,
     /// `limits.checkPass`: the yes-probability at or above which a yes/no answer
     /// passes, where a question sets none.
     #[arg(long, env = "AGENTPROCESS_CHECK_PASS", default_value_t = agentprocess_engine::CheckLimits::DEFAULT.pass, value_parser = fraction)]
@@ -92,11 +92,11 @@ impl CheckArgs {
                 base_url: url.clone(),
                 model: model.clone(),
                 api_key,
-                timeout: self.evaluator_timeout_seconds,
+                timeout: self.evaluator_timeout_seconds.0,
                 concurrency: usize::from(self.evaluator_concurrency),
                 top_logprobs: 10,
             },
-            probe_every: self.evaluator_probe_seconds,
+            probe_every: self.evaluator_probe_seconds.0,
         }))
     }
 }
@@ -131,7 +131,7 @@ pub struct QueueArgs {
     pub redis_partitions: u16,
     /// The longest a Redis call may take, in seconds.
     #[arg(long, env = "AGENTPROCESS_REDIS_TIMEOUT_SECONDS", default_value = "2", value_parser = seconds)]
-    pub redis_timeout_seconds: Duration,
+    pub redis_timeout_seconds: Seconds,
 }
 
 impl QueueArgs {
@@ -142,7 +142,7 @@ impl QueueArgs {
             cluster: self.redis_cluster,
             prefix: self.redis_prefix.clone(),
             partitions: self.redis_partitions,
-            timeout: self.redis_timeout_seconds,
+            timeout: self.redis_timeout_seconds.0,
             ..RedisSettings::new(url.clone())
         })
     }
@@ -162,24 +162,24 @@ pub struct BackgroundArgs {
     pub timers_per_transaction: usize,
     /// How long a taken timer is hidden from other schedulers, in seconds; if its
     /// scheduler dies, the timer is due again after this.
-    #[arg(long, env = "AGENTPROCESS_TIMER_HOLD_SECONDS", default_value = "10", value_parser = seconds)]
-    pub timer_hold_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_TIMER_HOLD_SECONDS", default_value_t = Seconds(SchedulerSettings::default().hold), value_parser = seconds)]
+    pub timer_hold_seconds: Seconds,
     /// The longest pause between scheduler passes, in seconds.
-    #[arg(long, env = "AGENTPROCESS_TIMER_POLL_SECONDS", default_value = "0.1", value_parser = seconds)]
-    pub timer_poll_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_TIMER_POLL_SECONDS", default_value_t = Seconds(SchedulerSettings::default().poll), value_parser = seconds)]
+    pub timer_poll_seconds: Seconds,
     /// How often unfired timer rows are re-added to the queue, in seconds: the most a
     /// lost queue entry delays its timer.
-    #[arg(long, env = "AGENTPROCESS_RECONCILE_SECONDS", default_value = "10", value_parser = seconds)]
-    pub reconcile_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_RECONCILE_SECONDS", default_value_t = Seconds(SchedulerSettings::default().reconcile), value_parser = seconds)]
+    pub reconcile_seconds: Seconds,
     /// How long one webhook attempt may take, in seconds.
-    #[arg(long, env = "AGENTPROCESS_WEBHOOK_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
-    pub webhook_timeout_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_TIMEOUT_SECONDS", default_value_t = Seconds(WebhookSettings::default().timeout), value_parser = seconds)]
+    pub webhook_timeout_seconds: Seconds,
     /// The wait before a webhook's second attempt, in seconds; it doubles after each.
-    #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_SECONDS", default_value = "10", value_parser = seconds)]
-    pub webhook_retry_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_SECONDS", default_value_t = Seconds(WebhookSettings::default().retry_base), value_parser = seconds)]
+    pub webhook_retry_seconds: Seconds,
     /// The longest wait between webhook attempts, in seconds.
-    #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_MAX_SECONDS", default_value = "3600", value_parser = seconds)]
-    pub webhook_retry_max_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_MAX_SECONDS", default_value_t = Seconds(WebhookSettings::default().retry_max), value_parser = seconds)]
+    pub webhook_retry_max_seconds: Seconds,
     /// Attempts before a webhook delivery is given up.
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_MAX_ATTEMPTS", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..))]
     pub webhook_max_attempts: u32,
@@ -187,8 +187,8 @@ pub struct BackgroundArgs {
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_CONCURRENCY", default_value_t = 8)]
     pub webhook_concurrency: usize,
     /// The longest pause between webhook passes, in seconds.
-    #[arg(long, env = "AGENTPROCESS_WEBHOOK_POLL_SECONDS", default_value = "1", value_parser = seconds)]
-    pub webhook_poll_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_POLL_SECONDS", default_value_t = Seconds(WebhookSettings::default().poll), value_parser = seconds)]
+    pub webhook_poll_seconds: Seconds,
     /// Let webhooks go to loopback, private and link-local addresses (refused by
     /// default, so an endpoint cannot reach into the service's own network).
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_ALLOW_PRIVATE_NETWORKS")]
@@ -203,18 +203,18 @@ impl BackgroundArgs {
                 batch: self.timer_batch.max(1),
                 concurrency: self.timer_concurrency.max(1),
                 per_transaction: self.timers_per_transaction.max(1),
-                hold: self.timer_hold_seconds,
-                poll: self.timer_poll_seconds,
-                reconcile: self.reconcile_seconds,
+                hold: self.timer_hold_seconds.0,
+                poll: self.timer_poll_seconds.0,
+                reconcile: self.reconcile_seconds.0,
             },
             webhooks: WebhookSettings {
                 batch: 64,
                 concurrency: self.webhook_concurrency.max(1),
-                timeout: self.webhook_timeout_seconds,
-                retry_base: self.webhook_retry_seconds,
-                retry_max: self.webhook_retry_max_seconds,
+                timeout: self.webhook_timeout_seconds.0,
+                retry_base: self.webhook_retry_seconds.0,
+                retry_max: self.webhook_retry_max_seconds.0,
                 max_attempts: self.webhook_max_attempts,
-                poll: self.webhook_poll_seconds,
+                poll: self.webhook_poll_seconds.0,
                 allow_private_networks: self.webhook_allow_private_networks,
             },
         }
@@ -261,38 +261,38 @@ pub struct StorageArgs {
     pub s3_checksums_when_required: bool,
     /// The longest one S3 call may take, in seconds, retries included.
     #[arg(long, env = "AGENTPROCESS_S3_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
-    pub s3_timeout_seconds: Duration,
+    pub s3_timeout_seconds: Seconds,
     /// Create the bucket at start if it does not exist (for development and tests).
     #[arg(long, env = "AGENTPROCESS_S3_CREATE_BUCKET")]
     pub s3_create_bucket: bool,
     /// Uploads no submission or decision cited are removed once this old, in seconds
     /// (default 7 days).
-    #[arg(long, env = "AGENTPROCESS_UNCITED_UPLOAD_SECONDS", default_value = "604800", value_parser = seconds)]
-    pub uncited_upload_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_UNCITED_UPLOAD_SECONDS", default_value_t = Seconds(agentprocess_service::SweepSettings::default().uncited_uploads), value_parser = seconds)]
+    pub uncited_upload_seconds: Seconds,
     /// How often to sweep: remove uncited uploads and purge what is past its
     /// retention, in seconds.
-    #[arg(long, env = "AGENTPROCESS_UPLOAD_SWEEP_SECONDS", default_value = "3600", value_parser = seconds)]
-    pub upload_sweep_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_UPLOAD_SWEEP_SECONDS", default_value_t = Seconds(agentprocess_service::SweepSettings::default().interval), value_parser = seconds)]
+    pub upload_sweep_seconds: Seconds,
     /// The replay window: how long a write's requestId is remembered with its result,
     /// in seconds (default a day). A requestId older than this is a new request.
-    #[arg(long, env = "AGENTPROCESS_REQUEST_RETENTION_SECONDS", default_value = "86400", value_parser = seconds)]
-    pub request_retention_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_REQUEST_RETENTION_SECONDS", default_value_t = Seconds(agentprocess_service::SweepSettings::default().retention.requests), value_parser = seconds)]
+    pub request_retention_seconds: Seconds,
     /// How long a delivered or abandoned webhook delivery and its notification are
     /// kept, in seconds (default 7 days).
-    #[arg(long, env = "AGENTPROCESS_NOTIFICATION_RETENTION_SECONDS", default_value = "604800", value_parser = seconds)]
-    pub notification_retention_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_NOTIFICATION_RETENTION_SECONDS", default_value_t = Seconds(agentprocess_service::SweepSettings::default().retention.notifications), value_parser = seconds)]
+    pub notification_retention_seconds: Seconds,
 }
 
 impl StorageArgs {
     /// What the sweeper removes, and when.
     pub fn sweep(&self) -> agentprocess_service::SweepSettings {
         agentprocess_service::SweepSettings {
-            uncited_uploads: self.uncited_upload_seconds,
+            uncited_uploads: self.uncited_upload_seconds.0,
             retention: agentprocess_service::Retention {
-                requests: self.request_retention_seconds,
-                notifications: self.notification_retention_seconds,
+                requests: self.request_retention_seconds.0,
+                notifications: self.notification_retention_seconds.0,
             },
-            interval: self.upload_sweep_seconds,
+            interval: self.upload_sweep_seconds.0,
         }
     }
 
@@ -316,7 +316,7 @@ impl StorageArgs {
                     path_style: self.s3_path_style,
                     keys,
                     checksums_when_required: self.s3_checksums_when_required,
-                    timeout: self.s3_timeout_seconds,
+                    timeout: self.s3_timeout_seconds.0,
                 },
                 create_bucket: self.s3_create_bucket,
             });
@@ -408,17 +408,17 @@ pub struct ProcessArgs {
     /// After SIGTERM and the shutdown delay, how long calls in flight may take to
     /// finish before the process exits anyway, in seconds. A second signal exits at once.
     #[arg(long, env = "AGENTPROCESS_SHUTDOWN_GRACE_SECONDS", default_value = "25", value_parser = seconds)]
-    pub shutdown_grace_seconds: Duration,
+    pub shutdown_grace_seconds: Seconds,
     /// After SIGTERM, how long to go on serving while /readyz answers 503, in seconds,
     /// so load balancers stop sending calls before the listener closes.
     #[arg(long, env = "AGENTPROCESS_SHUTDOWN_DELAY_SECONDS", default_value = "0", value_parser = seconds_or_zero)]
-    pub shutdown_delay_seconds: Duration,
+    pub shutdown_delay_seconds: Seconds,
     /// The longest a call, or one pass of a background loop, may take, in seconds; past
     /// it the work is dropped and a tool call is answered `retry` (other requests 503),
     /// so no caller waits for ever on a database that stopped answering. Keep it above
     /// --evaluator-timeout-seconds.
     #[arg(long, env = "AGENTPROCESS_CALL_DEADLINE_SECONDS", default_value = "60", value_parser = seconds)]
-    pub call_deadline_seconds: Duration,
+    pub call_deadline_seconds: Seconds,
 }
 
 impl ProcessArgs {
@@ -428,25 +428,36 @@ impl ProcessArgs {
             log_json: self.log_json,
             metrics_listen: self.metrics_listen,
             metrics_organizations: self.metrics_organizations.clone(),
-            shutdown_grace: self.shutdown_grace_seconds,
-            shutdown_delay: self.shutdown_delay_seconds,
+            shutdown_grace: self.shutdown_grace_seconds.0,
+            shutdown_delay: self.shutdown_delay_seconds.0,
             test_clock: self.test_clock,
         }
     }
 }
 
+/// A duration as a flag spells it: a number of seconds, fractions allowed. It is
+/// written back the same way, so a flag's default can be the settings' own value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seconds(pub Duration);
+
+impl std::fmt::Display for Seconds {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}", self.0.as_secs_f64())
+    }
+}
+
 /// A number of seconds, zero allowed.
-fn seconds_or_zero(text: &str) -> Result<Duration, String> {
+fn seconds_or_zero(text: &str) -> Result<Seconds, String> {
     if text.trim().parse::<f64>() == Ok(0.0) {
-        return Ok(Duration::ZERO);
+        return Ok(Seconds(Duration::ZERO));
     }
     seconds(text)
 }
 
 /// An access token's lifetime: 60 to 3600 seconds.
-fn access_token_seconds(text: &str) -> Result<Duration, String> {
+fn access_token_seconds(text: &str) -> Result<Seconds, String> {
     let lifetime = seconds(text)?;
-    if (60..=3600).contains(&lifetime.as_secs()) {
+    if (60..=3600).contains(&lifetime.0.as_secs()) {
         Ok(lifetime)
     } else {
         Err("use 60 to 3600 seconds: access tokens live at most an hour".to_owned())
@@ -454,14 +465,14 @@ fn access_token_seconds(text: &str) -> Result<Duration, String> {
 }
 
 /// A positive number of seconds, fractions allowed.
-fn seconds(text: &str) -> Result<Duration, String> {
+fn seconds(text: &str) -> Result<Seconds, String> {
     let value: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
     if !(value > 0.0 && value <= 86_400.0 * 365.0) {
         return Err(format!("{text:?}: must be above 0 and at most a year"));
     }
-    Ok(Duration::from_secs_f64(value))
+    Ok(Seconds(Duration::from_secs_f64(value)))
 }
 
 /// The key that seals secrets kept in the database, and the keys it replaced.
@@ -557,18 +568,18 @@ pub struct AuthArgs {
     )]
     pub signup_codes: Vec<String>,
     /// A browser session unused this long ends.
-    #[arg(long, env = "AGENTPROCESS_SESSION_IDLE_SECONDS", default_value = "28800", value_parser = seconds)]
-    pub session_idle_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_SESSION_IDLE_SECONDS", default_value_t = Seconds(agentprocess_auth::AuthSettings::default().session_idle), value_parser = seconds)]
+    pub session_idle_seconds: Seconds,
     /// A browser session ends this long after sign-in, used or not.
-    #[arg(long, env = "AGENTPROCESS_SESSION_ABSOLUTE_SECONDS", default_value = "86400", value_parser = seconds)]
-    pub session_absolute_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_SESSION_ABSOLUTE_SECONDS", default_value_t = Seconds(agentprocess_auth::AuthSettings::default().session_absolute), value_parser = seconds)]
+    pub session_absolute_seconds: Seconds,
     /// A person decides in the browser only this long after signing in; later, their
     /// identity provider signs them in again first (`max_age=0`).
-    #[arg(long, env = "AGENTPROCESS_DECIDE_SIGN_IN_SECONDS", default_value = "28800", value_parser = seconds)]
-    pub decide_sign_in_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_DECIDE_SIGN_IN_SECONDS", default_value_t = Seconds(agentprocess_auth::AuthSettings::default().decide_sign_in_within), value_parser = seconds)]
+    pub decide_sign_in_seconds: Seconds,
     /// How long an OAuth access token for `/mcp` lives (at most an hour).
-    #[arg(long, env = "AGENTPROCESS_ACCESS_TOKEN_SECONDS", default_value = "3600", value_parser = access_token_seconds)]
-    pub access_token_seconds: Duration,
+    #[arg(long, env = "AGENTPROCESS_ACCESS_TOKEN_SECONDS", default_value_t = Seconds(agentprocess_auth::AuthSettings::default().access_token_lifetime), value_parser = access_token_seconds)]
+    pub access_token_seconds: Seconds,
     /// Let identity providers on loopback or private addresses, or on plain http, be
     /// used. For development and tests only: otherwise a sign-up form could aim the
     /// server at its own network.
@@ -589,7 +600,7 @@ pub struct AuthArgs {
     pub oidc_ca_file: Option<std::path::PathBuf>,
     /// How long one request to an identity provider may take.
     #[arg(long, env = "AGENTPROCESS_OIDC_TIMEOUT_SECONDS", default_value = "10", value_parser = seconds)]
-    pub oidc_timeout_seconds: Duration,
+    pub oidc_timeout_seconds: Seconds,
     /// A DNS server (`ip:port`) to check domain ownership against, instead of the
     /// system's (repeat, or comma-separate).
     #[arg(long = "dns-nameserver", env = "AGENTPROCESS_DNS_NAMESERVERS", value_delimiter = ',')]
@@ -621,7 +632,7 @@ pub struct AuthArgs {
     pub anonymous: AnonymousLimitArgs,
     /// How long fetching one client metadata document may take.
     #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_TIMEOUT_SECONDS", default_value = "5", value_parser = seconds)]
-    pub client_metadata_timeout_seconds: Duration,
+    pub client_metadata_timeout_seconds: Seconds,
 }
 
 /// What anyone may do without an account, per ten minutes on each API process. Behind
@@ -678,7 +689,7 @@ impl AuthArgs {
             settings.fetch.allow_hosts = self.client_metadata_allow_hosts.clone();
             settings.fetch.extra_roots_pem =
                 pem_file("--client-metadata-ca-file", self.client_metadata_ca_file.as_deref())?;
-            settings.fetch.timeout = self.client_metadata_timeout_seconds;
+            settings.fetch.timeout = self.client_metadata_timeout_seconds.0;
             Some(settings)
         };
         Ok(IdentityConfig {
@@ -689,18 +700,18 @@ impl AuthArgs {
                     .iter()
                     .map(|code| agentprocess_auth::secrets::sha256_hex(code.trim().as_bytes()))
                     .collect(),
-                session_idle: self.session_idle_seconds,
-                session_absolute: self.session_absolute_seconds,
+                session_idle: self.session_idle_seconds.0,
+                session_absolute: self.session_absolute_seconds.0,
                 dns_nameservers: self.dns_nameservers.clone(),
-                access_token_lifetime: self.access_token_seconds,
+                access_token_lifetime: self.access_token_seconds.0,
                 client_registrations_per_hour: self.client_registrations_per_hour,
                 anonymous: self.anonymous.limits(),
-                decide_sign_in_within: self.decide_sign_in_seconds,
+                decide_sign_in_within: self.decide_sign_in_seconds.0,
             },
             allow_private_issuers: self.oidc_allow_private_issuers,
             oidc_allow_hosts: self.oidc_allow_hosts.clone(),
             oidc_extra_roots_pem: pem_file("--oidc-ca-file", self.oidc_ca_file.as_deref())?,
-            oidc_timeout: self.oidc_timeout_seconds,
+            oidc_timeout: self.oidc_timeout_seconds.0,
             metadata_documents,
         })
     }
@@ -792,7 +803,7 @@ impl ApiConfig {
         // Identity and the service seal with one key: --secret-key, or the one derived
         // from --url-secret.
         service.seal_key = args.auth.seal.key_or_derived_from(&service.url_secret)?;
-        service.call_deadline = args.process.call_deadline_seconds;
+        service.call_deadline = args.process.call_deadline_seconds.0;
         service.engine.lease_seconds = args.lease_seconds;
         service.engine.run_data_bytes = args.run_data_bytes;
         service.max_upload_bytes = args.max_upload_bytes;
@@ -888,7 +899,7 @@ impl SchedulerConfig {
         }
         // The scheduler presents no files, so it needs no public URL or URL key.
         let service = agentprocess_service::Settings {
-            call_deadline: args.process.call_deadline_seconds,
+            call_deadline: args.process.call_deadline_seconds.0,
             seal_key: args.seal.key_of_the_api(args.url_secret.as_deref())?,
             ..agentprocess_service::Settings::new("", Vec::new())
         };
@@ -956,6 +967,26 @@ mod tests {
         }
         argv.extend_from_slice(extra);
         ApiConfig::from_args(Api::try_parse_from(argv)?.args)
+    }
+
+    #[test]
+    fn a_duration_s_default_is_written_as_the_seconds_a_person_would_type() {
+        let help = <Api as clap::CommandFactory>::command().render_long_help().to_string();
+        for (flag, default) in [
+            ("--timer-poll-seconds", "0.1"),
+            ("--session-idle-seconds", "28800"),
+            ("--notification-retention-seconds", "604800"),
+            ("--shutdown-delay-seconds", "0"),
+        ] {
+            let at = help.find(flag).unwrap_or_else(|| panic!("{flag} in the help"));
+            // Up to the next flag of the help: this flag's text alone.
+            let next = help[at..].find("\n      --").map_or(help.len(), |end| at + end);
+            assert!(
+                help[at..next].contains(&format!("[default: {default}]")),
+                "{flag}: {}",
+                &help[at..next]
+            );
+        }
     }
 
     #[test]
