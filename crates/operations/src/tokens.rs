@@ -7,6 +7,18 @@ use agentprocess_store::TokenRow;
 
 use crate::{Error, Operations, unless_replayed};
 
+/// Refuses unless the caller is a person at a browser: a token cannot make more of
+/// itself.
+pub fn from_session(acting: &Acting) -> Result<(), agentprocess_auth::Error> {
+    if acting.via == Via::Session {
+        Ok(())
+    } else {
+        Err(agentprocess_auth::Error::forbidden(
+            "API tokens are made from a signed-in session",
+        ))
+    }
+}
+
 impl Operations {
     /// API tokens: every one for an admin, else the caller's own.
     pub async fn tokens(&self, acting: &Acting) -> Result<Vec<TokenRow>, Error> {
@@ -24,9 +36,7 @@ impl Operations {
         new: &NewToken,
         key: Option<&str>,
     ) -> Result<(TokenRow, String), Error> {
-        if acting.via != Via::Session {
-            return Err(agentprocess_auth::Error::forbidden("API tokens are made from a signed-in session").into());
-        }
+        from_session(acting)?;
         let asked = (&acting.identity.id, new);
         let request = unless_replayed!(self, acting, key, Operation::TokenCreate, &asked);
         Ok(self

@@ -70,6 +70,14 @@ impl ApiError {
         )
     }
 
+    /// `invalid`: a JSON body that is not the request's, with what is wrong with it.
+    pub fn body(rejection: &axum::extract::rejection::JsonRejection) -> Self {
+        Self::invalid(
+            "the request body is not valid; nothing changed",
+            vec![rejection.body_text()],
+        )
+    }
+
     /// `forbidden`: 403.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(Code::Forbidden, message, Vec::new())

@@ -224,7 +224,7 @@ fn same_origin(headers: &HeaderMap, origin: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn is_unsafe(method: &Method) -> bool {
+pub(crate) fn is_unsafe(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 

@@ -27,7 +27,7 @@ use utoipa::openapi::extensions::ExtensionsBuilder;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use agentprocess_web::errors::ApiError;
-use agentprocess_web::session::{Acting, Required, Via, Web};
+use agentprocess_web::session::{Acting, Required, Web};
 
 pub(super) fn routes(web: Arc<Web>) -> Router {
     let (router, _) = api().split_for_parts();
@@ -119,13 +119,7 @@ impl Need for FromSession {
     const ROLE: Role = Role::Member;
 
     fn check(acting: &Acting) -> Result<(), agentprocess_auth::Error> {
-        if acting.via == Via::Session {
-            Ok(())
-        } else {
-            Err(agentprocess_auth::Error::forbidden(
-                "API tokens are made from a signed-in session",
-            ))
-        }
+        agentprocess_operations::tokens::from_session(acting)
     }
 }
 
@@ -133,21 +127,12 @@ impl Need for FromSession {
 /// checked by `Authenticated` as it admits the caller.
 fn needs<N: Need>(routes: UtoipaMethodRouter<Arc<Web>>) -> UtoipaMethodRouter<Arc<Web>> {
     let (schemas, mut paths, router) = routes;
-    for item in paths.paths.values_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-        ];
-        for operation in operations.into_iter().flatten() {
-            let role = ExtensionsBuilder::new()
-                .add("x-agentprocess-role", N::ROLE.as_str())
-                .build();
-            operation.extensions.get_or_insert_with(Default::default).merge(role);
-        }
-    }
+    openapi::each_operation(&mut paths, |operation| {
+        let role = ExtensionsBuilder::new()
+            .add("x-agentprocess-role", N::ROLE.as_str())
+            .build();
+        operation.extensions.get_or_insert_with(Default::default).merge(role);
+    });
     let router = router.route_layer(axum::middleware::from_fn(
         |mut request: Request, next: axum::middleware::Next| async move {
             request.extensions_mut().insert(Required(N::check));
@@ -167,12 +152,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
         Json::<T>::from_request(request, state)
             .await
             .map(|Json(value)| Self(value))
-            .map_err(|rejection| {
-                ApiError::invalid(
-                    "the request body is not valid; nothing changed",
-                    vec![rejection.body_text()],
-                )
-            })
+            .map_err(|rejection| ApiError::body(&rejection))
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use utoipa::Modify;
 use utoipa::OpenApi;
 use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::path::{Operation, Paths};
 use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
@@ -67,20 +68,27 @@ impl Modify for Refusals {
                     .build(),
             )
             .build();
-        for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
-                operation
-                    .responses
-                    .responses
-                    .insert("default".to_owned(), RefOr::T(refusal.clone()));
-            }
+        each_operation(&mut openapi.paths, |operation| {
+            operation
+                .responses
+                .responses
+                .insert("default".to_owned(), RefOr::T(refusal.clone()));
+        });
+    }
+}
+
+/// Calls `change` on every operation of `paths`, whatever its method.
+pub(super) fn each_operation(paths: &mut Paths, mut change: impl FnMut(&mut Operation)) {
+    for item in paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            change(operation);
         }
     }
 }

@@ -236,13 +236,7 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
     let text = Value::Object(fields).to_string();
     axum::Json::<T>::from_bytes(text.as_bytes())
         .map(|axum::Json(command)| command)
-        .map_err(|rejection| {
-            ApiError::invalid(
-                "the request body is not valid; nothing changed",
-                vec![rejection.body_text()],
-            )
-            .into()
-        })
+        .map_err(|rejection| ApiError::body(&rejection).into())
 }
 
 /// What a change answers: back to the page, or a secret made this once.
@@ -435,14 +429,15 @@ pub(super) async fn import(State(web): State<Arc<Web>>, caller: Caller, request:
         );
         return render(&web, &caller, "/admin/processes", Some(refusal.into())).await;
     };
+    // The role first, then what was sent, as every admin action.
+    let allowed = caller.acting.require(Role::Admin, true).map_err(ApiError::from);
+    if let Err(refusal) = allowed
+        .map_err(Refusal::from)
+        .and_then(|()| refuse_nul(folder.as_deref()))
+    {
+        return render(&web, &caller, "/admin/processes", Some(refusal)).await;
+    }
     let imported = async {
-        caller.acting.require(Role::Admin, true)?;
-        if folder.as_deref().is_some_and(|folder| folder.contains('\0')) {
-            return Err(agentprocess_operations::Error::invalid(
-                "the request holds a NUL character, which no field may hold; nothing changed",
-                Vec::new(),
-            ));
-        }
         let source = unpack(bytes)?;
         let folder = folder.or(source.folder);
         web.operations

@@ -15,7 +15,7 @@ use agentprocess_auth::{Acting, Role, Via};
 use axum::Router;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
@@ -23,7 +23,7 @@ use tower_sessions::Session;
 use super::Visitor;
 use super::layout::{page, problems};
 use crate::errors::ApiError;
-use crate::session::{Web, address};
+use crate::session::{Web, address, is_unsafe};
 
 pub(crate) fn routes(web: Arc<Web>) -> Router {
     Router::new()
@@ -101,7 +101,7 @@ impl FromRequestParts<Arc<Web>> for Caller {
             .await
             .map_err(IntoResponse::into_response)?;
         let identity = visitor.caller.identity.clone();
-        let writes = parts.method != Method::GET && parts.method != Method::HEAD;
+        let writes = is_unsafe(&parts.method);
         let admission = match web.service.admit(&identity, writes).await {
             Ok(admission) => admission,
             Err(over) => {
