@@ -47,5 +47,5 @@ pub use start::{StartRun, start};
 pub use submit::{Submitted, submit};
 pub use timer::timer_fired;
 pub use verdict::{CheckLimits, CheckRecord, Outcome, QuestionRecord, QuestionType, Verdict};
-pub use view::{Asked, RunState, asked, run_data, run_state, snapshot, step_state};
+pub use view::{Asked, ItemKind, RunState, asked, run_data, run_state, snapshot, step_state};
 pub use work::{Work, work_items};

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::model::{Record, Run, StepRun, StepState, WorkItem};
+use crate::model::{Decision, Record, Run, StepRun, StepState, WorkItem};
 
 /// The state a step shows at `now`: a claim whose lease has ended reads as `ready`.
 pub fn step_state(step: &StepRun, now: Timestamp) -> Option<StepState> {
@@ -64,22 +64,46 @@ pub fn run_state(run: &Run, now: Timestamp) -> RunState {
 /// What an open work item asks of a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Asked<'a> {
-    /// The step's kind: `approve`, `task`, or `agent` for an escalation.
-    pub kind: &'static str,
+    /// What kind of work item it is.
+    pub kind: ItemKind,
     /// The step's text.
     pub text: &'a str,
     /// The decisions `decide` accepts on it.
-    pub decisions: &'static [&'static str],
+    pub decisions: &'static [Decision],
+}
+
+/// A work item's kind: the step a person decides, or an escalated agent step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    /// An approval.
+    Approve,
+    /// A person's task.
+    Task,
+    /// An agent step escalated to people.
+    Agent,
+}
+
+impl ItemKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Approve => "approve",
+            ItemKind::Task => "task",
+            ItemKind::Agent => "agent",
+        }
+    }
 }
 
 /// What `item`, open on a step defined by `definition`, asks; `None` for a step no
 /// person decides.
 pub fn asked<'a>(definition: &'a Step, item: &WorkItem) -> Option<Asked<'a>> {
-    let (kind, text, decisions): (_, _, &'static [&'static str]) = match &definition.kind {
-        StepKind::Approve(text) => ("approve", text, &["approved", "rejected", "failed"]),
-        StepKind::Task(text) if item.escalation.is_some() => ("task", text, &["returned", "completed", "failed"]),
-        StepKind::Task(text) => ("task", text, &["completed", "failed"]),
-        StepKind::Agent(text) if item.escalation.is_some() => ("agent", text, &["returned", "completed", "failed"]),
+    use Decision::{Approved, Completed, Failed, Rejected, Returned};
+    let (kind, text, decisions): (_, _, &'static [Decision]) = match &definition.kind {
+        StepKind::Approve(text) => (ItemKind::Approve, text, &[Approved, Rejected, Failed]),
+        StepKind::Task(text) if item.escalation.is_some() => (ItemKind::Task, text, &[Returned, Completed, Failed]),
+        StepKind::Task(text) => (ItemKind::Task, text, &[Completed, Failed]),
+        StepKind::Agent(text) if item.escalation.is_some() => (ItemKind::Agent, text, &[Returned, Completed, Failed]),
         _ => return None,
     };
     Some(Asked { kind, text, decisions })

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use agentprocess_engine::{Evidence, Record, Run};
-use agentprocess_format::exact;
+use agentprocess_engine::{Decision, Evidence, Record, Run};
+use agentprocess_format::{EvidenceKind, exact};
 use jiff::Timestamp;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -61,7 +61,7 @@ impl RunData {
             .values_mut()
             .flat_map(|step| step.current.iter_mut().chain(step.history.iter_mut()));
         for item in records.flat_map(|record| record.evidence.iter_mut().flatten()) {
-            if item.kind == "file" {
+            if item.kind == EvidenceKind::File {
                 item.url = Some(url(&item.reference));
             }
         }
@@ -137,7 +137,8 @@ pub struct RecordView {
     pub reason: Option<String>,
     /// `decision`: `approved`, `rejected` or `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub decision: Option<Decision>,
     /// `note`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -163,7 +164,7 @@ impl From<&Record> for RecordView {
             summary: record.summary.clone(),
             next: record.next.clone(),
             reason: record.reason.clone(),
-            decision: record.decision.map(|decision| decision.as_str().to_owned()),
+            decision: record.decision,
             note: record.note.clone(),
             check: record.check.as_ref().and_then(|check| exact::to_value(check).ok()),
             by: record.by.clone(),
@@ -177,8 +178,8 @@ impl From<&Record> for RecordView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct EvidenceView {
     /// `file` or `link`.
-    #[schema(pattern = "^(file|link)$")]
-    pub kind: String,
+    #[schema(value_type = String, pattern = "^(file|link)$")]
+    pub kind: EvidenceKind,
     /// The upload id or the link.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -193,7 +194,7 @@ pub struct EvidenceView {
 impl From<&Evidence> for EvidenceView {
     fn from(evidence: &Evidence) -> Self {
         Self {
-            kind: evidence.kind.name().to_owned(),
+            kind: evidence.kind,
             reference: evidence.reference.clone(),
             sha256: evidence.sha256.clone(),
             url: None,

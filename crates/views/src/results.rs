@@ -1,7 +1,7 @@
 //! The results of `claim`, `renew`, `upload` and `send_event`.
 
 use agentprocess_engine::{Claimed, Mode, ProcessVersion, Renewed};
-use agentprocess_format::{StepKind, exact};
+use agentprocess_format::{EvidenceKind, StepKind, exact};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -86,7 +86,8 @@ pub struct ClaimedStep {
     #[schema(value_type = Object)]
     pub output: Map<String, Value>,
     /// The evidence kinds asked for.
-    pub evidence: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub evidence: Vec<EvidenceKind>,
     /// The routes to choose from, when `next` is a list.
     pub next: Option<Vec<Route>>,
 }

@@ -1,8 +1,10 @@
 //! Work items (what a person is asked) and the items of `get_work`, each carrying the
 //! call to make on it.
 
-use agentprocess_engine::{Assignee, Escalation, Handoff, Mode, ProcessVersion, Run, Work, asked, snapshot};
-use agentprocess_format::{Next, Step, exact};
+use agentprocess_engine::{
+    Assignee, Decision, Escalation, Handoff, ItemKind, Mode, ProcessVersion, Run, Work, asked, snapshot,
+};
+use agentprocess_format::{EvidenceKind, Next, Step, exact};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -18,8 +20,8 @@ pub struct WorkItemView {
     /// The step it is on.
     pub step_id: String,
     /// `approve`, `task`, or `agent` for an escalated agent step.
-    #[schema(pattern = "^(agent|task|approve)$")]
-    pub kind: String,
+    #[schema(value_type = String, pattern = "^(agent|task|approve)$")]
+    pub kind: ItemKind,
     /// The step's text.
     pub text: String,
     /// The step's `output` declaration as written; `null` for an approval.
@@ -27,7 +29,8 @@ pub struct WorkItemView {
     #[schema(value_type = Option<Object>)]
     pub output: Option<Map<String, Value>>,
     /// The evidence kinds the step asks for; `null` for an approval.
-    pub evidence: Option<Vec<String>>,
+    #[schema(value_type = Option<Vec<String>>)]
+    pub evidence: Option<Vec<EvidenceKind>>,
     /// The routes to choose from, when `next` is a list.
     pub next: Option<Vec<Route>>,
     /// What the previous attempt left; `null` on a first attempt.
@@ -57,7 +60,7 @@ impl WorkItemView {
         let item = step.work_item.as_ref()?;
         let definition = &version.process.document().steps[index];
         let asked = asked(definition, item)?;
-        let (output, evidence, next) = if asked.kind == "approve" {
+        let (output, evidence, next) = if asked.kind == ItemKind::Approve {
             (None, None, None)
         } else {
             (
@@ -69,7 +72,7 @@ impl WorkItemView {
         Some(Self {
             id: item.id.clone(),
             step_id: step.id.clone(),
-            kind: asked.kind.to_owned(),
+            kind: asked.kind,
             text: asked.text.to_owned(),
             output,
             evidence,
@@ -88,7 +91,7 @@ impl WorkItemView {
                     snapshot: snapshot.to_owned(),
                     request_id: NEW_REQUEST_ID.to_owned(),
                 },
-                decisions: asked.decisions.iter().map(|&decision| decision.to_owned()).collect(),
+                decisions: asked.decisions.to_vec(),
             },
         })
     }
@@ -104,8 +107,8 @@ pub(crate) fn output_declaration(version: &ProcessVersion, index: usize) -> Map<
 }
 
 /// The evidence kinds a step asks for.
-pub(crate) fn evidence_kinds(definition: &Step) -> Vec<String> {
-    definition.evidence.iter().map(|kind| kind.name().to_owned()).collect()
+pub(crate) fn evidence_kinds(definition: &Step) -> Vec<EvidenceKind> {
+    definition.evidence.clone()
 }
 
 /// The routes of a step whose `next` is a list.
@@ -225,7 +228,8 @@ pub struct DecideCall {
     /// Its arguments but the decision.
     pub arguments: DecideArguments,
     /// The decisions the item accepts.
-    pub decisions: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub decisions: Vec<Decision>,
 }
 
 /// The arguments a `decide` call copies.

@@ -2,6 +2,7 @@
 //! upload, its SHA-256 and a download link, and a preview of the types downloads show
 //! inline; each link as a link.
 
+use agentprocess_format::EvidenceKind;
 use agentprocess_store::{Store, Upload};
 use agentprocess_views::{EvidenceView, RunView};
 use maud::{Markup, html};
@@ -26,7 +27,7 @@ pub(crate) async fn files(web: &Web, org: &str, run: &RunView) -> Files {
         .values()
         .flat_map(|data| data.history.iter().chain(data.current.iter()))
         .flat_map(|record| record.evidence.iter().flatten())
-        .filter(|item| item.kind == "file")
+        .filter(|item| item.kind == EvidenceKind::File)
         .map(|item| item.reference.clone())
         .collect();
     cited.sort_unstable();
@@ -56,7 +57,7 @@ pub(crate) fn evidence(item: &EvidenceView, upload: Option<&Upload>) -> Markup {
     let kind = upload.map_or("", |upload| upload.content_type.as_str());
     html! {
         div class="preview" {
-            @if item.kind == "link" {
+            @if item.kind == EvidenceKind::Link {
                 // Only a web URL is a link; a document number, or a ref stored before
                 // links were checked, is text.
                 @if agentprocess_engine::is_web_link(&item.reference) {

@@ -139,7 +139,7 @@ fn listing(items: &[(PersonWork, Map<String, Value>)], now: Timestamp, zone: &Ti
                     @for (item, inputs) in items {
                         tr {
                             td data-label="Step" { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) }
-                                 " " small { (item.work_item.kind) } }
+                                 " " small { (item.work_item.kind.as_str()) } }
                             td data-label="Asked" {
                                 (item.work_item.text)
                                 @let shown = inputs_of(inputs);

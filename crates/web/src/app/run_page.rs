@@ -71,7 +71,7 @@ fn record(entry: &Entry<'_>, zone: &TimeZone, files: &Files) -> Markup {
         li {
             strong { (entry.step) } " · " (when(zone, record.at)) " · " (record.by)
             @if entry.reworked { " " span class="badge due" { "reworked since" } }
-            @if let Some(decision) = &record.decision { p { "Decision: " strong { (decision) } } }
+            @if let Some(decision) = record.decision { p { "Decision: " strong { (decision.as_str()) } } }
             @if let Some(summary) = &record.summary { p { (summary) } }
             @if let Some(note) = &record.note { p { "Note: " (note) } }
             @if let Some(next) = &record.next {
@@ -109,7 +109,7 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
             h2 { "Waiting for people" }
             ul {
                 @for item in &run.work_items {
-                    li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (item.step_id) } " (" (item.kind) ")" }
+                    li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (item.step_id) } " (" (item.kind.as_str()) ")" }
                 }
             }
         }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_engine::{Code, ToolError};
+use agentprocess_engine::{Code, ItemKind, ToolError};
 use agentprocess_format::EvidenceKind;
 use agentprocess_service::Write;
 use agentprocess_store::{Store, Upload};
@@ -194,7 +194,7 @@ fn changed(run: &RunView, form: &[(String, String)], zone: &TimeZone) -> Markup 
             ul {
                 @for (step, record) in since {
                     li { strong { (step) } " by " (record.by) " at " (when(zone, record.at))
-                         @if let Some(decision) = &record.decision { ": " (decision) } }
+                         @if let Some(decision) = record.decision { ": " (decision.as_str()) } }
                 }
             }
         }
@@ -250,7 +250,7 @@ fn run_data(run: &RunView, context: &Context<'_>) -> Markup {
                 @if let Some(record) = &data.current {
                     h3 { (step) }
                     p { "By " (record.by) " at " (when(context.zone, record.at))
-                        @if let Some(decision) = &record.decision { " · " strong { (decision) } } }
+                        @if let Some(decision) = record.decision { " · " strong { (decision.as_str()) } } }
                     @if let Some(summary) = &record.summary { p { (summary) } }
                     @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
                         pre { (pretty(&Value::Object(output.clone()))) }
@@ -299,7 +299,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
     let complete = html! {
         (controls(OUTPUT, output, &sent.fields, issues))
         fieldset {
-            legend { "Evidence" @if !wanted.is_empty() { " (required: " (wanted.join(", ")) ")" } }
+            legend { "Evidence" @if !wanted.is_empty() { " (required: " (wanted.iter().map(|kind| kind.name()).collect::<Vec<_>>().join(", ")) ")" } }
             @for upload in &sent.uploaded {
                 div {
                     input type="checkbox" id=(format!("kept-{}", upload.id)) name=(UPLOADED) value=(upload.id) checked;
@@ -345,8 +345,8 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                     button type="submit" name="decision" value="completed" { "Complete with the held submission" }
                 }
             }
-            @match item.kind.as_str() {
-                "approve" => {
+            @match item.kind {
+                ItemKind::Approve => {
                     form method="post" {
                         (hidden)
                         (note("Note (required to reject)"))
@@ -354,7 +354,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                         button type="submit" name="decision" value="rejected" { "Reject" }
                     }
                 }
-                "task" if item.escalation.is_none() => {
+                ItemKind::Task if item.escalation.is_none() => {
                     form method="post" enctype="multipart/form-data" {
                         (hidden)
                         (complete)
@@ -374,7 +374,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                         (hidden)
                         (note("Note (required)"))
                         button type="submit" name="decision" value="returned" {
-                            @if item.kind == "task" { "Return to its person" } @else { "Return to the agent" }
+                            @if item.kind == ItemKind::Task { "Return to its person" } @else { "Return to the agent" }
                         }
                         button type="submit" name="decision" value="failed" { "Fail the run" }
                     }
