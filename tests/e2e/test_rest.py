@@ -124,6 +124,11 @@ def test_an_organization_runs_itself_through_the_rest_surface(site):
     runs = bob.api("GET", "/runs?process=purchase-order&input.costCenter=CC-4100").json()["items"]
     assert [run["id"] for run in runs] == [run_id]
     assert bob.api("GET", "/runs?input.costCenter=CC-9999").json()["items"] == []
+    assert [run["id"] for run in bob.api("GET", "/runs?state=active").json()["items"]] == [run_id]
+    assert bob.api("GET", "/runs?state=ended").json()["items"] == []
+    unknown = bob.api("GET", "/runs?state=finished")
+    assert unknown.status_code == 400 and unknown.json()["issues"] == [
+        "state: expected one of active, waiting, ended, cancelled"], unknown.text
     assert bob.api("GET", f"/runs/{run_id}").status_code == 200
     assert bob.api("POST", f"/runs/{run_id}/cancel", {"reason": "no"}).status_code == 403
     cancelled = cat.api("POST", f"/runs/{run_id}/cancel", {"reason": "ordered twice"},

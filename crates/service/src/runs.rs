@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_engine::{HeldEvent, Mode, ProcessVersion, Run, StartRun, TimerId};
+use agentprocess_engine::{HeldEvent, Mode, ProcessVersion, Run, RunState, StartRun, TimerId};
 use agentprocess_store::{RunFilter, Store, StoredRun};
 use agentprocess_views::{EventResult, Page, RunListItem, RunView};
 use serde_json::{Map, Value, json};
@@ -33,7 +33,7 @@ pub struct ListRuns {
     /// Only runs of this process.
     pub process: Option<String>,
     /// Only runs in this state.
-    pub state: Option<String>,
+    pub state: Option<RunState>,
     /// Only runs whose inputs have these values.
     pub inputs: Map<String, Value>,
     /// Page size.

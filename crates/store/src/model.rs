@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use agentprocess_engine::{Mode, RunState};
+
 /// What an identity is to the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IdentityKind {
@@ -165,9 +167,9 @@ pub struct RunRow {
     /// The version number.
     pub version: u32,
     /// `live` or `test`.
-    pub mode: String,
+    pub mode: Mode,
     /// The run state as `get_run` shows it.
-    pub state: String,
+    pub state: RunState,
     /// When the run started.
     pub started_at: i64,
     /// When it last changed.
@@ -263,7 +265,7 @@ pub struct RunFilter {
     /// Only this process.
     pub process: Option<String>,
     /// Only runs in this state.
-    pub state: Option<String>,
+    pub state: Option<RunState>,
     /// Only runs whose input field has this value hash (see [`RunRow::inputs`]).
     pub inputs: Vec<(String, String)>,
     /// Start after this position.

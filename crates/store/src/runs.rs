@@ -160,8 +160,8 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
         .bind(&run.id)
         .bind(&run.process)
         .bind(i64::from(run.version))
-        .bind(&run.mode)
-        .bind(&run.state)
+        .bind(run.mode.as_str())
+        .bind(run.state.as_str())
         .bind(run.started_at)
         .bind(run.updated_at)
         .bind(&run.doc)
@@ -191,7 +191,7 @@ pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &Run
         )
         .bind(org)
         .bind(&run.id)
-        .bind(&run.state)
+        .bind(run.state.as_str())
         .bind(run.updated_at)
         .bind(&run.doc)
         .bind(piece_count(run))
@@ -222,7 +222,7 @@ pub(crate) async fn replace_run_in_one_statement(
     let mut query = Query::new("");
     let org_bind = query.text(org);
     let run_bind = query.text(&run.id);
-    let state = query.text(&run.state);
+    let state = query.text(run.state.as_str());
     let updated_at = query.int(run.updated_at);
     let doc = query.text(&run.doc);
     let added = query.int(piece_count(run));
@@ -418,8 +418,8 @@ pub(crate) async fn list_runs(
         let process = query.text(process);
         query.push(&format!(" AND r.process = {process}"));
     }
-    if let Some(state) = &filter.state {
-        let state = query.text(state);
+    if let Some(state) = filter.state {
+        let state = query.text(state.as_str());
         query.push(&format!(" AND r.state = {state}"));
     }
     if let Some(after) = &filter.after {

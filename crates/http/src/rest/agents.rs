@@ -8,13 +8,13 @@ use agentprocess_operations::agents::{AgentChange, NewAgentToken, Rotation};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::organization::TokenView;
-use super::{AdminReads, AdminWrites, Body, Items, Key, OperatorReads, needs};
+use super::{AdminReads, AdminWrites, Body, Created, Id, Items, Key, OperatorReads, needs};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -58,22 +58,20 @@ pub(super) async fn agents(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AgentView>>, ApiError> {
     let agents = web.operations.agents(&caller).await?;
-    Ok(Json(Items {
-        items: agents.iter().map(AgentView::from).collect(),
-    }))
+    Ok(Json(agents.iter().map(AgentView::from).collect()))
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/agents/{id}",
     tag = "agents",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 200, description = "An agent", body = AgentView))
 )]
 pub(super) async fn agent(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<AgentView>, ApiError> {
     Ok(Json(AgentView::from(&web.operations.agent(&caller, &id).await?)))
 }
@@ -82,7 +80,7 @@ pub(super) async fn agent(
     post,
     path = "/api/v1/agents",
     tag = "agents",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = agentprocess_auth::agents::NewAgent,
     responses((status = 201, description = "The agent", body = AgentView))
 )]
@@ -91,23 +89,23 @@ pub(super) async fn create(
     Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewAgent>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<AgentView>, ApiError> {
     let agent = web.operations.create_agent(&caller, &new, key.as_deref()).await?;
-    Ok((StatusCode::CREATED, Json(AgentView::from(&agent))).into_response())
+    Ok(Created(AgentView::from(&agent)))
 }
 
 #[utoipa::path(
     patch,
     path = "/api/v1/agents/{id}",
     tag = "agents",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     request_body = agentprocess_operations::agents::AgentChange,
     responses((status = 200, description = "The agent as changed", body = AgentView))
 )]
 pub(super) async fn change(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
     Body(change): Body<AgentChange>,
 ) -> Result<Json<AgentView>, ApiError> {
     let agent = web.operations.set_agent_enabled(&caller, &id, &change).await?;
@@ -118,32 +116,30 @@ pub(super) async fn change(
     get,
     path = "/api/v1/agents/{id}/tokens",
     tag = "agents",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>))
 )]
 pub(super) async fn tokens(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<Items<TokenView>>, ApiError> {
     let tokens = web.operations.agent_tokens(&caller, &id).await?;
-    Ok(Json(Items {
-        items: tokens.iter().map(TokenView::from).collect(),
-    }))
+    Ok(Json(tokens.iter().map(TokenView::from).collect()))
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/agents/{id}/tokens",
     tag = "agents",
-    params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Id, Key),
     request_body = agentprocess_operations::agents::NewAgentToken,
     responses((status = 201, description = "The token, shown this once", body = TokenView))
 )]
 pub(super) async fn create_token(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
     key: Key,
     Body(new): Body<NewAgentToken>,
 ) -> Result<Response, ApiError> {
@@ -158,7 +154,7 @@ pub(super) async fn create_token(
     post,
     path = "/api/v1/agents/{id}/tokens/{token}/rotate",
     tag = "agents",
-    params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id"), Key),
     request_body = agentprocess_operations::agents::Rotation,
     responses((status = 201, description = "The new token, shown this once", body = TokenView))
 )]

@@ -76,12 +76,11 @@ pub(super) async fn apps(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<AppView>>, ApiError> {
     let apps = web.operations.apps(&caller).await?;
-    Ok(Json(Items {
-        items: apps
-            .iter()
+    Ok(Json(
+        apps.iter()
             .map(|app| AppView::of(app, web.operations.authorization_endpoint()))
             .collect(),
-    }))
+    ))
 }
 
 /// The client, with its secret when it is confidential, shown this once.
@@ -89,7 +88,7 @@ pub(super) async fn apps(
     post,
     path = "/api/v1/apps",
     tag = "apps",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = NewApp,
     responses((status = 201, description = "The client, and a confidential one's secret, shown this once", body = AppView))
 )]

@@ -102,12 +102,12 @@ pub(super) async fn clients(
     Path(id): Path<String>,
 ) -> Result<Json<Items<ClientView>>, ApiError> {
     let clients = web.operations.agent_clients(&caller, &id).await?;
-    Ok(Json(Items {
-        items: clients
+    Ok(Json(
+        clients
             .iter()
             .map(|(client, secrets)| ClientView::of(client, secrets, web.operations.token_endpoint()))
             .collect(),
-    }))
+    ))
 }
 
 /// The client, with its first secret in `secrets[0].secret` (shown this once), or
@@ -116,7 +116,7 @@ pub(super) async fn clients(
     post,
     path = "/api/v1/agents/{id}/clients",
     tag = "agents",
-    params(("id" = String, Path, description = "The agent"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(("id" = String, Path, description = "The agent"), Key),
     request_body = agentprocess_operations::clients::NewClient,
     responses((status = 201, description = "The client and its first secret, shown this once", body = ClientView))
 )]
@@ -163,7 +163,7 @@ pub(super) async fn revoke_client(
     post,
     path = "/api/v1/agents/{id}/clients/{client}/secrets",
     tag = "agents",
-    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(("id" = String, Path, description = "The agent"), ("client" = String, Path, description = "The client_id"), Key),
     responses((status = 201, description = "The new secret, shown this once", body = SecretView))
 )]
 pub(super) async fn add_secret(

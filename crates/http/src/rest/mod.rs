@@ -17,9 +17,11 @@ use agentprocess_auth::Role;
 use agentprocess_operations::time_text;
 use axum::Json;
 use axum::Router;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use utoipa::OpenApi as _;
@@ -164,9 +166,8 @@ fn query<T>(query: Result<Query<T>, QueryRejection>, message: &str) -> Result<T,
 }
 
 /// 201 with a secret shown this once, never kept by a cache.
-fn shown_once(view: impl Serialize) -> axum::response::Response {
-    use axum::response::IntoResponse as _;
-    let mut response = (axum::http::StatusCode::CREATED, Json(view)).into_response();
+fn shown_once(view: impl Serialize) -> Response {
+    let mut response = Created(view).into_response();
     response.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,
         axum::http::HeaderValue::from_static("no-store"),
@@ -175,7 +176,12 @@ fn shown_once(view: impl Serialize) -> axum::response::Response {
 }
 
 /// A creating request's `Idempotency-Key`, when it sent one.
-struct Key(Option<String>);
+#[derive(utoipa::IntoParams)]
+#[into_params(names("Idempotency-Key"), parameter_in = Header)]
+struct Key(
+    /// Send the request again with the same key to get its first answer, never a second effect
+    Option<String>,
+);
 
 impl Key {
     fn as_deref(&self) -> Option<&str> {
@@ -200,8 +206,42 @@ impl<S: Send + Sync> FromRequestParts<S> for Key {
     }
 }
 
+/// The `{id}` of a path that names one thing.
+#[derive(utoipa::IntoParams)]
+#[into_params(names("id"), parameter_in = Path)]
+struct Id(
+    /// The id
+    String,
+);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = PathRejection;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PathRejection> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state).await?;
+        Ok(Self(id))
+    }
+}
+
+/// 201 with what was made.
+struct Created<T>(T);
+
+impl<T: Serialize> IntoResponse for Created<T> {
+    fn into_response(self) -> Response {
+        (StatusCode::CREATED, Json(self.0)).into_response()
+    }
+}
+
 /// A list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct Items<T> {
     items: Vec<T>,
+}
+
+impl<T> FromIterator<T> for Items<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Self {
+            items: iter.into_iter().collect(),
+        }
+    }
 }

@@ -21,8 +21,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AdminReads, AdminWrites, Anyone, Body, FromSession, Items, Key, MemberReads, MemberWrites, OperatorReads,
-    SelfOrOperator, needs, query, time_text,
+    AdminReads, AdminWrites, Anyone, Body, Created, FromSession, Id, Items, Key, MemberReads, MemberWrites,
+    OperatorReads, SelfOrOperator, needs, query, time_text,
 };
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Via, Web, csrf_token};
@@ -264,7 +264,7 @@ pub(super) async fn set_sign_in(
     post,
     path = "/api/v1/organization/domains",
     tag = "organization",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = agentprocess_operations::organization::NewDomain,
     responses((status = 201, description = "The domain and the TXT record that proves it", body = DomainView))
 )]
@@ -273,9 +273,9 @@ pub(super) async fn add_domain(
     Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewDomain>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<DomainView>, ApiError> {
     let domain = web.operations.add_domain(&caller, &new, key.as_deref()).await?;
-    Ok((StatusCode::CREATED, Json(DomainView::from(&domain))).into_response())
+    Ok(Created(DomainView::from(&domain)))
 }
 
 #[utoipa::path(
@@ -321,22 +321,20 @@ pub(super) async fn members(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<MemberView>>, ApiError> {
     let members = web.operations.members(&caller).await?;
-    Ok(Json(Items {
-        items: members.iter().map(MemberView::from).collect(),
-    }))
+    Ok(Json(members.iter().map(MemberView::from).collect()))
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/members/{id}",
     tag = "members",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 200, description = "A member", body = MemberView))
 )]
 pub(super) async fn member(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<MemberView>, ApiError> {
     let member = web.operations.member(&caller, &id).await?;
     Ok(Json(MemberView::from(&member)))
@@ -346,7 +344,7 @@ pub(super) async fn member(
     post,
     path = "/api/v1/members",
     tag = "members",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = agentprocess_auth::members::Invite,
     responses((status = 201, description = "The invited member", body = MemberView))
 )]
@@ -355,23 +353,23 @@ pub(super) async fn invite(
     Authenticated(caller): Authenticated,
     key: Key,
     Body(invite): Body<Invite>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<MemberView>, ApiError> {
     let member = web.operations.invite(&caller, &invite, key.as_deref()).await?;
-    Ok((StatusCode::CREATED, Json(MemberView::from(&member))).into_response())
+    Ok(Created(MemberView::from(&member)))
 }
 
 #[utoipa::path(
     patch,
     path = "/api/v1/members/{id}",
     tag = "members",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     request_body = agentprocess_auth::members::MemberChange,
     responses((status = 200, description = "The member as changed", body = MemberView))
 )]
 pub(super) async fn change_member(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
     Body(change): Body<MemberChange>,
 ) -> Result<Json<MemberView>, ApiError> {
     let member = web.operations.change_member(&caller, &id, &change).await?;
@@ -410,22 +408,20 @@ pub(super) async fn groups(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<GroupView>>, ApiError> {
     let groups = web.operations.groups(&caller).await?;
-    Ok(Json(Items {
-        items: groups.into_iter().map(GroupView::from).collect(),
-    }))
+    Ok(Json(groups.into_iter().map(GroupView::from).collect()))
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/groups/{id}",
     tag = "groups",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 200, description = "A group", body = GroupView))
 )]
 pub(super) async fn group(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<GroupView>, ApiError> {
     Ok(Json(GroupView::from(web.operations.group(&caller, &id).await?)))
 }
@@ -434,7 +430,7 @@ pub(super) async fn group(
     post,
     path = "/api/v1/groups",
     tag = "groups",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = agentprocess_auth::groups::NewGroup,
     responses((status = 201, description = "The group", body = GroupView))
 )]
@@ -443,23 +439,23 @@ pub(super) async fn create_group(
     Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewGroup>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<GroupView>, ApiError> {
     let group = web.operations.create_group(&caller, &new, key.as_deref()).await?;
-    Ok((StatusCode::CREATED, Json(GroupView::from(group))).into_response())
+    Ok(Created(GroupView::from(group)))
 }
 
 #[utoipa::path(
     patch,
     path = "/api/v1/groups/{id}",
     tag = "groups",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     request_body = agentprocess_operations::groups::GroupName,
     responses((status = 200, description = "The group as renamed", body = GroupView))
 )]
 pub(super) async fn rename_group(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
     Body(name): Body<GroupName>,
 ) -> Result<Json<GroupView>, ApiError> {
     let group = web.operations.rename_group(&caller, &id, &name).await?;
@@ -470,14 +466,14 @@ pub(super) async fn rename_group(
     put,
     path = "/api/v1/groups/{id}/claim-values",
     tag = "groups",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     request_body = agentprocess_operations::groups::ClaimValues,
     responses((status = 200, description = "The group", body = GroupView))
 )]
 pub(super) async fn set_claim_values(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
     Body(values): Body<ClaimValues>,
 ) -> Result<Json<GroupView>, ApiError> {
     let group = web.operations.set_claim_values(&caller, &id, &values).await?;
@@ -488,13 +484,13 @@ pub(super) async fn set_claim_values(
     delete,
     path = "/api/v1/groups/{id}",
     tag = "groups",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 204, description = "Deleted"))
 )]
 pub(super) async fn delete_group(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
     web.operations.delete_group(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -583,16 +579,14 @@ pub(super) async fn tokens(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<TokenView>>, ApiError> {
     let tokens = web.operations.tokens(&caller).await?;
-    Ok(Json(Items {
-        items: tokens.iter().map(TokenView::from).collect(),
-    }))
+    Ok(Json(tokens.iter().map(TokenView::from).collect()))
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/tokens",
     tag = "tokens",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = agentprocess_auth::tokens::NewToken,
     responses((status = 201, description = "The token, shown this once", body = TokenView))
 )]
@@ -610,13 +604,13 @@ pub(super) async fn create_token(
     delete,
     path = "/api/v1/tokens/{id}",
     tag = "tokens",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 204, description = "Revoked"))
 )]
 pub(super) async fn revoke_token(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
     web.operations.revoke_token(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)

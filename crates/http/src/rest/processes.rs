@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminWrites, Body, Items, Key, MemberReads, OperatorReads, needs, query, time_text};
+use super::{AdminWrites, Body, Created, Items, Key, MemberReads, OperatorReads, needs, query, time_text};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -152,8 +152,7 @@ pub(super) async fn processes(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.latest_versions(&caller).await?;
-    let items = versions.iter().map(VersionView::of).collect();
-    Ok(Json(Items { items }))
+    Ok(Json(versions.iter().map(VersionView::of).collect()))
 }
 
 /// `multipart/form-data` with the PROCESS.md in a part named `file` (or the folder as a
@@ -164,7 +163,7 @@ pub(super) async fn processes(
     post,
     path = "/api/v1/processes",
     tag = "processes",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body(content = ImportForm, content_type = "multipart/form-data"),
     responses((status = 201, description = "The draft", body = DraftView))
 )]
@@ -173,7 +172,7 @@ pub(super) async fn import(
     Authenticated(caller): Authenticated,
     key: Key,
     mut multipart: Multipart,
-) -> Result<Response, ApiError> {
+) -> Result<Created<DraftView>, ApiError> {
     let unreadable = |error: axum::extract::multipart::MultipartError| {
         ApiError::invalid("the upload could not be read", vec![error.body_text()])
     };
@@ -208,7 +207,7 @@ pub(super) async fn import(
         .operations
         .import(&caller, &source, folder.as_deref(), key.as_deref())
         .await?;
-    Ok((StatusCode::CREATED, Json(DraftView::from(draft))).into_response())
+    Ok(Created(DraftView::from(draft)))
 }
 
 #[utoipa::path(
@@ -248,7 +247,7 @@ pub(super) async fn bind(
     post,
     path = "/api/v1/processes/{name}/publish",
     tag = "processes",
-    params(("name" = String, Path, description = "The process name"), ("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(("name" = String, Path, description = "The process name"), Key),
     responses((status = 201, description = "A new version", body = PublishedView), (status = 200, description = "Unchanged: the latest version", body = PublishedView))
 )]
 pub(super) async fn publish(
@@ -290,9 +289,7 @@ pub(super) async fn versions(
     Path(name): Path<String>,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.versions(&caller, &name).await?;
-    Ok(Json(Items {
-        items: versions.iter().map(VersionView::of).collect(),
-    }))
+    Ok(Json(versions.iter().map(VersionView::of).collect()))
 }
 
 #[utoipa::path(

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use agentprocess_engine::RunState;
 use agentprocess_operations::webhooks::NewWebhook;
 use agentprocess_service::{ListRuns, Write};
 use agentprocess_store::{DeliveryRecord, Webhook};
@@ -11,13 +12,14 @@ use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminReads, AdminWrites, Body, Items, Key, MemberReads, OperatorWrites, needs, query, time_text};
+use super::{
+    AdminReads, AdminWrites, Body, Created, Id, Items, Key, MemberReads, OperatorWrites, needs, query, time_text,
+};
 use agentprocess_web::errors::ApiError;
 use agentprocess_web::session::{Authenticated, Web};
 
@@ -43,7 +45,8 @@ pub(super) struct RunsQuery {
     /// Only runs of this process.
     process: Option<String>,
     /// Only runs in this state.
-    state: Option<String>,
+    #[param(value_type = Option<String>, pattern = "^(active|waiting|ended|cancelled)$")]
+    state: Option<RunState>,
     /// Page size, 1 to 100 (50).
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
@@ -74,7 +77,10 @@ pub(super) async fn runs(
     for (key, value) in query {
         match key.as_str() {
             "process" => args.process = Some(value),
-            "state" => args.state = Some(value),
+            "state" => match serde_json::from_value(Value::String(value)) {
+                Ok(state) => args.state = Some(state),
+                Err(_) => issues.push("state: expected one of active, waiting, ended, cancelled".to_owned()),
+            },
             "cursor" => args.cursor = Some(value),
             "limit" => match value.parse::<u32>() {
                 Ok(limit) if (1..=agentprocess_service::MAX_PAGE).contains(&limit) => args.limit = limit,
@@ -105,13 +111,13 @@ pub(super) async fn runs(
     get,
     path = "/api/v1/runs/{id}",
     tag = "runs",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 200, description = "get_run's result, with warnings when a work item waits for a person who is no member", body = RunWithWarnings))
 )]
 pub(super) async fn run(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<Json<RunWithWarnings>, ApiError> {
     let (view, warnings) = web.operations.run(&caller, &id).await?;
     Ok(Json(RunWithWarnings { view, warnings }))
@@ -157,14 +163,14 @@ fn write_of(headers: &HeaderMap, arguments: &Map<String, Value>) -> Result<Write
     post,
     path = "/api/v1/runs/{id}/cancel",
     tag = "runs",
-    params(("id" = String, Path, description = "The id"), ("Idempotency-Key" = Option<String>, Header, description = "The same key and body get the first answer again")),
+    params(Id, Key),
     request_body = Cancel,
     responses((status = 200, description = "cancel's result", body = RunView))
 )]
 pub(super) async fn cancel(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
     headers: HeaderMap,
     Body(cancel): Body<Cancel>,
 ) -> Result<Json<RunView>, ApiError> {
@@ -208,16 +214,14 @@ pub(super) async fn webhooks(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<WebhookView>>, ApiError> {
     let webhooks = web.operations.webhooks(&caller).await?;
-    Ok(Json(Items {
-        items: webhooks.iter().map(WebhookView::from).collect(),
-    }))
+    Ok(Json(webhooks.iter().map(WebhookView::from).collect()))
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks",
     tag = "webhooks",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Send the request again with the same key to get its first answer, never a second effect")),
+    params(Key),
     request_body = agentprocess_operations::webhooks::NewWebhook,
     responses((status = 201, description = "The webhook with its secret, shown this once", body = WebhookView))
 )]
@@ -226,24 +230,24 @@ pub(super) async fn add_webhook(
     Authenticated(caller): Authenticated,
     key: Key,
     Body(new): Body<NewWebhook>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<WebhookView>, ApiError> {
     let webhook = web.operations.add_webhook(&caller, &new, key.as_deref()).await?;
     let mut view = WebhookView::from(&webhook);
     view.secret = Some(webhook.secret.clone());
-    Ok((StatusCode::CREATED, Json(view)).into_response())
+    Ok(Created(view))
 }
 
 #[utoipa::path(
     delete,
     path = "/api/v1/webhooks/{id}",
     tag = "webhooks",
-    params(("id" = String, Path, description = "The id")),
+    params(Id),
     responses((status = 204, description = "Removed"))
 )]
 pub(super) async fn remove_webhook(
     State(web): State<Arc<Web>>,
     Authenticated(caller): Authenticated,
-    Path(id): Path<String>,
+    Id(id): Id,
 ) -> Result<StatusCode, ApiError> {
     web.operations.remove_webhook(&caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -320,7 +324,5 @@ pub(super) async fn deliveries(
 ) -> Result<Json<Items<DeliveryView>>, ApiError> {
     let limit = query(deliveries, "the query is not valid")?.limit.unwrap_or(50);
     let records = web.operations.deliveries(&caller, limit).await?;
-    Ok(Json(Items {
-        items: records.iter().map(DeliveryView::from).collect(),
-    }))
+    Ok(Json(records.iter().map(DeliveryView::from).collect()))
 }

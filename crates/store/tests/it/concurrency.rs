@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use agentprocess_engine::RunState;
 use agentprocess_store::{Dialect, NewRequest, SqlTx, Store, StoreTx};
 use tokio::task::JoinHandle;
 
@@ -85,7 +86,7 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
     let db = TestDb::new(Dialect::Postgres).await;
     let mut setup = db.store.begin().await.expect("begin");
     setup
-        .put_run("o", &run_row("r_1", "p", "active", 1, &[]), true, None)
+        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
         .await
         .expect("put");
     setup.commit().await.expect("commit");
@@ -98,7 +99,7 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
         tx.lock_run("o", "r_1", None).await.expect("lock").expect("run").0.doc
     });
     someone_waits(&db).await;
-    let mut changed = run_row("r_1", "p", "waiting", 1, &[]);
+    let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     changed.doc = "{\"changed\":true}".to_owned();
     first.put_run("o", &changed, false, None).await.expect("put");
     first.commit().await.expect("commit");

@@ -1,6 +1,7 @@
 //! A run's pieces: written once with the write that made them, read back with the run
 //! through every way a run is read, and kept by each organization apart.
 
+use agentprocess_engine::RunState;
 use agentprocess_store::{Piece, RunFilter, Store, StoreTx};
 
 use crate::support::{TestDb, on_both, run_row};
@@ -15,19 +16,19 @@ fn piece(number: i64, body: &str) -> Piece {
 on_both!(pieces_are_added_by_writes_and_read_with_the_run, pieces);
 async fn pieces(db: &TestDb) {
     let store = &db.store;
-    let mut new = run_row("r_1", "p", "active", 1, &[]);
+    let mut new = run_row("r_1", "p", RunState::Active, 1, &[]);
     new.pieces = vec![piece(0, "{\"inputs\":1}")];
     let mut tx = store.begin().await.expect("begin");
     tx.put_run("o", &new, true, None).await.expect("put");
     // Another organization's run of the same id has pieces of its own.
-    let mut foreign = run_row("r_1", "p", "active", 1, &[]);
+    let mut foreign = run_row("r_1", "p", RunState::Active, 1, &[]);
     foreign.pieces = vec![piece(0, "{\"foreign\":true}")];
     tx.put_run("x", &foreign, true, None).await.expect("put");
     tx.commit().await.expect("commit");
 
     // A write adds its new pieces (here with a request, the one-statement path on
     // PostgreSQL), and one that adds none keeps them all.
-    let mut changed = run_row("r_1", "p", "waiting", 1, &[]);
+    let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     changed.pieces = vec![piece(1, "{\"record\":\"big\"}"), piece(2, "[\"more\"]")];
     let mut tx = store.begin().await.expect("begin");
     tx.lock_run("o", "r_1", None).await.expect("lock").expect("run");
@@ -42,7 +43,7 @@ async fn pieces(db: &TestDb) {
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("begin");
     tx.lock_run("o", "r_1", None).await.expect("lock").expect("run");
-    tx.put_run("o", &run_row("r_1", "p", "waiting", 1, &[]), false, None)
+    tx.put_run("o", &run_row("r_1", "p", RunState::Waiting, 1, &[]), false, None)
         .await
         .expect("put");
     tx.commit().await.expect("commit");
@@ -79,7 +80,7 @@ async fn pieces(db: &TestDb) {
 
     // A piece is written once: a second write of the same number fails, and the
     // failed write changes nothing.
-    let mut again = run_row("r_1", "p", "ended", 1, &[]);
+    let mut again = run_row("r_1", "p", RunState::Ended, 1, &[]);
     again.pieces = vec![piece(1, "{\"other\":1}")];
     let mut tx = store.begin().await.expect("begin");
     tx.lock_run("o", "r_1", None).await.expect("lock").expect("run");

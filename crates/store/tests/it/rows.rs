@@ -1,6 +1,7 @@
 //! What goes in comes back: runs and their indexes, idempotency records, identities,
 //! versions, uploads, timers, and the notification outbox.
 
+use agentprocess_engine::RunState;
 use agentprocess_store::{
     AttemptResult, DeliveryStatus, DirectoryTx as _, Keyset, NewNotification, NewRequest, NewUpload, NewVersion, Role,
     RunFilter, Store, StoreTx, TimerRow, Upload, Webhook, WorkKind, WorkQuery,
@@ -42,7 +43,7 @@ async fn request_ids(db: &TestDb) {
 
     // Locking a run reads what a requestId recorded, in the same round trip.
     let mut tx = store.begin().await.expect("begin");
-    tx.put_run("o", &run_row("r_1", "p", "active", 1, &[]), true, None)
+    tx.put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
         .await
         .expect("put");
     tx.commit().await.expect("commit");
@@ -58,7 +59,7 @@ async fn request_ids(db: &TestDb) {
     drop(tx);
 
     // Replacing a run records its request in the same write, once.
-    let mut changed = run_row("r_1", "p", "waiting", 1, &[]);
+    let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     changed.doc = "{\"v\":2}".to_owned();
     changed.work = vec![work_row("r_1", "s", WorkKind::Agent, 5)];
     let mut tx = store.begin().await.expect("begin");
@@ -87,11 +88,11 @@ async fn listing(db: &TestDb) {
     let store = &db.store;
     let mut tx = store.begin().await.expect("begin");
     for (index, (process, state, vendor)) in [
-        ("p", "active", "acme"),
-        ("p", "waiting", "acme"),
-        ("q", "active", "acme"),
-        ("p", "active", "other"),
-        ("p", "active", "acme"),
+        ("p", RunState::Active, "acme"),
+        ("p", RunState::Waiting, "acme"),
+        ("q", RunState::Active, "acme"),
+        ("p", RunState::Active, "other"),
+        ("p", RunState::Active, "acme"),
     ]
     .into_iter()
     .enumerate()
@@ -108,7 +109,7 @@ async fn listing(db: &TestDb) {
     }
     tx.put_run(
         "x",
-        &run_row("r_9", "p", "active", 1, &[("vendor", "acme")]),
+        &run_row("r_9", "p", RunState::Active, 1, &[("vendor", "acme")]),
         true,
         None,
     )
@@ -129,7 +130,7 @@ async fn listing(db: &TestDb) {
     );
     let acme_p_active = RunFilter {
         process: Some("p".to_owned()),
-        state: Some("active".to_owned()),
+        state: Some(RunState::Active),
         inputs: vec![
             ("vendor".to_owned(), "acme".to_owned()),
             ("amount".to_owned(), "h1".to_owned()),
@@ -184,7 +185,7 @@ on_both!(
 );
 async fn merged_items(db: &TestDb) {
     let store = &db.store;
-    let mut run = run_row("r_1", "p", "active", 100, &[]);
+    let mut run = run_row("r_1", "p", RunState::Active, 100, &[]);
     let item = |step: &str, since, group: Option<&str>, person: Option<&str>| WorkRow {
         group: group.map(str::to_owned),
         person: person.map(str::to_owned),
@@ -226,7 +227,7 @@ async fn merged_items(db: &TestDb) {
 on_both!(work_lists_ready_steps_expired_leases_and_items_for_the_caller, work);
 async fn work(db: &TestDb) {
     let store = &db.store;
-    let mut run = run_row("r_1", "p", "active", 100, &[]);
+    let mut run = run_row("r_1", "p", RunState::Active, 100, &[]);
     run.work = vec![
         work_row("r_1", "a_ready", WorkKind::Agent, 300),
         WorkRow {
@@ -421,7 +422,7 @@ async fn timers(db: &TestDb) {
     let mut tx = store.begin().await.expect("begin");
     assert!(tx.remove_timer("o", "r_1", "early").await.expect("remove"));
     assert!(!tx.remove_timer("o", "r_1", "early").await.expect("remove"));
-    tx.put_run("o", &run_row("r_1", "p", "active", 1, &[]), true, None)
+    tx.put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
         .await
         .expect("run");
     // A timer is taken only when due, once, with its run.

@@ -1,17 +1,18 @@
 //! Rows for the store's tests; the database per test comes from agentprocess-testkit.
 
+use agentprocess_engine::{Mode, RunState};
 use agentprocess_store::{RunRow, WorkKind, WorkRow};
 
 pub(crate) use agentprocess_testkit::{TestDb, on_both};
 
 /// A run row with the given times and inputs, no work.
-pub(crate) fn run_row(id: &str, process: &str, state: &str, started_at: i64, inputs: &[(&str, &str)]) -> RunRow {
+pub(crate) fn run_row(id: &str, process: &str, state: RunState, started_at: i64, inputs: &[(&str, &str)]) -> RunRow {
     RunRow {
         id: id.to_owned(),
         process: process.to_owned(),
         version: 1,
-        mode: "live".to_owned(),
-        state: state.to_owned(),
+        mode: Mode::Live,
+        state,
         started_at,
         updated_at: started_at,
         doc: format!("{{\"id\":\"{id}\"}}"),
