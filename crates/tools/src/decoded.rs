@@ -1,8 +1,11 @@
 //! Every tool's arguments as a typed struct, decoded once [`crate::arguments::check`]
-//! has named every issue of the call. Decoding reads the arguments' JSON text, so the
-//! numbers of inputs, outputs and event data keep their spelling.
+//! has named every issue of the call. The structs follow [`crate::arguments::ARGUMENTS`]:
+//! their tests hold each struct to the names it declares, and hold that whatever the
+//! checker lets through, with or without the optional arguments, decodes. Decoding
+//! reads the arguments' JSON text, so the numbers of inputs, outputs and event data
+//! keep their spelling.
 
-use agentprocess_engine::{Decision, EvidenceItem, Mode, Submission};
+use agentprocess_engine::{Decision, EvidenceItem, Mode, RunState, Submission};
 use agentprocess_format::{EvidenceKind, exact};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
@@ -128,7 +131,6 @@ impl Work {
 /// An evidence item of a call: `{ kind, ref }`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Evidence {
-    #[serde(deserialize_with = "evidence_kind")]
     pub(crate) kind: EvidenceKind,
     #[serde(rename = "ref")]
     pub(crate) reference: String,
@@ -158,7 +160,6 @@ pub(crate) struct Decide {
     pub(crate) run_id: String,
     pub(crate) work_item_id: String,
     pub(crate) snapshot: String,
-    #[serde(deserialize_with = "decision")]
     pub(crate) decision: Decision,
     #[serde(default)]
     pub(crate) note: Option<String>,
@@ -191,7 +192,7 @@ pub(crate) struct ListRuns {
     #[serde(default)]
     pub(crate) process: Option<String>,
     #[serde(default)]
-    pub(crate) state: Option<String>,
+    pub(crate) state: Option<RunState>,
     #[serde(default, deserialize_with = "exact::deserialize_optional_object")]
     pub(crate) inputs: Option<Map<String, Value>>,
     #[serde(default, deserialize_with = "whole")]
@@ -218,31 +219,123 @@ fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::E
         .ok_or_else(|| D::Error::custom(format!("{number}: not a whole number in range")))
 }
 
-fn evidence_kind<'de, D: Deserializer<'de>>(deserializer: D) -> Result<EvidenceKind, D::Error> {
-    match String::deserialize(deserializer)?.as_str() {
-        "file" => Ok(EvidenceKind::File),
-        "link" => Ok(EvidenceKind::Link),
-        other => Err(D::Error::custom(format!("{other:?}: not an evidence kind"))),
-    }
-}
-
-fn decision<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Decision, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    [
-        Decision::Completed,
-        Decision::Approved,
-        Decision::Rejected,
-        Decision::Returned,
-        Decision::Failed,
-    ]
-    .into_iter()
-    .find(|decision| decision.as_str() == text)
-    .ok_or_else(|| D::Error::custom(format!("{text:?}: not a decision")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arguments::{ARGUMENTS, Kind};
+    use agentprocess_service::Tool;
+    use serde::de::{self, Visitor};
+
+    /// The names a struct reads, as serde gives them to `deserialize_struct`.
+    struct FieldNames(Vec<&'static str>);
+
+    impl<'de> de::Deserializer<'de> for &mut FieldNames {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.extend_from_slice(fields);
+            Err(de::Error::custom("only the names were wanted"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+
+    fn names<T: DeserializeOwned>() -> Vec<&'static str> {
+        let mut names = FieldNames(Vec::new());
+        let _ = T::deserialize(&mut names);
+        names.0
+    }
+
+    /// The names each tool's typed struct (or structs) reads.
+    fn decoded_names(tool: Tool) -> Vec<&'static str> {
+        match tool {
+            Tool::Describe => Vec::new(),
+            Tool::ListProcesses => names::<ListProcesses>(),
+            Tool::StartRun => names::<StartRun>(),
+            Tool::GetRun => names::<GetRun>(),
+            Tool::GetWork => names::<GetWork>(),
+            Tool::Claim => names::<Claim>(),
+            Tool::Renew => names::<Renew>(),
+            Tool::Upload => names::<Upload>(),
+            Tool::Submit => [names::<Submit>(), names::<Work>()].concat(),
+            Tool::Escalate => names::<Escalate>(),
+            Tool::Decide => [names::<Decide>(), names::<Work>()].concat(),
+            Tool::Cancel => names::<Cancel>(),
+            Tool::SendEvent => names::<SendEvent>(),
+            Tool::ListRuns => names::<ListRuns>(),
+        }
+    }
+
+    /// A value the checker lets through for `kind`.
+    fn allowed(kind: Kind) -> Value {
+        match kind {
+            Kind::Text { .. } => Value::from("x"),
+            Kind::Integer { max, .. } => Value::from(max.min(7)),
+            Kind::Object => Value::Object(Map::new()),
+            Kind::OneOf(values) => Value::from(values[0]),
+            Kind::Evidence => serde_json::json!([{ "kind": "link", "ref": "x" }]),
+        }
+    }
+
+    fn decodes(tool: Tool, arguments: &Map<String, Value>) -> Result<(), String> {
+        match tool {
+            Tool::Describe => Ok(()),
+            Tool::ListProcesses => decode::<ListProcesses>(arguments).map(drop),
+            Tool::StartRun => decode::<StartRun>(arguments).map(drop),
+            Tool::GetRun => decode::<GetRun>(arguments).map(drop),
+            Tool::GetWork => decode::<GetWork>(arguments).map(drop),
+            Tool::Claim => decode::<Claim>(arguments).map(drop),
+            Tool::Renew => decode::<Renew>(arguments).map(drop),
+            Tool::Upload => decode::<Upload>(arguments).map(drop),
+            Tool::Submit => decode::<Submit>(arguments).and(decode::<Work>(arguments)).map(drop),
+            Tool::Escalate => decode::<Escalate>(arguments).map(drop),
+            Tool::Decide => decode::<Decide>(arguments).and(decode::<Work>(arguments)).map(drop),
+            Tool::Cancel => decode::<Cancel>(arguments).map(drop),
+            Tool::SendEvent => decode::<SendEvent>(arguments).map(drop),
+            Tool::ListRuns => decode::<ListRuns>(arguments).map(drop),
+        }
+    }
+
+    #[test]
+    fn each_typed_struct_reads_exactly_the_declared_arguments() {
+        for spec in ARGUMENTS {
+            let mut declared: Vec<&str> = spec.arguments.iter().map(|argument| argument.name).collect();
+            let mut decoded = decoded_names(spec.tool);
+            declared.sort_unstable();
+            decoded.sort_unstable();
+            assert_eq!(decoded, declared, "{}", spec.tool.name());
+        }
+    }
+
+    #[test]
+    fn what_the_checker_allows_decodes_with_or_without_the_optional_arguments() {
+        for spec in ARGUMENTS {
+            let value = |argument: &crate::arguments::Argument| (argument.name.to_owned(), allowed(argument.kind));
+            let all: Map<String, Value> = spec.arguments.iter().map(value).collect();
+            let required: Map<String, Value> = spec
+                .arguments
+                .iter()
+                .filter(|argument| argument.required)
+                .map(value)
+                .collect();
+            for arguments in [all, required] {
+                decodes(spec.tool, &arguments).unwrap_or_else(|error| panic!("{}: {error}", spec.tool.name()));
+            }
+        }
+    }
 
     fn arguments(text: &str) -> Map<String, Value> {
         exact::parse_object(text).expect("an object")
