@@ -58,6 +58,7 @@ steps:
     person: approver
     approve: Approve the request.
     due: 2d
+    on_reject: details
   - id: delivered
     wait_for: equipment_delivered
     timeout: 10d
@@ -208,17 +209,61 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     accessible(watched, "a task's page")
     screenshot(page, "work-item")
     page.get_by_role("button", name="Complete").click()
-    page.wait_for_url(re.compile(r"/inbox\?decided=1"))
-    assert page.get_by_text("Your decision was recorded.").is_visible()
+    page.wait_for_url(re.compile(r"/inbox\?decided=completed"))
+    assert page.get_by_text("You completed it.").is_visible()
 
-    # The approval, with the keyboard alone: the quote is previewed, and Tab reaches
-    # the Approve button with a visible focus ring.
+    # The approval reads top to bottom as a person decides: the question and the facts
+    # (labelled, written for their types) on the first screen, the decision below them.
     page.get_by_role("link", name="approval").click()
-    assert page.get_by_role("img", name="Preview of quote.png").is_visible()
+    assert page.get_by_role("heading", level=1, name="Approval").is_visible()
+    facts = page.locator("section[aria-labelledby=facts]")
+    assert facts.locator("dt", has_text="Needed by").is_visible()
+    assert facts.get_by_text("1 March 2027").is_visible()
+    assert facts.locator("dt", has_text="Item").get_by_text("What is needed").is_visible()
+    first_screen = page.viewport_size["height"]
+    assert page.locator("p.lead").bounding_box()["y"] < first_screen
+    assert facts.bounding_box()["y"] < first_screen
+    assert page.get_by_role("button", name="Approve").bounding_box()["y"] > facts.bounding_box()["y"]
+    colours = {name: page.get_by_role("button", name=name).evaluate("b => getComputedStyle(b).backgroundColor")
+               for name in ("Approve", "Reject")}
+    assert colours["Approve"] != colours["Reject"], colours
+    page.get_by_label("Note (required to reject)").fill("The price does not match the quote.")
+    page.get_by_role("button", name="Reject").click()
+    page.wait_for_url(re.compile(r"/inbox\?decided=rejected"))
+    assert page.get_by_text("You rejected it.").is_visible()
+
+    # The rework: the details again, with a new price.
+    page.get_by_role("link", name="details").click()
+    page.get_by_label("supplier").select_option("Globex")
+    page.get_by_label("price").fill("1250.5")
+    page.get_by_label("needed_by").fill("2027-03-01")
+    page.get_by_label("Files").set_input_files(files=[{"name": "quote.png", "mimeType": "image/png", "buffer": PNG}])
+    page.get_by_role("button", name="Complete").click()
+    page.wait_for_url(re.compile(r"/inbox\?decided=completed"))
+
+    # The approval again: the rejection with its note, and what changed since.
+    page.get_by_role("link", name="approval").click()
+    before = page.locator("section[aria-labelledby=before]")
+    assert before.get_by_text("The price does not match the quote.").is_visible()
+    changes = before.locator("table", has_text="Changed since the earlier attempt")
+    assert changes.locator("tr", has_text="Price").get_by_text("1,250.5").is_visible()
+    assert changes.locator("tr", has_text="Price").get_by_text("420.50").is_visible()
+
+    # Approved with the keyboard alone: the quote is previewed, and Tab reaches the
+    # Approve button with a visible focus ring.
+    assert page.get_by_role("img", name="Preview of quote.png").first.is_visible()
     assert page.locator(".section").get_by_text("Check that the price matches the quote.").is_visible()
     accessible(watched, "an approval's page")
+    fits(page, "an approval's page at 1280 px")
+    screenshot(page, "work-item-approval")
+    page.set_viewport_size({"width": 390, "height": 844})
+    fits(page, "an approval's page at 390 px")
+    screenshot(page, "work-item-approval-phone")
+    page.set_viewport_size({"width": 360, "height": 800})
+    fits(page, "an approval's page at 360 px")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.evaluate("document.activeElement.blur()")
-    for _ in range(80):
+    for _ in range(120):
         page.keyboard.press("Tab")
         if page.evaluate("document.activeElement.textContent.trim()") == "Approve":
             break
@@ -227,7 +272,8 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none"), outline
     page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r"/inbox\?decided=1"))
+    page.wait_for_url(re.compile(r"/inbox\?decided=approved"))
+    assert page.get_by_text("You approved it.").is_visible()
 
     # The run page: the timer in the browser's time zone, the record with the file.
     page.goto(f"/runs/{run}")

@@ -84,7 +84,7 @@ def test_a_person_approves_in_the_browser(site):
     decided = other.post_form(link[1], {
         "csrf": value_of(page.text, "csrf"), "snapshot": value_of(page.text, "snapshot"),
         "requestId": value_of(page.text, "requestId"), "decision": "approved"}, origin=site.first)
-    assert decided.status_code == 303 and decided.headers["location"] == "/inbox?decided=1", decided.text
+    assert decided.status_code == 303 and decided.headers["location"] == "/inbox?decided=approved", decided.text
     view = admin.api("GET", f"/runs/{run}").json()
     assert view["run"]["state"] == "ended" and view["data"]["steps"]["sign"]["decision"] == "approved", view
     log = admin.api("GET", "/audit?kind=run.decided").json()["items"]
@@ -131,4 +131,4 @@ def test_a_late_decision_signs_the_person_in_again_at_their_provider(brief_site)
     back = admin.finish_at_idp(to_idp, "ann")
     assert back.status_code == 303 and back.headers["location"] == link, back.text
     decided = decide(admin.get(link).text)
-    assert decided.status_code == 303 and decided.headers["location"] == "/inbox?decided=1", decided.text
+    assert decided.status_code == 303 and decided.headers["location"] == "/inbox?decided=approved", decided.text

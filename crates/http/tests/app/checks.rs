@@ -349,7 +349,7 @@ async fn in_the_browser(app: TestApp) -> TestApp {
             ],
         )
         .await;
-    assert_eq!(sent.location, "/inbox?decided=1", "{}", sent.text);
+    assert_eq!(sent.location, "/inbox?decided=completed", "{}", sent.text);
     let view = app.call(&bot, "get_run", json!({ "runId": run })).await;
     let record = &view["data"]["data"]["steps"]["check_vendor"];
     assert_eq!(record["summary"], "[unsure]");

@@ -152,7 +152,7 @@ async fn decides(app: TestApp) -> TestApp {
     let done = browser.post_pairs(&app, &link, &fields).await;
     assert_eq!(
         (done.status, done.location.as_str()),
-        (StatusCode::SEE_OTHER, "/inbox?decided=1"),
+        (StatusCode::SEE_OTHER, "/inbox?decided=completed"),
         "{}",
         done.text
     );
@@ -207,7 +207,7 @@ async fn decides(app: TestApp) -> TestApp {
     reject[0].1 = hidden(&page.text, "csrf");
     reject[2].1 = hidden(&page.text, "requestId");
     let rejected = browser.post_pairs(&app, &approval, &reject).await;
-    assert_eq!(rejected.location, "/inbox?decided=1", "{}", rejected.text);
+    assert_eq!(rejected.location, "/inbox?decided=rejected", "{}", rejected.text);
     let view = run_view(&app, &starter, &run).await;
     assert_eq!(view["data"]["steps"]["approval"]["decision"], "rejected");
     // The run view carries the map's layout: the approval is drawn below the task.
@@ -459,7 +459,7 @@ async fn follows(app: TestApp) -> TestApp {
             &[("evidence.files", "receipt.png", "image/png", PNG)],
         )
         .await;
-    assert_eq!(done.location, "/inbox?decided=1", "{}", done.text);
+    assert_eq!(done.location, "/inbox?decided=completed", "{}", done.text);
     let view = run_view(&app, &token, &run).await;
     let evidence = &view["data"]["steps"]["receipt"]["evidence"][0];
     assert_eq!(evidence["kind"], "file", "{view}");
@@ -509,7 +509,7 @@ async fn follows(app: TestApp) -> TestApp {
     let approve = [base(&page.text), vec![("decision".to_owned(), "approved".to_owned())]].concat();
     assert_eq!(
         browser.post_pairs(&app, &check, &approve).await.location,
-        "/inbox?decided=1"
+        "/inbox?decided=approved"
     );
     // The closed item says who decided it.
     let closed = browser.get(&app, &check).await;

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use agentprocess_engine::{Actor, Assignee};
+use agentprocess_engine::{Actor, Assignee, Decision};
 use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -33,7 +33,19 @@ const ITEMS: &str = "items";
 pub(super) struct Filter {
     process: Option<String>,
     group: Option<String>,
+    /// The decision just made; a word that is none is not confirmed.
     decided: Option<String>,
+}
+
+/// The confirmation of a decision just made, naming it.
+fn confirmation(decision: Decision) -> &'static str {
+    match decision {
+        Decision::Approved => "You approved it. The run goes on.",
+        Decision::Rejected => "You rejected it. The run goes where the process sends a rejection.",
+        Decision::Completed => "You completed it. The run goes on.",
+        Decision::Returned => "You returned it for another attempt.",
+        Decision::Failed => "You failed the run. It has ended.",
+    }
 }
 
 pub(super) async fn inbox(
@@ -81,8 +93,8 @@ pub(super) async fn inbox(
         .chain(process.as_deref())
         .collect();
     let body = html! {
-        @if filter.decided.is_some() {
-            div class="notice" role="status" { p { "Your decision was recorded." } }
+        @if let Some(decision) = filter.decided.and_then(|word| serde_json::from_value::<Decision>(serde_json::Value::String(word)).ok()) {
+            div class="notice" role="status" { p { strong { "Your decision was recorded. " } (confirmation(decision)) } }
         }
         form method="get" action="/inbox" {
             div class="field" {

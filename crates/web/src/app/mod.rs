@@ -10,6 +10,7 @@ mod agreement;
 pub(crate) mod assets;
 mod check;
 mod evidence;
+mod facts;
 pub mod forms;
 mod inbox;
 pub(crate) mod layout;

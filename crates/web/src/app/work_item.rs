@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use agentprocess_engine::{Code, ItemKind, ToolError};
+use agentprocess_engine::{Code, ItemKind, ProcessVersion, ToolError};
 use agentprocess_format::EvidenceKind;
 use agentprocess_service::Write;
 use agentprocess_store::{Store, Upload};
 use agentprocess_tools::commands;
-use agentprocess_views::{RunView, WorkItemView};
+use agentprocess_views::{RecordView, RunView, WorkItemView};
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -23,6 +23,7 @@ use tower_sessions::Session;
 
 use super::check::verdict;
 use super::evidence::{Files, evidence, files, size};
+use super::facts::{changed_fields, label, summary, value_of};
 use super::forms::{OUTPUT, controls, sent, values_of};
 use super::layout::{page, problems, refused};
 use super::markdown::{render, section};
@@ -49,6 +50,8 @@ const HELD: &str = "held";
 struct Context<'a> {
     who: &'a str,
     zone: &'a TimeZone,
+    /// The run's process version: the declarations its facts are read by.
+    version: Arc<ProcessVersion>,
     files: Files,
     /// Who decided the item and when, once it is closed.
     decided: Option<(String, i64)>,
@@ -98,9 +101,18 @@ async fn draw(
             .ok()
             .flatten(),
     };
+    let version = match web
+        .service
+        .version_for(&visitor.caller, &run.run.process, Some(run.run.version))
+        .await
+    {
+        Ok(version) => version,
+        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+    };
     let context = Context {
         who: &visitor.who,
         zone: &visitor.zone,
+        version,
         files: files(web, visitor.caller.org(), run).await,
         decided,
     };
@@ -122,8 +134,8 @@ async fn draw(
             @if item.mode.is_some() { " " span class="badge test" { "test run" } }
             @if let Some(due) = item.due { " · due " (when(context.zone, due)) } }
         section aria-labelledby="asked" {
-            h2 id="asked" { "What you are asked" }
-            p { (item.text) }
+            h2 id="asked" class="visually-hidden" { "What you are asked" }
+            p class="lead" { (item.text) }
             @if let Some(escalation) = &item.escalation {
                 @if let Some(check) = &escalation.check {
                     div class="notice" {
@@ -140,14 +152,15 @@ async fn draw(
             @if let Some(handoff) = &item.handoff {
                 details { summary { "What the previous attempt left" } pre { (pretty(&json!(handoff))) } }
             }
-            (instructions(&run.body, &item.step_id))
         }
+        (facts(run, &context, Some(&item.step_id)))
+        (before(run, &context, Some(&item.step_id)))
+        (instructions(&run.body, &item.step_id))
         (decisions(item, &csrf, refusal.as_ref().map_or(&[][..], |error| &error.issues), &sent, run.run.updated_at))
-        (run_data(run, &context))
     };
     page(
         StatusCode::OK,
-        &format!("Work item: {}", item.step_id),
+        &step_title(&run.body, &item.step_id),
         Some(context.who),
         body,
     )
@@ -217,7 +230,8 @@ fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> 
             }
             p { a href=(format!("/runs/{}", run.run.id)) { "See the run" } " · " a href="/inbox" { "Back to the inbox" } }
         }
-        (run_data(run, context))
+        (facts(run, context, None))
+        (before(run, context, None))
     };
     page(StatusCode::OK, "Work item closed", Some(context.who), body)
 }
@@ -238,34 +252,141 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-/// Every step's current record: its output, and its evidence with name, size, SHA-256,
-/// a download link and, for images and PDFs, a preview.
-fn run_data(run: &RunView, context: &Context<'_>) -> Markup {
+/// The facts the decision is about: the inputs, then each step's current record in the
+/// process's order, every field labelled and written for its type, with its evidence
+/// (name, size, SHA-256, a download link and, for images and PDFs, a preview). The
+/// record of the step being decided (`open`) is an earlier attempt, shown by [`before`].
+fn facts(run: &RunView, context: &Context<'_>, open: Option<&str>) -> Markup {
+    let document = context.version.process.document();
     html! {
-        section aria-labelledby="data" {
-            h2 id="data" { "The run data" }
-            h3 { "Inputs" }
-            pre { (pretty(&Value::Object(run.data.inputs.clone()))) }
-            @for (step, data) in &run.data.steps {
-                @if let Some(record) = &data.current {
-                    h3 { (step) }
-                    p { "By " (record.by) " at " (when(context.zone, record.at))
-                        @if let Some(decision) = record.decision { " · " strong { (decision.as_str()) } } }
-                    @if let Some(summary) = &record.summary { p { (summary) } }
-                    @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
-                        pre { (pretty(&Value::Object(output.clone()))) }
+        section aria-labelledby="facts" {
+            h2 id="facts" { "The facts" }
+            h3 { "Started with" }
+            (summary(&document.inputs, &run.data.inputs, context.zone))
+            @for step in document.steps.iter().filter(|step| open != Some(step.id.as_str())) {
+                @if let Some(data) = run.data.steps.get(&step.id) {
+                    @if let Some(record) = &data.current {
+                        h3 { (step_title(&run.body, &step.id)) }
+                        p class="quiet" { "By " (record.by) " at " (when(context.zone, record.at))
+                            @if let Some(decision) = record.decision { " · " strong { (decision.as_str()) } } }
+                        @if let Some(said) = &record.summary { p { (said) } }
+                        @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
+                            (summary(&step.output, output, context.zone))
+                        }
+                        @for item in record.evidence.iter().flatten() {
+                            (evidence(item, context.files.of(&item.reference)))
+                        }
+                        @if let Some(note) = &record.note { p { "Note: " (note) } }
+                        @if let Some(check) = &record.check { (verdict(check, context.zone)) }
+                    } @else if let Some(check) = &data.check {
+                        h3 { (step_title(&run.body, &step.id)) }
+                        (verdict(check, context.zone))
                     }
-                    @for item in record.evidence.iter().flatten() {
-                        (evidence(item, context.files.of(&item.reference)))
-                    }
-                    @if let Some(check) = &record.check { (verdict(check, context.zone)) }
-                } @else if let Some(check) = &data.check {
-                    h3 { (step) }
-                    (verdict(check, context.zone))
                 }
             }
         }
     }
+}
+
+/// What happened before: each step's earlier attempts with their decisions and notes
+/// (for the step being decided, `open`, its last record too), and, where a step was
+/// done again, the fields its current record changed.
+fn before(run: &RunView, context: &Context<'_>, open: Option<&str>) -> Markup {
+    let document = context.version.process.document();
+    let earlier: Vec<_> = document
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let data = run.data.steps.get(&step.id)?;
+            let reopened = open == Some(step.id.as_str());
+            let records: Vec<&RecordView> = data
+                .history
+                .iter()
+                .chain(data.current.iter().filter(|_| reopened))
+                .collect();
+            let changes = match (reopened, data.history.last(), &data.current) {
+                (false, Some(last), Some(current)) => outputs_changed(last, current),
+                _ => Vec::new(),
+            };
+            (!records.is_empty()).then_some((step, records, changes))
+        })
+        .collect();
+    html! {
+        @if !earlier.is_empty() {
+            section aria-labelledby="before" {
+                h2 id="before" { "What happened before" }
+                @for (step, records, changes) in earlier {
+                    h3 { (step_title(&run.body, &step.id)) }
+                    ol {
+                        @for record in records {
+                            li {
+                                @match record.decision {
+                                    Some(decision) => strong { (sentence_case(decision.as_str())) },
+                                    None => strong { "Submitted" },
+                                }
+                                " by " (record.by) " at " (when(context.zone, record.at))
+                                @if let Some(note) = &record.note { ": " q { (note) } }
+                                @if let Some(said) = &record.summary { p { (said) } }
+                            }
+                        }
+                    }
+                    @if !changes.is_empty() {
+                        table {
+                            caption { "Changed since the earlier attempt" }
+                            thead { tr { th scope="col" { "Field" } th scope="col" { "Before" } th scope="col" { "Now" } } }
+                            tbody {
+                                @for (name, was, is) in changes {
+                                    @let field = step.output.get(name);
+                                    tr {
+                                        th scope="row" data-label="Field" { (label(name)) }
+                                        td data-label="Before" { @match was { Some(value) => (value_of(field, value, context.zone)), None => "Not given" } }
+                                        td data-label="Now" { @match is { Some(value) => (value_of(field, value, context.zone)), None => "Not given" } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The output fields `current` changed from `last`.
+fn outputs_changed<'a>(
+    last: &'a RecordView,
+    current: &'a RecordView,
+) -> Vec<(&'a str, Option<&'a Value>, Option<&'a Value>)> {
+    match (&last.output, &current.output) {
+        (Some(before), Some(now)) => changed_fields(before, now),
+        _ => Vec::new(),
+    }
+}
+
+/// `approved` as a sentence starts: Approved.
+fn sentence_case(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// What a person calls step `id`: the heading of its section of the process body
+/// (`## Finance approval`), or its id read as words.
+fn step_title(body: &str, id: &str) -> String {
+    section(body, id)
+        .and_then(|part| part.lines().next())
+        .map(|heading| {
+            heading
+                .trim_start_matches('#')
+                .trim()
+                .trim_matches('`')
+                .trim()
+                .to_owned()
+        })
+        .filter(|heading| !heading.is_empty() && heading != id)
+        .unwrap_or_else(|| label(id))
 }
 
 /// The forms of exactly the decisions `item` accepts, holding what was `sent`.
@@ -342,7 +463,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                 form method="post" {
                     (hidden)
                     input type="hidden" name=(HELD) value="1";
-                    button type="submit" name="decision" value="completed" { "Complete with the held submission" }
+                    button type="submit" class="primary" name="decision" value="completed" { "Complete with the held submission" }
                 }
             }
             @match item.kind {
@@ -350,15 +471,15 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                     form method="post" {
                         (hidden)
                         (note("Note (required to reject)"))
-                        button type="submit" name="decision" value="approved" { "Approve" }
-                        button type="submit" name="decision" value="rejected" { "Reject" }
+                        button type="submit" class="primary" name="decision" value="approved" { "Approve" }
+                        button type="submit" class="warning" name="decision" value="rejected" { "Reject" }
                     }
                 }
                 ItemKind::Task if item.escalation.is_none() => {
                     form method="post" enctype="multipart/form-data" {
                         (hidden)
                         (complete)
-                        button type="submit" name="decision" value="completed" { "Complete" }
+                        button type="submit" class="primary" name="decision" value="completed" { "Complete" }
                     }
                 }
                 _ => {
@@ -367,7 +488,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                         fieldset {
                             legend { "Complete the step yourself" }
                             (complete)
-                            button type="submit" name="decision" value="completed" { "Complete" }
+                            button type="submit" class="primary" name="decision" value="completed" { "Complete" }
                         }
                     }
                     form method="post" {
@@ -376,7 +497,7 @@ fn decisions(item: &WorkItemView, csrf: &str, issues: &[String], sent: &Sent, se
                         button type="submit" name="decision" value="returned" {
                             @if item.kind == ItemKind::Task { "Return to its person" } @else { "Return to the agent" }
                         }
-                        button type="submit" name="decision" value="failed" { "Fail the run" }
+                        button type="submit" class="warning" name="decision" value="failed" { "Fail the run" }
                     }
                 }
             }
@@ -515,7 +636,11 @@ pub(super) async fn decide(
         decide.evidence = (!evidence.is_empty()).then_some(evidence);
     }
     match commands::perform(&web.service, caller, &decide).await {
-        Ok(_) => Redirect::to("/inbox?decided=1").into_response(),
+        Ok(_) => Redirect::to(&format!(
+            "/inbox?decided={}",
+            sent(&form, "decision").unwrap_or_default()
+        ))
+        .into_response(),
         Err(error) => {
             // Drawn again on the run as it is now, with what was refused, holding what
             // the person entered and the files they attached.
