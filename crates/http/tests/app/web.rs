@@ -671,3 +671,43 @@ async fn stale(app: TestApp) -> TestApp {
     );
     app
 }
+
+on_both!(pages_show_a_person_only_what_their_role_may_do, by_role);
+async fn by_role(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &["reviewers"])
+        .await
+        .with_member("ola", Role::Operator, &["reviewers"])
+        .await
+        .with_member("max", Role::Member, &["reviewers"])
+        .await
+        .with_dev_sign_in();
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "review-form", REVIEW.as_bytes(), "reviewers").await;
+    let starter = app.mcp_token("ann").await;
+    let started = app
+        .call(
+            &starter,
+            "start_run",
+            json!({ "requestId": "r1", "process": "review-form", "inputs": { "title": "Q3 report" } }),
+        )
+        .await;
+    let run = started["data"]["run"]["id"].as_str().expect("run").to_owned();
+
+    for (who, operator) in [("max", false), ("ola", true), ("ann", true)] {
+        let mut browser = Browser::signed_in(&app, who).await;
+        let home = browser.get(&app, "/").await;
+        assert_eq!((home.status, home.location.as_str()), (StatusCode::SEE_OTHER, "/inbox"));
+        let inbox = browser.get(&app, "/inbox").await;
+        assert_eq!(inbox.status, StatusCode::OK, "{who}: {}", inbox.text);
+        assert_eq!(inbox.text.contains("href=\"/admin\""), operator, "{who}: the Admin link");
+        let page = browser.get(&app, &format!("/runs/{run}")).await;
+        assert_eq!(page.status, StatusCode::OK, "{who}: {}", page.text);
+        for form in ["Send an event", "Cancel the run"] {
+            assert_eq!(page.text.contains(form), operator, "{who}: {form}");
+        }
+    }
+    app
+}

@@ -78,14 +78,14 @@ pub(super) async fn show(
             "only operators and admins see how checks agree with approvers",
             vec!["role: operator required".to_owned()],
         );
-        return refused(&visitor.who, CANNOT, &error);
+        return refused(&visitor, CANNOT, &error);
     }
     let title = format!("Check agreement: {name}");
     let query = match asked.query() {
         Ok(query) => query,
         Err(issues) => {
             let body = html! { (problems("The report's settings are not valid.", &issues)) (form(&name, &asked)) };
-            return page(StatusCode::BAD_REQUEST, &title, Some(&visitor.who), body);
+            return page(StatusCode::BAD_REQUEST, &title, Some(&visitor), body);
         }
     };
     let report = match web
@@ -95,7 +95,7 @@ pub(super) async fn show(
         .await
     {
         Ok(report) => report,
-        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+        Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
     };
     let body = html! {
         p { "Each checked step's " strong { "advisory" } " verdicts against the decisions of the approval after it. "
@@ -107,7 +107,7 @@ pub(super) async fn show(
         }
         @for step in &report.steps { (step_section(step, report.target)) }
     };
-    page(StatusCode::OK, &title, Some(&visitor.who), body)
+    page(StatusCode::OK, &title, Some(&visitor), body)
 }
 
 fn form(name: &str, asked: &Asked) -> Markup {

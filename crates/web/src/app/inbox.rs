@@ -50,13 +50,14 @@ fn confirmation(decision: Decision) -> &'static str {
 
 pub(super) async fn inbox(
     State(web): State<Arc<Web>>,
-    Visitor { who, caller, zone }: Visitor,
+    visitor: Visitor,
     headers: HeaderMap,
     Query(filter): Query<Filter>,
 ) -> Response {
+    let Visitor { caller, zone, .. } = &visitor;
     let process = filter.process.filter(|process| !process.is_empty());
     let group = filter.group.filter(|group| !group.is_empty());
-    let mut items = match web.service.inbox(&caller, SHOWN, process.clone()).await {
+    let mut items = match web.service.inbox(caller, SHOWN, process.clone()).await {
         Ok(items) => items,
         Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
     };
@@ -72,7 +73,7 @@ pub(super) async fn inbox(
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let list = listing(&items, web.service.now(), &zone);
+    let list = listing(&items, web.service.now(), zone);
     if refreshing(&headers, ITEMS) {
         return fragment(list);
     }
@@ -119,7 +120,7 @@ pub(super) async fn inbox(
         }
         div id=(ITEMS) data-refresh="15" { (list) }
     };
-    page(StatusCode::OK, "Inbox", Some(&who), body)
+    page(StatusCode::OK, "Inbox", Some(&visitor), body)
 }
 
 /// The items as a table, with a count screen readers hear when it changes.

@@ -2,9 +2,12 @@
 //! own (the pages work without it; `crate::headers` lets nothing else load), and a way
 //! for the script to fetch one part of a page again.
 
+use agentprocess_auth::Role;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
+
+use super::Visitor;
 
 /// The header the page script sends when it asks for one part of a page again.
 const REFRESH: &str = "x-refresh";
@@ -35,7 +38,7 @@ pub(crate) fn shortened(text: &str, longest: usize) -> String {
 }
 
 /// A whole page.
-pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Markup) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, visitor: Option<&Visitor>, body: Markup) -> Response {
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
@@ -52,9 +55,11 @@ pub(crate) fn page(status: StatusCode, title: &str, who: Option<&str>, body: Mar
                 nav aria-label="Main" {
                     a href="/inbox" { "Inbox" }
                     a href="/processes" { "Processes" }
-                    a href="/admin" { "Admin" }
+                    // The administration answers operators and admins; nobody is shown
+                    // a link that only refuses them.
+                    @if visitor.is_some_and(|visitor| visitor.has_role(Role::Operator)) { a href="/admin" { "Admin" } }
                     a href="/account" { "Account" }
-                    @if let Some(who) = who { span class="signed-in" { "Signed in as " (who) } }
+                    @if let Some(visitor) = visitor { span class="signed-in" { "Signed in as " (visitor.who) } }
                 }
                 main id="main" {
                     h1 { (title) }
@@ -83,11 +88,11 @@ pub(crate) fn problems(message: &str, issues: &[String]) -> Markup {
 }
 
 /// A page that cannot be shown, with the refusal's status, message and issues.
-pub(crate) fn refused(who: &str, title: &str, error: &agentprocess_engine::ToolError) -> Response {
+pub(crate) fn refused(visitor: &Visitor, title: &str, error: &agentprocess_engine::ToolError) -> Response {
     page(
         crate::errors::status_of(error.code),
         title,
-        Some(who),
+        Some(visitor),
         problems(&error.message, &error.issues),
     )
 }

@@ -44,6 +44,7 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/assets/app.js", get(assets::script))
         .route("/assets/icon.svg", get(assets::icon))
         .route("/favicon.ico", get(assets::icon))
+        .route("/", get(home))
         .route("/inbox", get(inbox::inbox))
         .route("/processes", get(processes::catalog))
         .route("/processes/{name}", get(processes::latest_version))
@@ -64,6 +65,12 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         )
         .with_state(web)
         .merge(admin)
+}
+
+/// The landing page of a signed-in person: what waits for them. Anyone else is sent to
+/// sign in first, and comes back here.
+async fn home(_: Visitor) -> Redirect {
+    Redirect::to("/inbox")
 }
 
 /// The signed-in person and when they signed in, or the answer that sends them to
@@ -103,6 +110,13 @@ pub(crate) struct Visitor {
     caller: Caller,
     /// The time zone pages write times in.
     zone: jiff::tz::TimeZone,
+}
+
+impl Visitor {
+    /// Whether they hold `role` or a higher one.
+    pub(crate) fn has_role(&self, role: agentprocess_auth::Role) -> bool {
+        self.caller.identity.has_role(role)
+    }
 }
 
 /// A page's visitor: signed in, or sent to sign in (and back to the page after).

@@ -39,11 +39,11 @@ fn unless_member(visitor: &Visitor) -> Option<Response> {
         "only members of the organization see its processes",
         vec!["role: member required".to_owned()],
     );
-    Some(refused(&visitor.who, CANNOT, &error))
+    Some(refused(visitor, CANNOT, &error))
 }
 
 fn failed(visitor: &Visitor, error: agentprocess_service::Error) -> Response {
-    refused(&visitor.who, CANNOT, &error.into_tool_error())
+    refused(visitor, CANNOT, &error.into_tool_error())
 }
 
 /// A version's frontmatter (as written, in JSON) and body.
@@ -110,7 +110,7 @@ pub(super) async fn catalog(State(web): State<Arc<Web>>, visitor: Visitor) -> Re
             }
         }
     };
-    page(StatusCode::OK, "Processes", Some(&visitor.who), body)
+    page(StatusCode::OK, "Processes", Some(&visitor), body)
 }
 
 /// `before` to `after` as lines, each marked added, removed or kept.
@@ -171,7 +171,7 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
             },
             Vec::new(),
         );
-        return refused(&visitor.who, CANNOT, &error);
+        return refused(visitor, CANNOT, &error);
     };
     let previous = versions
         .iter()
@@ -226,7 +226,7 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
     page(
         StatusCode::OK,
         &format!("{name} v{}", shown.number),
-        Some(&visitor.who),
+        Some(visitor),
         body,
     )
 }
@@ -289,7 +289,7 @@ async fn start_page(
             StatusCode::OK
         },
         &format!("Start {name} v{}", version.number),
-        Some(&visitor.who),
+        Some(visitor),
         body,
     )
 }

@@ -194,10 +194,17 @@ struct Around<'a> {
     map: &'a ProcessMap,
     zone: &'a TimeZone,
     files: &'a Files,
+    /// Whether the visitor may send events and cancel: only operators are shown how.
+    operator: bool,
 }
 
 fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&ToolError>) -> Markup {
-    let Around { map, zone, files } = *around;
+    let Around {
+        map,
+        zone,
+        files,
+        operator,
+    } = *around;
     let summary = &details.view.run;
     let version = &details.version;
     let open = matches!(summary.state, RunState::Active | RunState::Waiting);
@@ -217,12 +224,12 @@ fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&
         } @else {
             (standing(details, map, zone, files))
         }
-        @if open {
+        @if open && operator {
             h2 { "Send an event" }
             form method="post" action=(format!("/runs/{}/events", summary.id)) {
                 (hidden)
                 div class="field" {
-                    label for="event-name" { "Event name (required; operators only)" }
+                    label for="event-name" { "Event name (required)" }
                     input id="event-name" name="name" type="text" list="event-names" autocomplete="off";
                     datalist id="event-names" { @for name in &events { option value=(name) {} } }
                     @if !events.is_empty() { small { "The process waits for: " (events.join(", ")) "." } }
@@ -237,10 +244,10 @@ fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&
             form method="post" action=(format!("/runs/{}/cancel", summary.id)) {
                 (hidden)
                 div class="field" {
-                    label for="reason" { "Why (required; operators only)" }
+                    label for="reason" { "Why (required)" }
                     textarea id="reason" name="reason" rows="2" {}
                 }
-                button type="submit" { "Cancel the run" }
+                button type="submit" class="warning" { "Cancel the run" }
             }
         }
     }
@@ -254,10 +261,10 @@ async fn draw(
     run_id: &str,
     refused: Option<&ToolError>,
 ) -> Response {
-    let Visitor { who, caller, zone } = visitor;
+    let Visitor { caller, zone, .. } = visitor;
     let details = match web.service.run_details(caller, run_id).await {
         Ok(details) => details,
-        Err(error) => return refused_page(who, CANNOT, &error.into_tool_error()),
+        Err(error) => return refused_page(visitor, CANNOT, &error.into_tool_error()),
     };
     // The map is drawn from the version the run is pinned to.
     let map = agentprocess_views::map::layout(&details.version.process.document().steps);
@@ -272,13 +279,14 @@ async fn draw(
     page(
         StatusCode::OK,
         &format!("Run {run_id}"),
-        Some(who),
+        Some(visitor),
         body(
             &details,
             &Around {
                 map: &map,
                 zone,
                 files: &files,
+                operator: visitor.has_role(agentprocess_auth::Role::Operator),
             },
             &csrf,
             refused,

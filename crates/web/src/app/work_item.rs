@@ -48,7 +48,7 @@ const HELD: &str = "held";
 
 /// Everything the page needs that is not in the run view.
 struct Context<'a> {
-    who: &'a str,
+    visitor: &'a Visitor,
     zone: &'a TimeZone,
     /// The run's process version: the declarations its facts are read by.
     version: Arc<ProcessVersion>,
@@ -72,7 +72,7 @@ pub(super) async fn show(
 ) -> Response {
     let run = match web.service.get_run(&visitor.caller, &run_id).await {
         Ok(run) => run,
-        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+        Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
     };
     draw(&web, &session, &visitor, &run, &item_id, None, Sent::default()).await
 }
@@ -107,10 +107,10 @@ async fn draw(
         .await
     {
         Ok(version) => version,
-        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+        Err(error) => return refused(visitor, CANNOT, &error.into_tool_error()),
     };
     let context = Context {
-        who: &visitor.who,
+        visitor,
         zone: &visitor.zone,
         version,
         files: files(web, visitor.caller.org(), run).await,
@@ -161,7 +161,7 @@ async fn draw(
     page(
         StatusCode::OK,
         &step_title(&run.body, &item.step_id),
-        Some(context.who),
+        Some(context.visitor),
         body,
     )
 }
@@ -233,7 +233,7 @@ fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> 
         (facts(run, context, None))
         (before(run, context, None))
     };
-    page(StatusCode::OK, "Work item closed", Some(context.who), body)
+    page(StatusCode::OK, "Work item closed", Some(context.visitor), body)
 }
 
 /// The process body's section for the step, or the whole body folded away.
@@ -583,7 +583,7 @@ pub(super) async fn decide(
     let caller = &visitor.caller;
     let run = match web.service.get_run(caller, &run_id).await {
         Ok(run) => run,
-        Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+        Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
     };
     // A form sent again after its item closed (a second click) decides nothing.
     let Some(output) = run
@@ -646,7 +646,7 @@ pub(super) async fn decide(
             // the person entered and the files they attached.
             let fresh = match web.service.get_run(caller, &run_id).await {
                 Ok(fresh) => fresh,
-                Err(error) => return refused(&visitor.who, CANNOT, &error.into_tool_error()),
+                Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
             };
             let sent = Sent { fields: form, uploaded };
             draw(&web, &session, &visitor, &fresh, &item_id, Some(error), sent).await

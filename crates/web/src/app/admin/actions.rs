@@ -366,7 +366,7 @@ async fn answered(web: &Web, caller: &Caller, back: &str, done: Result<Done, Ref
                 }
             };
             // A page is never kept by a cache.
-            page(StatusCode::CREATED, "Made this once", Some(&caller.visitor.who), body)
+            page(StatusCode::CREATED, "Made this once", Some(&caller.visitor), body)
         }
     }
 }

@@ -106,12 +106,7 @@ impl FromRequestParts<Arc<Web>> for Caller {
             Ok(admission) => admission,
             Err(over) => {
                 let refusal = Refusal::from(ApiError::from(over));
-                return Err(page(
-                    refusal.status,
-                    "Administration",
-                    Some(&visitor.who),
-                    refusal.shown(),
-                ));
+                return Err(page(refusal.status, "Administration", Some(&visitor), refusal.shown()));
             }
         };
         Ok(Caller {

@@ -162,7 +162,7 @@ pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Optio
         (top)
         (content)
     };
-    page(status, &title, Some(&caller.visitor.who), body)
+    page(status, &title, Some(&caller.visitor), body)
 }
 
 /// The admin pages' own navigation.
@@ -565,7 +565,7 @@ async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Respon
     let status = answer
         .as_ref()
         .map_or_else(|refusal| refusal.status, |_| StatusCode::OK);
-    page(status, "Audit log", Some(&caller.visitor.who), body)
+    page(status, "Audit log", Some(&caller.visitor), body)
 }
 
 /// An audit entry's detail as compact JSON.
