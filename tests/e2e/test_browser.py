@@ -282,6 +282,14 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     assert page.get_by_text(re.compile(r"SHA-256")).first.is_visible()
     accessible(watched, "a run page with its record")
     screenshot(page, "run")
+
+    # The account page: the app's navigation and look, at a laptop's and a phone's width.
+    page.goto("/account")
+    assert page.get_by_role("navigation", name="Main").get_by_role("link", name="Inbox").is_visible()
+    assert page.locator("dl.summary").get_by_text(site.persons["alice"]).is_visible()
+    accessible(watched, "the account page")
+    page.set_viewport_size({"width": 360, "height": 800})
+    fits(page, "the account page at 360 px")
     browser.close()
 
 

@@ -16,7 +16,7 @@ use tower_sessions::Session;
 
 use crate::errors::ApiError;
 use crate::session::{
-    ClientAddress, Web, address, check_csrf, check_form_csrf, csrf_token, form_token, sign_in_session, signed_in,
+    ClientAddress, Web, address, check_csrf, check_form_csrf, form_token, sign_in_session, signed_in,
 };
 
 /// The largest form the sign-up, sign-in and account pages read.
@@ -30,7 +30,6 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/signup", get(signup_form).post(signup))
         .route("/login", get(login).post(login_submit))
         .route("/auth/callback", get(callback))
-        .route("/account", get(account))
         .route("/logout", axum::routing::post(logout))
         .route("/dev/sign-in", get(dev_form).post(dev_sign_in))
         // A few short fields each: nothing a stranger sends here is read past this.
@@ -463,40 +462,6 @@ async fn signed_in_to(web: &Web, session: &Session, headers: &HeaderMap, identit
 fn failed(error: &ApiError) -> Response {
     let body = format!("{}<p><a href=\"/login\">Start again</a></p>", problems(error));
     page(StatusCode::FORBIDDEN, "Sign-in failed", &body)
-}
-
-async fn account(State(web): State<Arc<Web>>, session: Session) -> Response {
-    let identity = match signed_in(&web, &session).await {
-        Ok(Some(identity)) => identity,
-        Ok(None) => return Redirect::to("/login").into_response(),
-        Err(error) => return error.into_response(),
-    };
-    let organization = match web.auth.organization(&identity.org).await {
-        Ok(organization) => organization,
-        Err(error) => return ApiError::from(error).into_response(),
-    };
-    let csrf = match csrf_token(&session).await {
-        Ok(token) => token,
-        Err(error) => return error.into_response(),
-    };
-    let body = format!(
-        "<p>Signed in to <strong>{org}</strong> (<code>{slug}</code>) as <strong>{person}</strong>, {role}.</p>\
-         <p>Groups: {groups}</p><p><a href=\"/inbox\">Your inbox</a>: the work items waiting for you.</p><p>The REST admin surface is at <code>/api/v1</code>; send this session's \
-         <code>X-CSRF-Token</code> with every change.</p>\
-         <form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <button type=\"submit\">Sign out</button></form>",
-        org = escape(&organization.name),
-        slug = escape(&organization.slug),
-        person = escape(identity.person.as_deref().unwrap_or(&identity.id)),
-        role = identity.role.map_or("agent", agentprocess_auth::Role::as_str),
-        groups = if identity.groups.is_empty() {
-            "none".to_owned()
-        } else {
-            escape(&identity.groups.join(", "))
-        },
-        csrf = escape(&csrf),
-    );
-    page(StatusCode::OK, "Your account", &body)
 }
 
 #[derive(Debug, Deserialize)]

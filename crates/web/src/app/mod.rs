@@ -5,6 +5,7 @@
 //! `decide` call of the person's own session, CSRF-checked: the one place where a
 //! decision is provably a person's.
 
+mod account;
 mod admin;
 mod agreement;
 pub(crate) mod assets;
@@ -46,6 +47,7 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/favicon.ico", get(assets::icon))
         .route("/", get(home))
         .route("/inbox", get(inbox::inbox))
+        .route("/account", get(account::account))
         .route("/processes", get(processes::catalog))
         .route("/processes/{name}", get(processes::latest_version))
         .route("/processes/{name}/versions/{number}", get(processes::version))
