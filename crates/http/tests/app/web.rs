@@ -107,11 +107,16 @@ async fn decides(app: TestApp) -> TestApp {
     assert_eq!(inbox.status, StatusCode::OK, "{}", inbox.text);
     let link = item_link(&inbox.text);
     assert!(link.starts_with(&format!("/runs/{run}/items/")), "{link}");
-    assert!(
-        inbox.text.contains("title: Q3 report"),
-        "the run's inputs: {}",
-        inbox.text
-    );
+    // What the item is about: its inputs, labelled; its step named in words; its
+    // process's version and its run linked apart.
+    for shown in [
+        "Title: Q3 report",
+        ">Fill</a>",
+        "href=\"/processes/review-form/versions/1\"",
+        &format!("href=\"/runs/{run}\">its run"),
+    ] {
+        assert!(inbox.text.contains(shown), "{shown}: {}", inbox.text);
+    }
 
     // The task's form: every declared field labelled, the one_of a select.
     let page = browser.get(&app, &link).await;
@@ -702,7 +707,11 @@ async fn by_role(app: TestApp) -> TestApp {
         assert_eq!((home.status, home.location.as_str()), (StatusCode::SEE_OTHER, "/inbox"));
         let inbox = browser.get(&app, "/inbox").await;
         assert_eq!(inbox.status, StatusCode::OK, "{who}: {}", inbox.text);
-        assert_eq!(inbox.text.contains("href=\"/admin\""), operator, "{who}: the Admin link");
+        assert_eq!(
+            inbox.text.contains("href=\"/admin\""),
+            operator,
+            "{who}: the Admin link"
+        );
         let page = browser.get(&app, &format!("/runs/{run}")).await;
         assert_eq!(page.status, StatusCode::OK, "{who}: {}", page.text);
         for form in ["Send an event", "Cancel the run"] {

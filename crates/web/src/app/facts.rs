@@ -10,7 +10,47 @@ use maud::{Markup, html};
 use serde_json::{Map, Value};
 
 use super::forms::shown;
+use super::markdown::section;
 use super::time::when;
+
+/// What a person calls step `id`: the heading of its section of the process body
+/// (`## Finance approval`), or its id read as words.
+pub(crate) fn step_title(body: &str, id: &str) -> String {
+    section(body, id)
+        .and_then(|part| part.lines().next())
+        .map(|heading| {
+            heading
+                .trim_start_matches('#')
+                .trim()
+                .trim_matches('`')
+                .trim()
+                .to_owned()
+        })
+        .filter(|heading| !heading.is_empty() && heading != id)
+        .unwrap_or_else(|| label(id))
+}
+
+/// The inputs that say what an item on step `step` is about: those its text or its
+/// section of the body names (by name or label), or else the first three declared.
+pub(crate) fn about<'a>(declared: &'a Fields, body: &str, step: &str, text: &str) -> Vec<(&'a str, &'a Field)> {
+    let words = format!("{text}\n{}", section(body, step).unwrap_or_default()).to_lowercase();
+    let named: Vec<(&str, &Field)> = declared
+        .0
+        .iter()
+        .filter(|(name, _)| words.contains(&name.to_lowercase()) || words.contains(&label(name).to_lowercase()))
+        .map(|(name, field)| (name.as_str(), field))
+        .collect();
+    if named.is_empty() {
+        declared
+            .0
+            .iter()
+            .take(3)
+            .map(|(name, field)| (name.as_str(), field))
+            .collect()
+    } else {
+        named
+    }
+}
 
 /// A field's name as a label: `expectedAnnualSpend` and `expected_annual_spend` both
 /// read "Expected annual spend"; a run of capitals (`VAT`) stays as written.
@@ -231,6 +271,26 @@ mod tests {
             .map(|(name, _, _)| name)
             .collect();
         assert_eq!(names, ["amount", "iban", "note"]);
+    }
+
+    #[test]
+    fn an_item_is_about_the_inputs_its_step_names_or_else_the_first_declared() {
+        let declared = Fields(
+            ["vendorName", "invoiceRef", "amount", "expectedAnnualSpend"]
+                .into_iter()
+                .map(|name| (name.to_owned(), Field::of(FieldType::String)))
+                .collect(),
+        );
+        let body = "# Vendor\n\n## Finance approval\n\nCheck the expected annual spend against the budget.\n";
+        let named = about(&declared, body, "finance_approval", "Approve the amount.");
+        let names: Vec<&str> = named.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["amount", "expectedAnnualSpend"]);
+        let first = about(&declared, "", "other", "Approve it.");
+        let names: Vec<&str> = first.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["vendorName", "invoiceRef", "amount"]);
+        assert_eq!(step_title(body, "finance_approval"), "Finance approval");
+        assert_eq!(step_title("", "finance_approval"), "Finance approval");
+        assert_eq!(step_title("## `register`\n\nText", "register"), "Register");
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The inbox: the signed-in person's open work items (their groups' items, and
-//! escalations for operators), soonest due first, each with the first inputs of its
-//! run, filtered by process and group. The list refreshes itself while the page is open.
+//! escalations for operators), soonest due first, each named as the process body names
+//! its step and with the inputs it is about (those its text or section names, or the
+//! first declared), labelled, filtered by process and group. The list refreshes itself while the page is open.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use agentprocess_engine::{Actor, Assignee, Decision};
+use agentprocess_engine::{Actor, Assignee, Decision, ProcessVersion};
+use agentprocess_service::Caller;
 use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,11 +19,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::Visitor;
-use super::forms::shown;
+use super::facts::{about, label, step_title, value_of};
 use super::layout::{fragment, page, refreshing, shortened};
 use super::time::when;
 use crate::errors::ApiError;
 use crate::session::Web;
+
+/// The most characters of a text input the inbox shows.
+const LONGEST: usize = 60;
 
 /// How many items the inbox shows.
 const SHOWN: u32 = 100;
@@ -73,7 +78,8 @@ pub(super) async fn inbox(
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let list = listing(&items, web.service.now(), zone);
+    let versions = versions_of(&web, caller, &items).await;
+    let list = listing(&items, &versions, web.service.now(), zone);
     if refreshing(&headers, ITEMS) {
         return fragment(list);
     }
@@ -123,20 +129,26 @@ pub(super) async fn inbox(
     page(StatusCode::OK, "Inbox", Some(&visitor), body)
 }
 
-/// The items as a table, with a count screen readers hear when it changes.
-/// The first inputs of a run, each cut short: what the inbox shows of what an item is
-/// about.
-fn inputs_of(inputs: &Map<String, Value>) -> Vec<(&str, String)> {
-    const SHOWN: usize = 3;
-    const LONGEST: usize = 60;
-    inputs
-        .iter()
-        .take(SHOWN)
-        .map(|(name, value)| (name.as_str(), shortened(&shown(value), LONGEST)))
-        .collect()
+/// The published versions the items' runs are pinned to, by process and number: what
+/// names their steps and labels their inputs. A version that cannot be read is left
+/// out, and its items are shown by their ids.
+async fn versions_of(web: &Web, caller: &Caller, items: &[(PersonWork, Map<String, Value>)]) -> Versions {
+    let mut versions = Versions::new();
+    for (item, _) in items {
+        let key = (item.process.clone(), item.version);
+        if !versions.contains_key(&key)
+            && let Ok(version) = web.service.version_for(caller, &item.process, Some(item.version)).await
+        {
+            versions.insert(key, version);
+        }
+    }
+    versions
 }
 
-fn listing(items: &[(PersonWork, Map<String, Value>)], now: Timestamp, zone: &TimeZone) -> Markup {
+type Versions = HashMap<(String, u32), Arc<ProcessVersion>>;
+
+/// The items as a table, with a count screen readers hear when it changes.
+fn listing(items: &[(PersonWork, Map<String, Value>)], versions: &Versions, now: Timestamp, zone: &TimeZone) -> Markup {
     html! {
         p role="status" {
             @match items.len() {
@@ -150,19 +162,32 @@ fn listing(items: &[(PersonWork, Map<String, Value>)], now: Timestamp, zone: &Ti
                 thead { tr { th scope="col" { "Step" } th scope="col" { "What you are asked" } th scope="col" { "Process" } th scope="col" { "Due" } } }
                 tbody {
                     @for (item, inputs) in items {
+                        @let version = versions.get(&(item.process.clone(), item.version));
+                        @let body = version.map_or("", |version| version.process.body());
+                        @let step = &item.work_item.step_id;
                         tr {
-                            td data-label="Step" { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (item.work_item.step_id) }
+                            td data-label="Step" { a href=(format!("/runs/{}/items/{}", item.run_id, item.work_item.id)) { (step_title(body, step)) }
                                  " " small { (item.work_item.kind.as_str()) } }
                             td data-label="Asked" {
                                 (item.work_item.text)
-                                @let shown = inputs_of(inputs);
-                                @if !shown.is_empty() {
-                                    br;
-                                    small { @for (index, (name, value)) in shown.iter().enumerate() {
-                                        @if index > 0 { " · " } (name) ": " (value) } }
+                                @if let Some(version) = version {
+                                    @let fields = about(&version.process.document().inputs, body, step, &item.work_item.text);
+                                    @if !fields.is_empty() {
+                                        br;
+                                        small class="about" { @for (index, (name, field)) in fields.iter().enumerate() {
+                                            @if index > 0 { " · " }
+                                            (label(name)) ": "
+                                            @match inputs.get(*name) {
+                                                Some(Value::String(text)) => (shortened(text, LONGEST)),
+                                                Some(value) => (value_of(Some(field), value, zone)),
+                                                None => "not given",
+                                            }
+                                        } }
+                                    }
                                 }
                             }
-                            td data-label="Process" { a href=(format!("/runs/{}", item.run_id)) { (item.process) " v" (item.version) }
+                            td data-label="Process" { a href=(format!("/processes/{}/versions/{}", item.process, item.version)) { (item.process) " v" (item.version) }
+                                 " · " a href=(format!("/runs/{}", item.run_id)) { "its run" }
                                  @if item.work_item.mode.is_some() { " " span class="badge test" { "test run" } } }
                             td data-label="Due" {
                                 @if let Some(due) = item.work_item.due {

@@ -23,7 +23,7 @@ use tower_sessions::Session;
 
 use super::check::verdict;
 use super::evidence::{Files, evidence, files, size};
-use super::facts::{changed_fields, label, summary, value_of};
+use super::facts::{changed_fields, label, step_title, summary, value_of};
 use super::forms::{OUTPUT, controls, sent, values_of};
 use super::layout::{page, problems, refused};
 use super::markdown::{render, section};
@@ -370,23 +370,6 @@ fn sentence_case(word: &str) -> String {
         .next()
         .map(|first| first.to_uppercase().chain(chars).collect())
         .unwrap_or_default()
-}
-
-/// What a person calls step `id`: the heading of its section of the process body
-/// (`## Finance approval`), or its id read as words.
-fn step_title(body: &str, id: &str) -> String {
-    section(body, id)
-        .and_then(|part| part.lines().next())
-        .map(|heading| {
-            heading
-                .trim_start_matches('#')
-                .trim()
-                .trim_matches('`')
-                .trim()
-                .to_owned()
-        })
-        .filter(|heading| !heading.is_empty() && heading != id)
-        .unwrap_or_else(|| label(id))
 }
 
 /// The forms of exactly the decisions `item` accepts, holding what was `sent`.
