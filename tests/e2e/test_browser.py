@@ -125,10 +125,10 @@ class Watched:
             self.errors.append(f"{response.status} {response.request.resource_type} {response.url}")
 
 
-def context(chromium, site, zone="Europe/Paris", viewport=(1280, 900)):
+def context(chromium, site, zone="Europe/Paris", viewport=(1280, 900), scheme="light"):
     return chromium.new_context(
         base_url=site.base, timezone_id=zone, viewport={"width": viewport[0], "height": viewport[1]},
-        reduced_motion="reduce")
+        reduced_motion="reduce", color_scheme=scheme)
 
 
 def sign_in(watched: Watched, site, person: str) -> None:
@@ -368,3 +368,16 @@ def test_the_sign_in_pages_pass_axe_fit_a_phone_and_ask_before_switching(site, c
         fits(page, f"a refused sign-in at {viewport[0]} px")
         assert page.goto("/inbox").url.endswith("/inbox"), "the session is still there"
         browser.close()
+
+
+def test_the_pages_keep_their_contrast_in_the_dark(site, chromium):
+    browser = context(chromium, site, scheme="dark")
+    watched = Watched(browser.new_page())
+    page = watched.page
+    sign_in(watched, site, "alice")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(18, 18, 18)"
+    for path in ("/inbox", "/processes", "/account", "/processes/equipment-request/start"):
+        page.goto(path)
+        accessible(watched, f"{path} in the dark")
+    screenshot(page, "start-dark")
+    browser.close()

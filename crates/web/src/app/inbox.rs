@@ -66,6 +66,13 @@ pub(super) async fn inbox(
         Ok(items) => items,
         Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
     };
+    // How many wait on each group, counted before the group filter narrows the list.
+    let mut waiting: HashMap<String, usize> = HashMap::new();
+    for (item, _) in &items {
+        if let Assignee::Group(name) = &item.work_item.assigned_to {
+            *waiting.entry(name.clone()).or_default() += 1;
+        }
+    }
     items.retain(|(item, _)| {
         group
             .as_ref()
@@ -103,7 +110,7 @@ pub(super) async fn inbox(
         @if let Some(decision) = filter.decided.and_then(|word| serde_json::from_value::<Decision>(serde_json::Value::String(word)).ok()) {
             div class="notice" role="status" { p { strong { "Your decision was recorded. " } (confirmation(decision)) } }
         }
-        form method="get" action="/inbox" {
+        form method="get" action="/inbox" class="filters" {
             div class="field" {
                 label for="process" { "Process" }
                 select id="process" name="process" {
@@ -118,7 +125,9 @@ pub(super) async fn inbox(
                 select id="group" name="group" {
                     option value="" { "All my groups" }
                     @for name in &groups {
-                        option value=(name) selected[group.as_deref() == Some(name.as_str())] { (name) }
+                        option value=(name) selected[group.as_deref() == Some(name.as_str())] {
+                            (name) " (" (waiting.get(name).copied().unwrap_or(0)) ")"
+                        }
                     }
                 }
             }

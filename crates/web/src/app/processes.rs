@@ -279,7 +279,7 @@ async fn start_page(
                     label for="mode-test" class="inline" { "Test: nobody is notified, and the run is marked as a test" }
                 }
             }
-            button type="submit" { "Start the run" }
+            button type="submit" class="primary" { "Start the run" }
         }
     };
     page(
