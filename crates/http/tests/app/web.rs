@@ -43,6 +43,23 @@ steps:
 The reviewer reads the document and fills in the form.
 ";
 
+/// REVIEW published for the reviewers and a run of it started by ann: her admin API
+/// token, her MCP token and the run's id.
+async fn review_started(app: &TestApp) -> (String, String, String) {
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "review-form", REVIEW.as_bytes(), "reviewers").await;
+    let starter = app.mcp_token("ann").await;
+    let started = app
+        .call(
+            &starter,
+            "start_run",
+            json!({ "requestId": "r1", "process": "review-form", "inputs": { "title": "Q3 report" } }),
+        )
+        .await;
+    let run = started["data"]["run"]["id"].as_str().expect("run").to_owned();
+    (admin, starter, run)
+}
+
 /// The field `name`'s value in a form of `page`.
 pub(crate) fn hidden(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
@@ -76,17 +93,7 @@ async fn decides(app: TestApp) -> TestApp {
         .with_agent("bot")
         .await
         .with_dev_sign_in();
-    let admin = app.api_token("ann", "admin").await;
-    app.publish(&admin, "review-form", REVIEW.as_bytes(), "reviewers").await;
-    let starter = app.mcp_token("ann").await;
-    let started = app
-        .call(
-            &starter,
-            "start_run",
-            json!({ "requestId": "r1", "process": "review-form", "inputs": { "title": "Q3 report" } }),
-        )
-        .await;
-    let run = started["data"]["run"]["id"].as_str().expect("run").to_owned();
+    let (admin, starter, run) = review_started(&app).await;
 
     let mut browser = Browser::new();
     let first = browser.get(&app, "/inbox").await;
@@ -689,17 +696,7 @@ async fn by_role(app: TestApp) -> TestApp {
         .with_member("max", Role::Member, &["reviewers"])
         .await
         .with_dev_sign_in();
-    let admin = app.api_token("ann", "admin").await;
-    app.publish(&admin, "review-form", REVIEW.as_bytes(), "reviewers").await;
-    let starter = app.mcp_token("ann").await;
-    let started = app
-        .call(
-            &starter,
-            "start_run",
-            json!({ "requestId": "r1", "process": "review-form", "inputs": { "title": "Q3 report" } }),
-        )
-        .await;
-    let run = started["data"]["run"]["id"].as_str().expect("run").to_owned();
+    let (_, _, run) = review_started(&app).await;
 
     for (who, operator) in [("max", false), ("ola", true), ("ann", true)] {
         let mut browser = Browser::signed_in(&app, who).await;
