@@ -283,6 +283,22 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     accessible(watched, "a run page with its record")
     screenshot(page, "run")
 
+    # The runs page, where a signed-in person lands: the run waits for its delivery.
+    page.goto("/")
+    page.wait_for_url(re.compile(r"/runs$"))
+    assert page.get_by_role("link", name="equipment-request v1").first.is_visible()
+    accessible(watched, "the runs page")
+    page.get_by_label("State").select_option("waiting")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"/runs\?.*state=waiting"))
+    row = page.locator("tr", has=page.locator(f"a[href='/runs/{run}']"))
+    assert row.locator("td[data-label='Where it stands']").inner_text() == "Delivered"
+    assert row.locator("td[data-label='Waiting on']").inner_text() == "an event"
+    screenshot(page, "runs")
+    page.set_viewport_size({"width": 360, "height": 800})
+    fits(page, "the runs page at 360 px")
+    page.set_viewport_size({"width": 1280, "height": 900})
+
     # The account page: the app's navigation and look, at a laptop's and a phone's width.
     page.goto("/account")
     assert page.get_by_role("navigation", name="Main").get_by_role("link", name="Inbox").is_visible()

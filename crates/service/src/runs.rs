@@ -142,6 +142,31 @@ impl Service {
 
     /// `list_runs`: oldest first, filtered through the store's indexes.
     pub async fn list_runs(&self, caller: &Caller, args: ListRuns) -> Result<Page<RunListItem>, Error> {
+        let (stored, next_cursor) = self.listed(caller, args).await?;
+        let now = self.now();
+        let mut items = Vec::with_capacity(stored.len());
+        for stored in stored {
+            let run = crate::stored::load(&stored).map_err(retry)?.into_run();
+            items.push(RunListItem::of(run, now));
+        }
+        Ok(Page { items, next_cursor })
+    }
+
+    /// The runs `list_runs` lists, each as its view (where it stands, what waits on
+    /// whom): what the runs page shows.
+    pub async fn run_views(&self, caller: &Caller, args: ListRuns) -> Result<Page<RunView>, Error> {
+        let (stored, next_cursor) = self.listed(caller, args).await?;
+        let now = self.now();
+        let mut items = Vec::with_capacity(stored.len());
+        for stored in stored {
+            let (run, version) = self.with_version(caller.org(), &stored).await?;
+            items.push(self.present(caller.org(), RunView::of(&run, &version, now)));
+        }
+        Ok(Page { items, next_cursor })
+    }
+
+    /// The stored runs of one page of `list_runs`, and the cursor of the next.
+    async fn listed(&self, caller: &Caller, args: ListRuns) -> Result<(Vec<StoredRun>, Option<String>), Error> {
         let filter = RunFilter {
             process: args.process,
             state: args.state,
@@ -154,16 +179,7 @@ impl Service {
             limit: args.limit,
         };
         let page = self.store.list_runs(caller.org(), &filter).await.map_err(retry)?;
-        let now = self.now();
-        let mut items = Vec::with_capacity(page.items.len());
-        for stored in page.items {
-            let run = crate::stored::load(&stored).map_err(retry)?.into_run();
-            items.push(RunListItem::of(run, now));
-        }
-        Ok(Page {
-            items,
-            next_cursor: page.next.as_ref().map(cursor::encode),
-        })
+        Ok((page.items, page.next.as_ref().map(cursor::encode)))
     }
 
     /// `cancel`.

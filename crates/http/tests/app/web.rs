@@ -701,7 +701,7 @@ async fn by_role(app: TestApp) -> TestApp {
     for (who, operator) in [("max", false), ("ola", true), ("ann", true)] {
         let mut browser = Browser::signed_in(&app, who).await;
         let home = browser.get(&app, "/").await;
-        assert_eq!((home.status, home.location.as_str()), (StatusCode::SEE_OTHER, "/inbox"));
+        assert_eq!((home.status, home.location.as_str()), (StatusCode::SEE_OTHER, "/runs"));
         let inbox = browser.get(&app, "/inbox").await;
         assert_eq!(inbox.status, StatusCode::OK, "{who}: {}", inbox.text);
         assert_eq!(
@@ -714,6 +714,25 @@ async fn by_role(app: TestApp) -> TestApp {
         for form in ["Send an event", "Cancel the run"] {
             assert_eq!(page.text.contains(form), operator, "{who}: {form}");
         }
+        // The runs page: every run of the organization, where it stands and whom it
+        // waits on; filtered by state.
+        let runs = browser.get(&app, "/runs").await;
+        assert_eq!(runs.status, StatusCode::OK, "{who}: {}", runs.text);
+        for shown in [
+            format!("href=\"/runs/{run}\">review-form v1</a>"),
+            "<td data-label=\"Where it stands\">Fill</td>".to_owned(),
+            "<td data-label=\"Waiting on\">the reviewers group</td>".to_owned(),
+        ] {
+            assert!(runs.text.contains(&shown), "{who}: {shown}: {}", runs.text);
+        }
+        let ended = browser.get(&app, "/runs?state=ended").await;
+        assert!(
+            ended.text.contains("No run matches.") && !ended.text.contains(&run),
+            "{}",
+            ended.text
+        );
+        let waiting = browser.get(&app, "/runs?state=waiting&process=review-form").await;
+        assert!(waiting.text.contains(&run), "{}", waiting.text);
     }
     app
 }

@@ -53,6 +53,7 @@ pub(crate) fn page(status: StatusCode, title: &str, visitor: Option<&Visitor>, b
             body {
                 a class="skip" href="#main" { "Skip to the content" }
                 nav aria-label="Main" {
+                    a href="/runs" { "Runs" }
                     a href="/inbox" { "Inbox" }
                     a href="/processes" { "Processes" }
                     // The administration answers operators and admins; nobody is shown

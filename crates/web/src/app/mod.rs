@@ -19,6 +19,7 @@ mod map;
 mod markdown;
 mod processes;
 mod run_page;
+mod runs;
 mod time;
 mod work_item;
 
@@ -56,6 +57,7 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
             "/processes/{name}/start",
             get(processes::start_form).post(processes::start),
         )
+        .route("/runs", get(runs::runs))
         .route("/runs/{run}", get(run_page::show))
         .route("/runs/{run}/{action}", post(run_page::act_on))
         .route(
@@ -69,10 +71,10 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .merge(admin)
 }
 
-/// The landing page of a signed-in person: what waits for them. Anyone else is sent to
-/// sign in first, and comes back here.
+/// The landing page of a signed-in person: the organization's runs. Anyone else is
+/// sent to sign in first, and comes back here.
 async fn home(_: Visitor) -> Redirect {
-    Redirect::to("/inbox")
+    Redirect::to("/runs")
 }
 
 /// The signed-in person and when they signed in, or the answer that sends them to
