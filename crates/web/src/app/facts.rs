@@ -10,22 +10,14 @@ use maud::{Markup, html};
 use serde_json::{Map, Value};
 
 use super::forms::shown;
-use super::markdown::section;
+use super::markdown::{heading_text, section};
 use super::time::when;
 
 /// What a person calls step `id`: the heading of its section of the process body
 /// (`## Finance approval`), or its id read as words.
 pub(crate) fn step_title(body: &str, id: &str) -> String {
     section(body, id)
-        .and_then(|part| part.lines().next())
-        .map(|heading| {
-            heading
-                .trim_start_matches('#')
-                .trim()
-                .trim_matches('`')
-                .trim()
-                .to_owned()
-        })
+        .and_then(heading_text)
         .filter(|heading| !heading.is_empty() && heading != id)
         .unwrap_or_else(|| label(id))
 }
@@ -37,7 +29,7 @@ pub(crate) fn about<'a>(declared: &'a Fields, body: &str, step: &str, text: &str
     let named: Vec<(&str, &Field)> = declared
         .0
         .iter()
-        .filter(|(name, _)| words.contains(&name.to_lowercase()) || words.contains(&label(name).to_lowercase()))
+        .filter(|(name, _)| says(&words, &name.to_lowercase()) || says(&words, &label(name).to_lowercase()))
         .map(|(name, field)| (name.as_str(), field))
         .collect();
     if named.is_empty() {
@@ -156,13 +148,26 @@ pub(crate) fn value_of(field: Option<&Field>, value: &Value, zone: &TimeZone) ->
     }
 }
 
-/// A web address as a link that names its host; other text as it is.
+/// Whether `words` holds `phrase` as whole words: `id` is not in "decide".
+fn says(words: &str, phrase: &str) -> bool {
+    if phrase.trim().is_empty() {
+        return false;
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    words
+        .match_indices(phrase)
+        .any(|(at, found)| !word(words[..at].chars().next_back()) && !word(words[at + found.len()..].chars().next()))
+}
+
+/// A web address as a link that names the host the browser will open; other text,
+/// and an address that carries a user name or password (which can make another host
+/// look like the one named), as it is.
 pub(crate) fn link_or_text(text: &str) -> Markup {
-    let host = text
-        .strip_prefix("https://")
-        .or_else(|| text.strip_prefix("http://"))
-        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or_default())
-        .filter(|host| !host.is_empty());
+    let host = Some(text)
+        .filter(|text| agentprocess_engine::is_web_link(text))
+        .and_then(|text| url::Url::parse(text).ok())
+        .filter(|url| url.username().is_empty() && url.password().is_none())
+        .and_then(|url| url.host_str().map(str::to_owned));
     match host {
         Some(host) => {
             html! { a class="link" href=(text) rel="noopener noreferrer" { (text) } " " small { "(" (host) ")" } }
@@ -291,6 +296,17 @@ mod tests {
         assert_eq!(step_title(body, "finance_approval"), "Finance approval");
         assert_eq!(step_title("", "finance_approval"), "Finance approval");
         assert_eq!(step_title("## `register`\n\nText", "register"), "Register");
+        assert_eq!(
+            step_title("## **Finance** approval ##\n", "finance_approval"),
+            "Finance approval"
+        );
+        let short = Fields(vec![("id".to_owned(), Field::of(FieldType::String))]);
+        assert_eq!(
+            about(&short, "", "s", "Decide on it.").len(),
+            1,
+            "the first declared, not a match in decide"
+        );
+        assert!(says("check the id.", "id") && !says("decide", "id"));
     }
 
     #[test]
@@ -301,5 +317,10 @@ mod tests {
             "{link}"
         );
         assert_eq!(link_or_text("javascript:alert(1)").into_string(), "javascript:alert(1)");
+        for disguised in ["https://bank.example@evil.example/", "https://a b.example/"] {
+            assert!(!link_or_text(disguised).into_string().contains("href"), "{disguised}");
+        }
+        let backslash = link_or_text("https://evil.example\\@bank.example/").into_string();
+        assert!(!backslash.contains("(bank.example)"), "{backslash}");
     }
 }

@@ -65,6 +65,25 @@ fn normal(text: &str) -> String {
         .join(" ")
 }
 
+/// The words of the first heading in `markdown`, without its Markdown (`## **Finance**
+/// approval ##` reads "Finance approval").
+pub(crate) fn heading_text(markdown: &str) -> Option<String> {
+    let mut words: Option<String> = None;
+    for event in Parser::new_ext(markdown, options()) {
+        match event {
+            Event::Start(Tag::Heading { .. }) => words = Some(String::new()),
+            Event::Text(text) | Event::Code(text) => {
+                if let Some(words) = words.as_mut() {
+                    words.push_str(&text);
+                }
+            }
+            Event::End(TagEnd::Heading(_)) => return words.map(|words| words.trim().to_owned()),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The section of `body` under the heading that names `step` (`## Check the vendor` or
 /// ``## `check_vendor` `` for the step `check_vendor`), up to the next heading of its
 /// level or above: the Markdown, heading included.

@@ -123,6 +123,20 @@ impl Visitor {
     }
 }
 
+/// Members and above read the organization's pages; a deactivated person reads
+/// nothing. The page titled `title` that says `why`, for anyone else.
+fn unless_member(visitor: &Visitor, title: &str, why: &str) -> Option<Response> {
+    if visitor.has_role(agentprocess_auth::Role::Member) {
+        return None;
+    }
+    let error = agentprocess_engine::ToolError::new(
+        agentprocess_engine::Code::Forbidden,
+        why,
+        vec!["role: member required".to_owned()],
+    );
+    Some(layout::refused(visitor, title, &error))
+}
+
 /// A page's visitor: signed in, or sent to sign in (and back to the page after).
 impl FromRequestParts<Arc<Web>> for Visitor {
     type Rejection = Response;

@@ -17,30 +17,19 @@ use serde_json::{Map, Value};
 use similar::{ChangeTag, TextDiff};
 use tower_sessions::Session;
 
-use super::Visitor;
 use super::forms::{INPUTS, controls, sent, values_of};
 use super::layout::{page, problems, refused};
 use super::markdown::render;
 use super::time::when;
+use super::{Visitor, unless_member};
 use crate::errors::ApiError;
 use crate::session::{Web, check_csrf, csrf_token};
 
 /// The title of a process page that cannot be shown.
 const CANNOT: &str = "This process cannot be shown";
 
-/// Members and above read the catalog; a deactivated person reads nothing. The page
-/// that says so, for anyone else.
-fn unless_member(visitor: &Visitor) -> Option<Response> {
-    if visitor.caller.identity.has_role(Role::Member) {
-        return None;
-    }
-    let error = ToolError::new(
-        Code::Forbidden,
-        "only members of the organization see its processes",
-        vec!["role: member required".to_owned()],
-    );
-    Some(refused(visitor, CANNOT, &error))
-}
+/// Why a person without a role does not see the catalog.
+const SEE: &str = "only members of the organization see its processes";
 
 fn failed(visitor: &Visitor, error: agentprocess_service::Error) -> Response {
     refused(visitor, CANNOT, &error.into_tool_error())
@@ -87,7 +76,7 @@ fn fields(declaration: &Value) -> Markup {
 }
 
 pub(super) async fn catalog(State(web): State<Arc<Web>>, visitor: Visitor) -> Response {
-    if let Some(response) = unless_member(&visitor) {
+    if let Some(response) = unless_member(&visitor, CANNOT, SEE) {
         return response;
     }
     let versions = match web.service.admin().latest_versions(visitor.caller.org()).await {
@@ -151,7 +140,7 @@ pub(super) async fn version(
 }
 
 async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u32>) -> Response {
-    if let Some(response) = unless_member(visitor) {
+    if let Some(response) = unless_member(visitor, CANNOT, SEE) {
         return response;
     }
     let versions = match web.service.admin().versions(visitor.caller.org(), name).await {

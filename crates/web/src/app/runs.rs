@@ -10,16 +10,15 @@ use agentprocess_service::ListRuns;
 use agentprocess_views::RunView;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::Visitor;
 use super::facts::step_title;
-use super::layout::page;
+use super::layout::{page, refused};
 use super::time::when;
-use crate::errors::ApiError;
+use super::{Visitor, unless_member};
 use crate::session::Web;
 
 /// How many runs a page shows.
@@ -40,7 +39,13 @@ pub(super) struct Filter {
     cursor: Option<String>,
 }
 
+/// The title of a runs page that cannot be shown.
+const CANNOT: &str = "The runs cannot be shown";
+
 pub(super) async fn runs(State(web): State<Arc<Web>>, visitor: Visitor, Query(filter): Query<Filter>) -> Response {
+    if let Some(response) = unless_member(&visitor, CANNOT, "only members of the organization see its runs") {
+        return response;
+    }
     let process = filter.process.filter(|process| !process.is_empty());
     // A state that is none of the four filters nothing, as an empty choice does.
     let state = filter
@@ -57,11 +62,11 @@ pub(super) async fn runs(State(web): State<Arc<Web>>, visitor: Visitor, Query(fi
     };
     let listed = match web.service.run_views(&visitor.caller, args).await {
         Ok(listed) => listed,
-        Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
+        Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
     };
     let processes = match web.service.admin().latest_versions(visitor.caller.org()).await {
         Ok(versions) => versions.into_iter().map(|version| version.process).collect::<Vec<_>>(),
-        Err(error) => return ApiError::from_tool(error.into_tool_error()).into_response(),
+        Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
     };
     let next = listed.next_cursor.as_deref().map(|cursor| {
         let mut query = url::form_urlencoded::Serializer::new(String::new());
@@ -181,6 +186,11 @@ fn waiting_on(run: &RunView) -> Markup {
             _ => {}
         }
     }
-    who.dedup();
-    html! { (who.join(", ")) }
+    let mut said: Vec<String> = Vec::new();
+    for name in who {
+        if !said.contains(&name) {
+            said.push(name);
+        }
+    }
+    html! { (said.join(", ")) }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_engine::{Code, ItemKind, ProcessVersion, ToolError};
+use agentprocess_engine::{Code, Decision, ItemKind, ProcessVersion, StepState, ToolError};
 use agentprocess_format::EvidenceKind;
 use agentprocess_service::Write;
 use agentprocess_store::{Store, Upload};
@@ -153,8 +153,8 @@ async fn draw(
                 details { summary { "What the previous attempt left" } pre { (pretty(&json!(handoff))) } }
             }
         }
-        (facts(run, &context, Some(&item.step_id)))
-        (before(run, &context, Some(&item.step_id)))
+        (facts(run, &context))
+        (before(run, &context))
         (instructions(&run.body, &item.step_id))
         (decisions(item, &csrf, refusal.as_ref().map_or(&[][..], |error| &error.issues), &sent, run.run.updated_at))
     };
@@ -230,8 +230,8 @@ fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> 
             }
             p { a href=(format!("/runs/{}", run.run.id)) { "See the run" } " · " a href="/inbox" { "Back to the inbox" } }
         }
-        (facts(run, context, None))
-        (before(run, context, None))
+        (facts(run, context))
+        (before(run, context))
     };
     page(StatusCode::OK, "Work item closed", Some(context.visitor), body)
 }
@@ -254,16 +254,18 @@ fn pretty(value: &Value) -> String {
 
 /// The facts the decision is about: the inputs, then each step's current record in the
 /// process's order, every field labelled and written for its type, with its evidence
-/// (name, size, SHA-256, a download link and, for images and PDFs, a preview). The
-/// record of the step being decided (`open`) is an earlier attempt, shown by [`before`].
-fn facts(run: &RunView, context: &Context<'_>, open: Option<&str>) -> Markup {
+/// (name, size, SHA-256, a download link and, for images and PDFs, a preview). Only a
+/// step that is done holds a current fact: the record of a step reached again (the
+/// one being decided, or one a rejection sent the run back past) is an earlier
+/// attempt, shown by [`before`].
+fn facts(run: &RunView, context: &Context<'_>) -> Markup {
     let document = context.version.process.document();
     html! {
         section aria-labelledby="facts" {
             h2 id="facts" { "The facts" }
             h3 { "Started with" }
             (summary(&document.inputs, &run.data.inputs, context.zone))
-            @for step in document.steps.iter().filter(|step| open != Some(step.id.as_str())) {
+            @for step in document.steps.iter().filter(|step| done(run, &step.id)) {
                 @if let Some(data) = run.data.steps.get(&step.id) {
                     @if let Some(record) = &data.current {
                         h3 { (step_title(&run.body, &step.id)) }
@@ -288,17 +290,24 @@ fn facts(run: &RunView, context: &Context<'_>, open: Option<&str>) -> Markup {
     }
 }
 
+/// Whether step `id` of `run` is done, so that its record is a current fact.
+fn done(run: &RunView, id: &str) -> bool {
+    run.steps
+        .iter()
+        .any(|step| step.id == id && step.state == Some(StepState::Done))
+}
+
 /// What happened before: each step's earlier attempts with their decisions and notes
-/// (for the step being decided, `open`, its last record too), and, where a step was
+/// (for a step that is not done, its last record too), and, where a done step was
 /// done again, the fields its current record changed.
-fn before(run: &RunView, context: &Context<'_>, open: Option<&str>) -> Markup {
+fn before(run: &RunView, context: &Context<'_>) -> Markup {
     let document = context.version.process.document();
     let earlier: Vec<_> = document
         .steps
         .iter()
         .filter_map(|step| {
             let data = run.data.steps.get(&step.id)?;
-            let reopened = open == Some(step.id.as_str());
+            let reopened = !done(run, &step.id);
             let records: Vec<&RecordView> = data
                 .history
                 .iter()
@@ -619,11 +628,12 @@ pub(super) async fn decide(
         decide.evidence = (!evidence.is_empty()).then_some(evidence);
     }
     match commands::perform(&web.service, caller, &decide).await {
-        Ok(_) => Redirect::to(&format!(
-            "/inbox?decided={}",
-            sent(&form, "decision").unwrap_or_default()
-        ))
-        .into_response(),
+        Ok(_) => {
+            let decided = sent(&form, "decision")
+                .and_then(|word| serde_json::from_value::<Decision>(Value::String(word.to_owned())).ok())
+                .map_or("", Decision::as_str);
+            Redirect::to(&format!("/inbox?decided={decided}")).into_response()
+        }
         Err(error) => {
             // Drawn again on the run as it is now, with what was refused, holding what
             // the person entered and the files they attached.
