@@ -399,6 +399,19 @@ impl Decision {
             Decision::Failed => "failed",
         }
     }
+
+    /// The decision a wire name stands for.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            Decision::Completed,
+            Decision::Approved,
+            Decision::Rejected,
+            Decision::Returned,
+            Decision::Failed,
+        ]
+        .into_iter()
+        .find(|decision| decision.as_str() == text)
+    }
 }
 
 impl std::fmt::Display for Decision {

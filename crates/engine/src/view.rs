@@ -42,6 +42,18 @@ impl RunState {
             RunState::Cancelled => "cancelled",
         }
     }
+
+    /// The state a wire name stands for.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            RunState::Active,
+            RunState::Waiting,
+            RunState::Ended,
+            RunState::Cancelled,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == text)
+    }
 }
 
 /// `run.state` at `now`: `active` while any step is ready or claimed, `waiting` when

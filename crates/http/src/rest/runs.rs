@@ -77,9 +77,9 @@ pub(super) async fn runs(
     for (key, value) in query {
         match key.as_str() {
             "process" => args.process = Some(value),
-            "state" => match serde_json::from_value(Value::String(value)) {
-                Ok(state) => args.state = Some(state),
-                Err(_) => issues.push("state: expected one of active, waiting, ended, cancelled".to_owned()),
+            "state" => match RunState::parse(&value) {
+                Some(state) => args.state = Some(state),
+                None => issues.push("state: expected one of active, waiting, ended, cancelled".to_owned()),
             },
             "cursor" => args.cursor = Some(value),
             "limit" => match value.parse::<u32>() {

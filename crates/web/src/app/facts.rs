@@ -122,8 +122,9 @@ pub(crate) fn summary(declared: &Fields, values: &Map<String, Value>, zone: &Tim
 pub(crate) fn value_of(field: Option<&Field>, value: &Value, zone: &TimeZone) -> Markup {
     let ty = field.map(|field| field.ty);
     match (ty, value) {
-        (Some(FieldType::Number), Value::Number(number)) => html! { (grouped(&number.to_string())) },
-        (Some(FieldType::Boolean), Value::Bool(yes)) => html! { @if *yes { "Yes" } @else { "No" } },
+        // A value nothing declares is written for the type it has.
+        (Some(FieldType::Number) | None, Value::Number(number)) => html! { (grouped(&number.to_string())) },
+        (Some(FieldType::Boolean) | None, Value::Bool(yes)) => html! { @if *yes { "Yes" } @else { "No" } },
         (Some(FieldType::Date), Value::String(text)) => html! { (date(text)) },
         (Some(FieldType::Datetime), Value::String(text)) => match text.parse::<jiff::Timestamp>() {
             Ok(at) => when(zone, at),
@@ -142,8 +143,6 @@ pub(crate) fn value_of(field: Option<&Field>, value: &Value, zone: &TimeZone) ->
             }
         },
         (_, Value::String(text)) => link_or_text(text),
-        (None, Value::Number(number)) => html! { (grouped(&number.to_string())) },
-        (None, Value::Bool(yes)) => html! { @if *yes { "Yes" } @else { "No" } },
         _ => html! { (shown(value)) },
     }
 }

@@ -1,7 +1,8 @@
 //! The inbox: the signed-in person's open work items (their groups' items, and
 //! escalations for operators), soonest due first, each named as the process body names
 //! its step and with the inputs it is about (those its text or section names, or the
-//! first declared), labelled, filtered by process and group. The list refreshes itself while the page is open.
+//! first declared), labelled, filtered by process and group. The list refreshes itself
+//! while the page is open.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -107,7 +108,7 @@ pub(super) async fn inbox(
         .chain(process.as_deref())
         .collect();
     let body = html! {
-        @if let Some(decision) = filter.decided.and_then(|word| serde_json::from_value::<Decision>(serde_json::Value::String(word)).ok()) {
+        @if let Some(decision) = filter.decided.as_deref().and_then(Decision::parse) {
             div class="notice" role="status" { p { strong { "Your decision was recorded. " } (confirmation(decision)) } }
         }
         form method="get" action="/inbox" class="filters" {

@@ -48,11 +48,7 @@ pub(super) async fn runs(State(web): State<Arc<Web>>, visitor: Visitor, Query(fi
     }
     let process = filter.process.filter(|process| !process.is_empty());
     // A state that is none of the four filters nothing, as an empty choice does.
-    let state = filter
-        .state
-        .as_deref()
-        .and_then(|word| STATES.iter().find(|(state, _)| state.as_str() == word))
-        .map(|(state, _)| *state);
+    let state = filter.state.as_deref().and_then(RunState::parse);
     let args = ListRuns {
         process: process.clone(),
         state,

@@ -49,7 +49,6 @@ const HELD: &str = "held";
 /// Everything the page needs that is not in the run view.
 struct Context<'a> {
     visitor: &'a Visitor,
-    zone: &'a TimeZone,
     /// The run's process version: the declarations its facts are read by.
     version: Arc<ProcessVersion>,
     files: Files,
@@ -111,7 +110,6 @@ async fn draw(
     };
     let context = Context {
         visitor,
-        zone: &visitor.zone,
         version,
         files: files(web, visitor.caller.org(), run).await,
         decided,
@@ -124,7 +122,7 @@ async fn draw(
             @if error.code == Code::Stale {
                 div class="notice" role="alert" {
                     p { "The run changed since you opened this page. Its data below is fresh: look again, then decide." }
-                    (changed(run, &sent.fields, context.zone))
+                    (changed(run, &sent.fields, &context.visitor.zone))
                 }
             } @else {
                 (problems(&error.message, &error.issues))
@@ -132,7 +130,7 @@ async fn draw(
         }
         p { "Run " a href=(format!("/runs/{}", run.run.id)) { code { (run.run.id) } } " of " strong { (run.run.process) } " v" (run.run.version)
             @if item.mode.is_some() { " " span class="badge test" { "test run" } }
-            @if let Some(due) = item.due { " · due " (when(context.zone, due)) } }
+            @if let Some(due) = item.due { " · due " (when(&context.visitor.zone, due)) } }
         section aria-labelledby="asked" {
             h2 id="asked" class="visually-hidden" { "What you are asked" }
             p class="lead" { (item.text) }
@@ -140,7 +138,7 @@ async fn draw(
                 @if let Some(check) = &escalation.check {
                     div class="notice" {
                         p { "The step's check was unsure about the submission of " strong { (escalation.by) } ". Decide on it:" }
-                        (verdict(check, context.zone))
+                        (verdict(check, &context.visitor.zone))
                     }
                     @if let Some(candidate) = &escalation.candidate {
                         (held(candidate))
@@ -224,7 +222,7 @@ fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> 
         div class="notice" role="status" {
             @if let Some((who, at)) = &context.decided {
                 p { "This work item was decided by " strong { (who) } " at "
-                    (when(context.zone, jiff::Timestamp::from_millisecond(*at).unwrap_or_default())) "." }
+                    (when(&context.visitor.zone, jiff::Timestamp::from_millisecond(*at).unwrap_or_default())) "." }
             } @else {
                 p { "This work item is no longer open: its run moved on without it." }
             }
@@ -264,25 +262,25 @@ fn facts(run: &RunView, context: &Context<'_>) -> Markup {
         section aria-labelledby="facts" {
             h2 id="facts" { "The facts" }
             h3 { "Started with" }
-            (summary(&document.inputs, &run.data.inputs, context.zone))
+            (summary(&document.inputs, &run.data.inputs, &context.visitor.zone))
             @for step in document.steps.iter().filter(|step| done(run, &step.id)) {
                 @if let Some(data) = run.data.steps.get(&step.id) {
                     @if let Some(record) = &data.current {
                         h3 { (step_title(&run.body, &step.id)) }
-                        p class="quiet" { "By " (record.by) " at " (when(context.zone, record.at))
+                        p class="quiet" { "By " (record.by) " at " (when(&context.visitor.zone, record.at))
                             @if let Some(decision) = record.decision { " · " strong { (decision.as_str()) } } }
                         @if let Some(said) = &record.summary { p { (said) } }
                         @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
-                            (summary(&step.output, output, context.zone))
+                            (summary(&step.output, output, &context.visitor.zone))
                         }
                         @for item in record.evidence.iter().flatten() {
                             (evidence(item, context.files.of(&item.reference)))
                         }
                         @if let Some(note) = &record.note { p { "Note: " (note) } }
-                        @if let Some(check) = &record.check { (verdict(check, context.zone)) }
+                        @if let Some(check) = &record.check { (verdict(check, &context.visitor.zone)) }
                     } @else if let Some(check) = &data.check {
                         h3 { (step_title(&run.body, &step.id)) }
-                        (verdict(check, context.zone))
+                        (verdict(check, &context.visitor.zone))
                     }
                 }
             }
@@ -333,7 +331,7 @@ fn before(run: &RunView, context: &Context<'_>) -> Markup {
                                     Some(decision) => strong { (sentence_case(decision.as_str())) },
                                     None => strong { "Submitted" },
                                 }
-                                " by " (record.by) " at " (when(context.zone, record.at))
+                                " by " (record.by) " at " (when(&context.visitor.zone, record.at))
                                 @if let Some(note) = &record.note { ": " q { (note) } }
                                 @if let Some(said) = &record.summary { p { (said) } }
                             }
@@ -348,8 +346,8 @@ fn before(run: &RunView, context: &Context<'_>) -> Markup {
                                     @let field = step.output.get(name);
                                     tr {
                                         th scope="row" data-label="Field" { (label(name)) }
-                                        td data-label="Before" { @match was { Some(value) => (value_of(field, value, context.zone)), None => "Not given" } }
-                                        td data-label="Now" { @match is { Some(value) => (value_of(field, value, context.zone)), None => "Not given" } }
+                                        td data-label="Before" { @match was { Some(value) => (value_of(field, value, &context.visitor.zone)), None => "Not given" } }
+                                        td data-label="Now" { @match is { Some(value) => (value_of(field, value, &context.visitor.zone)), None => "Not given" } }
                                     }
                                 }
                             }
@@ -630,7 +628,7 @@ pub(super) async fn decide(
     match commands::perform(&web.service, caller, &decide).await {
         Ok(_) => {
             let decided = sent(&form, "decision")
-                .and_then(|word| serde_json::from_value::<Decision>(Value::String(word.to_owned())).ok())
+                .and_then(Decision::parse)
                 .map_or("", Decision::as_str);
             Redirect::to(&format!("/inbox?decided={decided}")).into_response()
         }
