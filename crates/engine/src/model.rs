@@ -29,6 +29,11 @@ impl Mode {
             Mode::Test => "test",
         }
     }
+
+    /// The mode a wire name stands for.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Mode::Live, Mode::Test].into_iter().find(|mode| mode.as_str() == text)
+    }
 }
 
 /// One run of one pinned process version.

@@ -40,6 +40,14 @@ pub struct ListRuns {
     pub limit: u32,
     /// Where to go on from.
     pub cursor: Option<String>,
+    /// Beyond `list_runs` (the pages' filters): only runs in this mode.
+    pub mode: Option<Mode>,
+    /// Only runs started at or after this time.
+    pub started_from: Option<jiff::Timestamp>,
+    /// Only runs started before this time.
+    pub started_before: Option<jiff::Timestamp>,
+    /// Newest first, where `list_runs` lists oldest first.
+    pub newest_first: bool,
 }
 
 /// A run as its page shows it: the run view, and what the view leaves out.
@@ -175,6 +183,10 @@ impl Service {
                 .iter()
                 .map(|(field, value)| (field.clone(), value_hash(value)))
                 .collect(),
+            mode: args.mode,
+            started_from: args.started_from.map(jiff::Timestamp::as_millisecond),
+            started_before: args.started_before.map(jiff::Timestamp::as_millisecond),
+            newest_first: args.newest_first,
             after: args.cursor.as_deref().map(cursor::decode).transpose()?,
             limit: args.limit,
         };

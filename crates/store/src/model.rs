@@ -268,7 +268,15 @@ pub struct RunFilter {
     pub state: Option<RunState>,
     /// Only runs whose input field has this value hash (see [`RunRow::inputs`]).
     pub inputs: Vec<(String, String)>,
-    /// Start after this position.
+    /// Only runs in this mode.
+    pub mode: Option<Mode>,
+    /// Only runs started at or after this time (epoch milliseconds).
+    pub started_from: Option<i64>,
+    /// Only runs started before this time.
+    pub started_before: Option<i64>,
+    /// Newest first; oldest first when false.
+    pub newest_first: bool,
+    /// Start after this position (in the listing's order).
     pub after: Option<Keyset>,
     /// At most this many.
     pub limit: u32,

@@ -422,15 +422,28 @@ pub(crate) async fn list_runs(
         let state = query.text(state.as_str());
         query.push(&format!(" AND r.state = {state}"));
     }
+    if let Some(mode) = filter.mode {
+        let mode = query.text(mode.as_str());
+        query.push(&format!(" AND r.mode = {mode}"));
+    }
+    if let Some(from) = filter.started_from {
+        let from = query.int(from);
+        query.push(&format!(" AND {time} >= {from}"));
+    }
+    if let Some(before) = filter.started_before {
+        let before = query.int(before);
+        query.push(&format!(" AND {time} < {before}"));
+    }
+    let (beyond, order) = if filter.newest_first { ("<", " DESC") } else { (">", "") };
     if let Some(after) = &filter.after {
         let at = query.int(after.at);
         let after_id = query.text(&after.id);
         query.push(&format!(
-            " AND ({time} > {at} OR ({time} = {at} AND {id} > {after_id}))"
+            " AND ({time} {beyond} {at} OR ({time} = {at} AND {id} {beyond} {after_id}))"
         ));
     }
     let limit = query.int(i64::from(filter.limit) + 1);
-    query.push(&format!(" ORDER BY {time}, {id} LIMIT {limit}"));
+    query.push(&format!(" ORDER BY {time}{order}, {id}{order} LIMIT {limit}"));
     let rows = query.fetch(&mut *connection).await?;
     let mut items = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());

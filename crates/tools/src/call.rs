@@ -143,6 +143,8 @@ async fn answer(
                 inputs: call.inputs.unwrap_or_default(),
                 limit: call.limit.unwrap_or(DEFAULT_PAGE),
                 cursor: call.cursor,
+                // The tool's own arguments only: the rest is the pages'.
+                ..ListRuns::default()
             };
             data(service.list_runs(caller, list).await?)
         }

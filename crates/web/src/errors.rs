@@ -124,6 +124,11 @@ impl ApiError {
         &self.error.message
     }
 
+    /// The refusal in the protocol's terms.
+    pub fn tool_error(&self) -> &ToolError {
+        &self.error
+    }
+
     /// Every issue the refusal names.
     pub fn issues(&self) -> &[String] {
         &self.error.issues

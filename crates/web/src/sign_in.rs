@@ -9,7 +9,7 @@ use agentprocess_auth::{Identity, SignupPolicy};
 use axum::Router;
 use axum::extract::{Form, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -53,36 +53,17 @@ pub(crate) fn escape(text: &str) -> String {
     escaped
 }
 
+/// A sign-in page, on the app's narrow layout.
 pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title} · agentprocess</title><link rel=\"stylesheet\" href=\"{stylesheet}\"></head>\
-         <body class=\"narrow\"><main><h1>{title}</h1>{body}</main></body></html>",
-        stylesheet = crate::app::assets::stylesheet_url(),
-        title = escape(title)
-    );
-    let mut response = (status, Html(html)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
-    response
+    crate::app::layout::narrow_page(status, title, maud::PreEscaped(body.to_owned()))
 }
 
+/// A refusal on a sign-in page. Its message is the sentence: what sign-in refuses is
+/// written for the person signing in (`… is not a member of Acme: ask an admin to
+/// invite you`), and the page has no other context to say it in.
 pub(crate) fn problems(error: &ApiError) -> String {
-    let mut html = format!(
-        "<div class=\"problems\" role=\"alert\"><p>{}</p>",
-        escape(error.message())
-    );
-    if !error.issues().is_empty() {
-        html.push_str("<ul>");
-        for issue in error.issues() {
-            let _ = write!(html, "<li>{}</li>", escape(issue));
-        }
-        html.push_str("</ul>");
-    }
-    html.push_str("</div>");
-    html
+    let sentence = crate::app::refusals::sentence(error.message());
+    crate::app::refusals::shown_as(error.tool_error(), &sentence).into_string()
 }
 
 fn field(label: &str, name: &str, value: &str, kind: &str, hint: &str) -> String {

@@ -8,7 +8,7 @@
 
 use agentprocess_auth::Role;
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{Method, Request, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::harness::{TestApp, on_both};
@@ -419,13 +419,16 @@ async fn follows(app: TestApp) -> TestApp {
     ];
     let refused = browser.post_pairs(&app, "/processes/web-order/start", &fields).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text);
-    assert!(
-        refused
-            .text
-            .contains("<p class=\"issue\" role=\"alert\">inputs.quantity"),
-        "{}",
-        refused.text
-    );
+    // Said in words beside the field and at the top, linked to it; in the protocol's
+    // words only in the technical details.
+    for shown in [
+        "<p class=\"issue\" role=\"alert\">Quantity must be a number.</p>",
+        "<a href=\"#inputs.quantity\">Quantity must be a number.</a>",
+        "<summary>Technical details</summary>",
+        "<code>inputs.quantity: expected number</code>",
+    ] {
+        assert!(refused.text.contains(shown), "{shown}: {}", refused.text);
+    }
     assert!(refused.text.contains("value=\"gear\""), "kept: {}", refused.text);
     let token = app.mcp_token("ann").await;
     let runs = app.call(&token, "list_runs", json!({})).await;
@@ -734,5 +737,198 @@ async fn by_role(app: TestApp) -> TestApp {
         let waiting = browser.get(&app, "/runs?state=waiting&process=review-form").await;
         assert!(waiting.text.contains(&run), "{}", waiting.text);
     }
+    app
+}
+
+on_both!(people_make_list_and_revoke_their_own_api_tokens, own_tokens);
+async fn own_tokens(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_member("max", Role::Member, &[])
+        .await
+        .with_dev_sign_in();
+    let mut max = Browser::signed_in(&app, "max").await;
+    let account = max.get(&app, "/account").await;
+    assert_eq!(account.status, StatusCode::OK, "{}", account.text);
+    assert!(account.text.contains("You have no API tokens."), "{}", account.text);
+    // A member is offered read-only tokens; one that asks for more is refused in words.
+    assert!(
+        account
+            .text
+            .contains("<input type=\"hidden\" name=\"scope\" value=\"read\">"),
+        "{}",
+        account.text
+    );
+    let form = |page: &str, name: &str, scope: &str| {
+        vec![
+            ("csrf".to_owned(), hidden(page, "csrf")),
+            ("requestId".to_owned(), hidden(page, "requestId")),
+            ("name".to_owned(), name.to_owned()),
+            ("scope".to_owned(), scope.to_owned()),
+            ("days".to_owned(), "30".to_owned()),
+        ]
+    };
+    let refused = max
+        .post_pairs(&app, "/account/tokens", &form(&account.text, "ci", "admin"))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    assert!(
+        refused.text.contains("Scope — only admins make admin tokens."),
+        "{}",
+        refused.text
+    );
+    let unnamed = max
+        .post_pairs(&app, "/account/tokens", &form(&account.text, " ", "read"))
+        .await;
+    assert_eq!(unnamed.status, StatusCode::BAD_REQUEST, "{}", unnamed.text);
+    assert!(max.get(&app, "/account").await.text.contains("You have no API tokens."));
+    // Without the page's CSRF token nothing is made.
+    let mut forged = form(&account.text, "ci", "read");
+    forged[0].1 = "forged".to_owned();
+    let forged = max.post_pairs(&app, "/account/tokens", &forged).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.text);
+
+    // Made: shown this once, and it reads the REST surface as max, but changes nothing.
+    let account = max.get(&app, "/account").await;
+    let made = max
+        .post_pairs(&app, "/account/tokens", &form(&account.text, "ci", "read"))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let token = made
+        .text
+        .split("<code class=\"secret\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the token")
+        .to_owned();
+    assert!(token.starts_with("apr_"), "{token}");
+    assert_eq!(made.headers[header::CACHE_CONTROL], "no-store");
+    let (status, _) = app.rest(&token, Method::GET, "/runs", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, answer) = app
+        .rest(
+            &token,
+            Method::POST,
+            "/tokens",
+            Some(json!({ "name": "more", "scope": "read" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let account = max.get(&app, "/account").await;
+    for shown in [
+        "<td data-label=\"Name\">ci</td>",
+        "<td data-label=\"May\">Read only</td>",
+        "Revoke ci",
+    ] {
+        assert!(account.text.contains(shown), "{shown}: {}", account.text);
+    }
+    assert!(!account.text.contains(&token), "the token is shown only once");
+
+    // Someone else's token is not max's to revoke here, and stays working.
+    let anns = app.api_token("ann", "read").await;
+    let (_, listed) = app.rest(&anns, Method::GET, "/tokens", None).await;
+    let anns_id = listed["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|item| item["owner"] == "ann"))
+        .and_then(|item| item["id"].as_str())
+        .expect("ann's token")
+        .to_owned();
+    let csrf = vec![("csrf".to_owned(), hidden(&account.text, "csrf"))];
+    let foreign = max
+        .post_pairs(&app, &format!("/account/tokens/{anns_id}/revoke"), &csrf)
+        .await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND, "{}", foreign.text);
+    assert_eq!(app.rest(&anns, Method::GET, "/runs", None).await.0, StatusCode::OK);
+
+    // Revoked: it stops working at once, and the page says so.
+    let own_id = account
+        .text
+        .split("action=\"/account/tokens/")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the revoke form")
+        .to_owned();
+    let revoked = max
+        .post_pairs(&app, &format!("/account/tokens/{own_id}/revoke"), &csrf)
+        .await;
+    assert_eq!(
+        (revoked.status, revoked.location.as_str()),
+        (StatusCode::SEE_OTHER, "/account#tokens"),
+        "{}",
+        revoked.text
+    );
+    assert_eq!(
+        app.rest(&token, Method::GET, "/runs", None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let account = max.get(&app, "/account").await;
+    assert!(account.text.contains("Revoked "), "{}", account.text);
+    assert!(!account.text.contains("Revoke ci"), "{}", account.text);
+    app
+}
+
+on_both!(the_runs_page_finds_runs_by_mode_day_and_input_newest_first, runs_found);
+async fn runs_found(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &["reviewers"])
+        .await
+        .with_dev_sign_in();
+    let (_, starter, first) = review_started(&app).await;
+    let second = app
+        .call(
+            &starter,
+            "start_run",
+            json!({ "requestId": "r2", "process": "review-form", "inputs": { "title": "Q4 plan" }, "mode": "test" }),
+        )
+        .await;
+    let second = second["data"]["run"]["id"].as_str().expect("run").to_owned();
+    let mut ann = Browser::signed_in(&app, "ann").await;
+    let position = |text: &str, run: &str| text.find(&format!("href=\"/runs/{run}\"")).expect("listed");
+
+    // Newest first unless asked otherwise.
+    let all = ann.get(&app, "/runs").await;
+    assert!(
+        position(&all.text, &second) < position(&all.text, &first),
+        "{}",
+        all.text
+    );
+    assert!(all.text.contains("2 runs, newest first."), "{}", all.text);
+    let oldest = ann.get(&app, "/runs?order=oldest").await;
+    assert!(position(&oldest.text, &first) < position(&oldest.text, &second));
+
+    // By mode.
+    let tests = ann.get(&app, "/runs?mode=test").await;
+    assert!(
+        tests.text.contains(&second) && !tests.text.contains(&first),
+        "{}",
+        tests.text
+    );
+    // By the day they started, in the person's zone: today has both, tomorrow none.
+    let today = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date();
+    let tomorrow = today.tomorrow().expect("a day");
+    let on_today = ann.get(&app, &format!("/runs?from={today}&to={today}")).await;
+    assert!(on_today.text.contains("2 runs"), "{}", on_today.text);
+    let from_tomorrow = ann.get(&app, &format!("/runs?from={tomorrow}")).await;
+    assert!(from_tomorrow.text.contains("No run matches."), "{}", from_tomorrow.text);
+    // By an input of the chosen process, offered as a field of its own.
+    let chosen = ann.get(&app, "/runs?process=review-form").await;
+    assert!(
+        chosen.text.contains("<label for=\"inputs.title\">Title</label>"),
+        "{}",
+        chosen.text
+    );
+    let by_title = ann.get(&app, "/runs?process=review-form&inputs.title=Q4+plan").await;
+    assert!(
+        by_title.text.contains(&second) && !by_title.text.contains(&first),
+        "{}",
+        by_title.text
+    );
+    // How long each waits, in words.
+    assert!(all.text.contains("<td data-label=\"For\">moments<br>"), "{}", all.text);
     app
 }

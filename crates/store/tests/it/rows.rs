@@ -161,7 +161,10 @@ async fn listing(db: &TestDb) {
     assert!(store.runs("o", &[]).await.expect("runs").is_empty());
 
     // Paging: two at a time, the cursor is the last row of the page.
-    let mut filter = RunFilter { limit: 2, ..all };
+    let mut filter = RunFilter {
+        limit: 2,
+        ..all.clone()
+    };
     let first = store.list_runs("o", &filter).await.expect("list");
     assert_eq!(ids(&first), ["r_0", "r_1"]);
     assert_eq!(
@@ -177,6 +180,39 @@ async fn listing(db: &TestDb) {
     filter.after = second.next;
     let last = store.list_runs("o", &filter).await.expect("list");
     assert_eq!((ids(&last), last.next), (vec!["r_4".to_owned()], None));
+
+    // Newest first, within a window of start times, paged the same way.
+    let mut window = RunFilter {
+        started_from: Some(1010),
+        started_before: Some(1040),
+        newest_first: true,
+        limit: 2,
+        ..RunFilter::default()
+    };
+    let first = store.list_runs("o", &window).await.expect("list");
+    assert_eq!(ids(&first), ["r_3", "r_2"]);
+    window.after = first.next;
+    let rest = store.list_runs("o", &window).await.expect("list");
+    assert_eq!((ids(&rest), rest.next), (vec!["r_1".to_owned()], None));
+    // The same window through the input index.
+    let acme = RunFilter {
+        inputs: vec![("vendor".to_owned(), "acme".to_owned())],
+        limit: 10,
+        ..window.clone()
+    };
+    let acme = RunFilter { after: None, ..acme };
+    assert_eq!(ids(&store.list_runs("o", &acme).await.expect("list")), ["r_2", "r_1"]);
+    // Every row here is live: a test-mode filter finds none.
+    let tests = RunFilter {
+        mode: Some(agentprocess_engine::Mode::Test),
+        ..all.clone()
+    };
+    assert!(store.list_runs("o", &tests).await.expect("list").items.is_empty());
+    let live = RunFilter {
+        mode: Some(agentprocess_engine::Mode::Live),
+        ..all
+    };
+    assert_eq!(store.list_runs("o", &live).await.expect("list").items.len(), 5);
 }
 
 on_both!(

@@ -15,7 +15,8 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::Visitor;
-use super::layout::{page, problems, refused};
+use super::layout::{page, refused};
+use super::refusals;
 use crate::session::Web;
 
 /// The title of a report that cannot be shown.
@@ -84,7 +85,7 @@ pub(super) async fn show(
     let query = match asked.query() {
         Ok(query) => query,
         Err(issues) => {
-            let body = html! { (problems("The report's settings are not valid.", &issues)) (form(&name, &asked)) };
+            let body = html! { (refusals::shown(&ToolError::new(Code::Invalid, "the report's settings are not valid", issues))) (form(&name, &asked)) };
             return page(StatusCode::BAD_REQUEST, &title, Some(&visitor), body);
         }
     };

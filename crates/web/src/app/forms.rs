@@ -4,6 +4,9 @@
 //! the issue in the spec's words.
 
 use maud::{Markup, html};
+
+use super::facts::label;
+use super::refusals::in_words;
 use serde_json::{Map, Value};
 
 /// The prefix of an output field's form name, which is also how issues name it.
@@ -68,13 +71,14 @@ pub(crate) fn controls(
             @let own: Vec<&String> = issues.iter().filter(|issue| names(issue, &id)).collect();
             div class="field" {
                 label for=(id) {
-                    (name)
+                    (label(name))
                     @if !field.optional { " (required)" }
                 }
                 @if let Some(description) = field.description { small { (description) } }
                 @if let Some(choices) = field.one_of {
                     select id=(id) name=(id) {
-                        @if field.optional { option value="" { "(none)" } }
+                        // A required choice is asked for, never preselected.
+                        option value="" { @if field.optional { "(none)" } @else { "(choose)" } }
                         @for choice in choices { option value=(shown(choice)) selected[shown(choice) == value] { (shown(choice)) } }
                     }
                 } @else {
@@ -97,7 +101,7 @@ pub(crate) fn controls(
                     @if field.ty == "datetime" { small { "Date and time with its offset, such as 2027-01-31T17:00:00+01:00." } }
                     @if field.ty == "person" { small { "The person's email address." } }
                 }
-                @for issue in own { p class="issue" role="alert" { (issue) } }
+                @for issue in own { p class="issue" role="alert" { (in_words(issue).1) } }
             }
         }
     }
@@ -232,7 +236,9 @@ mod tests {
                 "{name}: {html}"
             );
         }
-        assert!(html.contains("expected a number"));
+        assert!(html.contains("Amount must be a number."), "{html}");
+        // A required choice is asked for.
+        assert!(html.contains("<option value=\"\">(choose)</option>"), "{html}");
         // An issue is shown beside its own field only, not one whose name it starts.
         assert_eq!(html.matches("not declared").count(), 0, "{html}");
         // What the person sent is kept.

@@ -37,8 +37,18 @@ pub(crate) fn shortened(text: &str, longest: usize) -> String {
     }
 }
 
-/// A whole page.
+/// A whole page of the app, with the navigation its visitor may use.
 pub(crate) fn page(status: StatusCode, title: &str, visitor: Option<&Visitor>, body: Markup) -> Response {
+    whole(status, title, visitor, body, None)
+}
+
+/// A page of one narrow column for someone not (yet) in the app: signing up, signing
+/// in, or letting a client act for them.
+pub(crate) fn narrow_page(status: StatusCode, title: &str, body: Markup) -> Response {
+    whole(status, title, None, body, Some("narrow"))
+}
+
+fn whole(status: StatusCode, title: &str, visitor: Option<&Visitor>, body: Markup, class: Option<&str>) -> Response {
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
@@ -50,17 +60,20 @@ pub(crate) fn page(status: StatusCode, title: &str, visitor: Option<&Visitor>, b
                 link rel="stylesheet" href=(super::assets::stylesheet_url());
                 script src=(super::assets::script_url()) defer {}
             }
-            body {
+            body class=[class] {
                 a class="skip" href="#main" { "Skip to the content" }
                 nav aria-label="Main" {
-                    a href="/runs" { "Runs" }
-                    a href="/inbox" { "Inbox" }
-                    a href="/processes" { "Processes" }
-                    // The administration answers operators and admins; nobody is shown
-                    // a link that only refuses them.
-                    @if visitor.is_some_and(|visitor| visitor.has_role(Role::Operator)) { a href="/admin" { "Admin" } }
-                    a href="/account" { "Account" }
-                    @if let Some(visitor) = visitor { span class="signed-in" { "Signed in as " (visitor.who) } }
+                    span class="brand" { "agentprocess" }
+                    @if let Some(visitor) = visitor {
+                        a href="/runs" { "Runs" }
+                        a href="/inbox" { "Inbox" }
+                        a href="/processes" { "Processes" }
+                        // The administration answers operators and admins; nobody is
+                        // shown a link that only refuses them.
+                        @if visitor.has_role(Role::Operator) { a href="/admin" { "Admin" } }
+                        a href="/account" { "Account" }
+                        span class="signed-in" { "Signed in as " (visitor.who) }
+                    }
                 }
                 main id="main" {
                     h1 { (title) }
@@ -76,24 +89,12 @@ pub(crate) fn page(status: StatusCode, title: &str, visitor: Option<&Visitor>, b
     response
 }
 
-/// A refusal's message and every issue, for the top of a page.
-pub(crate) fn problems(message: &str, issues: &[String]) -> Markup {
-    html! {
-        div class="problems" role="alert" {
-            p { (message) }
-            @if !issues.is_empty() {
-                ul { @for issue in issues { li { (issue) } } }
-            }
-        }
-    }
-}
-
 /// A page that cannot be shown, with the refusal's status, message and issues.
 pub(crate) fn refused(visitor: &Visitor, title: &str, error: &agentprocess_engine::ToolError) -> Response {
     page(
         crate::errors::status_of(error.code),
         title,
         Some(visitor),
-        problems(&error.message, &error.issues),
+        super::refusals::shown(error),
     )
 }

@@ -18,6 +18,7 @@ pub(crate) mod layout;
 mod map;
 mod markdown;
 mod processes;
+pub(crate) mod refusals;
 mod run_page;
 mod runs;
 mod time;
@@ -49,6 +50,8 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/", get(home))
         .route("/inbox", get(inbox::inbox))
         .route("/account", get(account::account))
+        .route("/account/tokens", post(account::make_token))
+        .route("/account/tokens/{id}/revoke", post(account::revoke_token))
         .route("/processes", get(processes::catalog))
         .route("/processes/{name}", get(processes::latest_version))
         .route("/processes/{name}/versions/{number}", get(processes::version))

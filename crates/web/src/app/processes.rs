@@ -18,8 +18,9 @@ use similar::{ChangeTag, TextDiff};
 use tower_sessions::Session;
 
 use super::forms::{INPUTS, controls, sent, values_of};
-use super::layout::{page, problems, refused};
+use super::layout::{page, refused};
 use super::markdown::render;
+use super::refusals;
 use super::time::when;
 use super::{Visitor, unless_member};
 use crate::errors::ApiError;
@@ -249,7 +250,7 @@ async fn start_page(
     let issues = error.map_or(&[][..], |error| error.issues.as_slice());
     let test = values.iter().any(|(key, value)| key == "mode" && value == "test");
     let body = html! {
-        @if let Some(error) = error { (problems(&error.message, &error.issues)) }
+        @if let Some(error) = error { (refusals::shown(error)) }
         p { (frontmatter["description"].as_str().unwrap_or("")) }
         (systems(frontmatter))
         form method="post" action=(format!("/processes/{name}/start")) {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_engine::{ProcessVersion, RunState, ToolError};
-use agentprocess_format::StepKind;
+use agentprocess_format::{Fields, StepKind};
 use agentprocess_service::RunDetails;
 use agentprocess_tools::commands;
 use agentprocess_views::map::ProcessMap;
@@ -24,13 +24,18 @@ use tower_sessions::Session;
 
 use super::Visitor;
 use super::evidence::{Files, evidence, files};
+use super::facts::{step_title, summary};
 use super::forms::sent;
-use super::layout::{fragment, page, problems, refreshing, refused as refused_page};
+use super::layout::{fragment, page, refreshing, refused as refused_page};
+use super::refusals;
 use super::time::when;
 use crate::session::{Web, check_csrf, csrf_token};
 
 /// The title of a run page that cannot be shown.
 const CANNOT: &str = "This run cannot be shown";
+
+/// Who the record names for what the server did itself (a timer, a finish).
+const SERVER: &str = "server";
 
 /// The id of the part of the page that refreshes itself.
 const STANDING: &str = "standing";
@@ -65,22 +70,48 @@ fn timeline(run: &RunView) -> Vec<Entry<'_>> {
     entries
 }
 
-fn record(entry: &Entry<'_>, zone: &TimeZone, files: &Files) -> Markup {
+fn record(entry: &Entry<'_>, details: &RunDetails, zone: &TimeZone, files: &Files) -> Markup {
     let record = entry.record;
+    let no_fields = Fields::default();
+    let declared = details
+        .version
+        .process
+        .document()
+        .steps
+        .iter()
+        .find(|step| step.id == entry.step)
+        .map_or(&no_fields, |step| &step.output);
     html! {
         li {
-            strong { (entry.step) } " · " (when(zone, record.at)) " · " (record.by)
+            strong { (step_title(&details.view.body, entry.step)) } " · " (when(zone, record.at)) " · " (record.by)
             @if entry.reworked { " " span class="badge due" { "reworked since" } }
             @if let Some(decision) = record.decision { p { "Decision: " strong { (decision.as_str()) } } }
             @if let Some(summary) = &record.summary { p { (summary) } }
             @if let Some(note) = &record.note { p { "Note: " (note) } }
             @if let Some(next) = &record.next {
-                p { "Next: " (next) @if let Some(reason) = &record.reason { " (" (reason) ")" } }
+                p { "Next: " (step_title(&details.view.body, next)) @if let Some(reason) = &record.reason { " (" (reason) ")" } }
             }
-            @if let Some(output) = &record.output {
-                @if !output.is_empty() { pre { (serde_json::to_string_pretty(output).unwrap_or_default()) } }
+            @if let Some(output) = record.output.as_ref().filter(|output| !output.is_empty()) {
+                (summary(declared, output, zone))
             }
             @for item in record.evidence.iter().flatten() { (evidence(item, files.of(&item.reference))) }
+        }
+    }
+}
+
+/// Who ended the run, in words. The server ends a run when a step's completion leads
+/// to its finish: then it was the last person or agent who completed a step.
+fn ended_by(run: &RunView, ended: &agentprocess_views::Ended, zone: &TimeZone) -> Markup {
+    if ended.by != SERVER {
+        return html! { "Ended by " (ended.by) " at " (when(zone, ended.at)) };
+    }
+    let last = timeline(run).into_iter().rev().find(|entry| entry.record.by != SERVER);
+    html! {
+        "Ended at " (when(zone, ended.at))
+        @if let Some(last) = last {
+            ", after " (last.record.by) " "
+            @match last.record.decision { Some(decision) => (decision.as_str()), None => "completed" }
+            " " (step_title(&run.body, last.step))
         }
     }
 }
@@ -103,13 +134,13 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
         }
         p { "Started by " (summary.started_by) " at " (when(zone, summary.started_at)) }
         @if let Some(ended) = &summary.ended {
-            p { "Ended by " (ended.by) " at " (when(zone, ended.at)) @if let Some(note) = &ended.note { ": " (note) } }
+            p { (ended_by(run, ended, zone)) @if let Some(note) = &ended.note { ": " (note) } }
         }
         @if !run.work_items.is_empty() {
             h2 { "Waiting for people" }
             ul {
                 @for item in &run.work_items {
-                    li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (item.step_id) } " (" (item.kind.as_str()) ")" }
+                    li { a href=(format!("/runs/{}/items/{}", summary.id, item.id)) { (step_title(&run.body, &item.step_id)) } " (" (item.kind.as_str()) ")" }
                 }
             }
         }
@@ -120,7 +151,7 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
                 tbody {
                     @for timer in &details.timers {
                         tr {
-                            td data-label="Step" { (timer.id.step) }
+                            td data-label="Step" { (step_title(&run.body, &timer.id.step)) }
                             td data-label="For" { (timer_meaning(timer.id.kind)) }
                             td data-label="Fires" { (when(zone, timer.at)) }
                         }
@@ -148,7 +179,7 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
             tbody {
                 @for step in &run.steps {
                     tr {
-                        td data-label="Step" { (step.id) }
+                        td data-label="Step" { (step_title(&run.body, &step.id)) @if step_title(&run.body, &step.id) != step.id { br; small { code { (step.id) } } } }
                         td data-label="Kind" { (step.kind) }
                         td data-label="State" { (step.state.map_or("not reached", |state| state.as_str())) }
                         td data-label="Due" { @if let Some(due) = step.due { (when(zone, due)) @if step.overdue == Some(true) { " " span class="badge overdue" { "overdue" } } } }
@@ -158,7 +189,7 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
         }
         h2 { "Record" }
         @let entries = timeline(run);
-        @if entries.is_empty() { p { "Nothing completed yet." } } @else { ol { @for entry in &entries { (record(entry, zone, files)) } } }
+        @if entries.is_empty() { p { "Nothing completed yet." } } @else { ol { @for entry in &entries { (record(entry, details, zone, files)) } } }
     }
 }
 
@@ -214,7 +245,7 @@ fn body(details: &RunDetails, around: &Around<'_>, csrf: &str, refused: Option<&
     };
     let events = awaited(version);
     html! {
-        @if let Some(error) = refused { (problems(&error.message, &error.issues)) }
+        @if let Some(error) = refused { (refusals::shown(error)) }
         p {
             "Runs on " a href=(format!("/processes/{}/versions/{}", summary.process, summary.version)) { (summary.process) " v" (summary.version) }
             ", content hash " code { (version.process.content_hash()) }

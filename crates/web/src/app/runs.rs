@@ -1,11 +1,11 @@
-//! The runs page: the organization's runs, filtered by process and state as
-//! `list_runs` filters them, each with where it stands (its current steps, named as
-//! the process body names them), whom it waits on, and since when. A signed-in person
-//! lands here.
+//! The runs page: the organization's runs, newest first, filtered as `list_runs`
+//! filters them (process, state, input values) and by mode and start day, each with
+//! where it stands (its current steps, named as the process body names them), whom
+//! it waits on, and for how long. A signed-in person lands here.
 
 use std::sync::Arc;
 
-use agentprocess_engine::{Assignee, RunState, StepState};
+use agentprocess_engine::{Assignee, Mode, RunState, StepState};
 use agentprocess_service::ListRuns;
 use agentprocess_views::RunView;
 use axum::extract::{Query, State};
@@ -13,11 +13,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use jiff::tz::TimeZone;
 use maud::{Markup, html};
-use serde::Deserialize;
+use serde_json::{Map, Value};
 
-use super::facts::step_title;
+use super::facts::{label, step_title};
+use super::forms::{INPUTS, sent, shown, values_of};
 use super::layout::{page, refused};
-use super::time::when;
+use super::time::{day_start, how_long, when};
 use super::{Visitor, unless_member};
 use crate::session::Web;
 
@@ -32,29 +33,78 @@ const STATES: [(RunState, &str); 4] = [
     (RunState::Cancelled, "Cancelled"),
 ];
 
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Filter {
-    process: Option<String>,
-    state: Option<String>,
-    cursor: Option<String>,
-}
+/// The modes a person may filter by.
+const MODES: [(Mode, &str); 2] = [(Mode::Live, "Live runs"), (Mode::Test, "Test runs")];
 
 /// The title of a runs page that cannot be shown.
 const CANNOT: &str = "The runs cannot be shown";
 
-pub(super) async fn runs(State(web): State<Arc<Web>>, visitor: Visitor, Query(filter): Query<Filter>) -> Response {
+/// The page's filters, as the query string sends them (`inputs.<name>` for each
+/// input of the chosen process).
+struct Filter {
+    sent: Vec<(String, String)>,
+}
+
+impl Filter {
+    fn get(&self, name: &str) -> Option<&str> {
+        sent(&self.sent, name)
+    }
+
+    /// The query of the same filters, at `cursor`.
+    fn at(&self, cursor: &str) -> String {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        for (name, value) in self
+            .sent
+            .iter()
+            .filter(|(name, value)| name != "cursor" && !value.trim().is_empty())
+        {
+            query.append_pair(name, value);
+        }
+        query.append_pair("cursor", cursor);
+        format!("/runs?{}", query.finish())
+    }
+}
+
+pub(super) async fn runs(
+    State(web): State<Arc<Web>>,
+    visitor: Visitor,
+    Query(sent): Query<Vec<(String, String)>>,
+) -> Response {
     if let Some(response) = unless_member(&visitor, CANNOT, "only members of the organization see its runs") {
         return response;
     }
-    let process = filter.process.filter(|process| !process.is_empty());
-    // A state that is none of the four filters nothing, as an empty choice does.
-    let state = filter.state.as_deref().and_then(RunState::parse);
+    let filter = Filter { sent };
+    let process = filter.get("process").map(str::to_owned);
+    // A state, mode or day that is none of the choices filters nothing, as an empty
+    // choice does.
+    let state = filter.get("state").and_then(RunState::parse);
+    let mode = filter.get("mode").and_then(Mode::parse);
+    let from = filter.get("from").and_then(|day| day_start(&visitor.zone, day));
+    let to = filter.get("to").and_then(|day| day_start(&visitor.zone, day));
+    let oldest_first = filter.get("order") == Some("oldest");
+    // The inputs a run may be found by: the chosen process's, typed by their
+    // declaration as the start form types them.
+    let version = match &process {
+        Some(process) => web.service.version_for(&visitor.caller, process, None).await.ok(),
+        None => None,
+    };
+    let empty = Map::new();
+    let declared = version
+        .as_ref()
+        .and_then(|version| version.process.frontmatter()["inputs"].as_object().cloned())
+        .unwrap_or_default();
+    let declared = if process.is_some() { &declared } else { &empty };
     let args = ListRuns {
         process: process.clone(),
         state,
+        mode,
+        inputs: values_of(INPUTS, declared, &filter.sent),
+        started_from: from,
+        // The last day chosen is a whole day.
+        started_before: to.and_then(|to| to.checked_add(jiff::SignedDuration::from_hours(24)).ok()),
+        newest_first: !oldest_first,
         limit: PAGE,
-        cursor: filter.cursor.filter(|cursor| !cursor.is_empty()),
-        ..ListRuns::default()
+        cursor: filter.get("cursor").map(str::to_owned),
     };
     let listed = match web.service.run_views(&visitor.caller, args).await {
         Ok(listed) => listed,
@@ -64,17 +114,9 @@ pub(super) async fn runs(State(web): State<Arc<Web>>, visitor: Visitor, Query(fi
         Ok(versions) => versions.into_iter().map(|version| version.process).collect::<Vec<_>>(),
         Err(error) => return refused(&visitor, CANNOT, &error.into_tool_error()),
     };
-    let next = listed.next_cursor.as_deref().map(|cursor| {
-        let mut query = url::form_urlencoded::Serializer::new(String::new());
-        if let Some(process) = &process {
-            query.append_pair("process", process);
-        }
-        if let Some(state) = state {
-            query.append_pair("state", state.as_str());
-        }
-        query.append_pair("cursor", cursor);
-        format!("/runs?{}", query.finish())
-    });
+    let next = listed.next_cursor.as_deref().map(|cursor| filter.at(cursor));
+    let searchable: Vec<(&String, &Value)> = declared.iter().filter(|(_, field)| scalar(field)).collect();
+    let choose = |name: &str, value: &str| filter.get(name) == Some(value);
     let body = html! {
         form method="get" action="/runs" class="filters" {
             div class="field" {
@@ -95,36 +137,84 @@ pub(super) async fn runs(State(web): State<Arc<Web>>, visitor: Visitor, Query(fi
                     }
                 }
             }
+            div class="field" {
+                label for="mode" { "Mode" }
+                select id="mode" name="mode" {
+                    option value="" { "Live and test" }
+                    @for (each, words) in MODES { option value=(each.as_str()) selected[mode == Some(each)] { (words) } }
+                }
+            }
+            div class="field" {
+                label for="from" { "Started from" }
+                input id="from" name="from" type="date" value=(filter.get("from").unwrap_or_default());
+            }
+            div class="field" {
+                label for="to" { "Started until" }
+                input id="to" name="to" type="date" value=(filter.get("to").unwrap_or_default());
+            }
+            div class="field" {
+                label for="order" { "Order" }
+                select id="order" name="order" {
+                    option value="newest" { "Newest first" }
+                    option value="oldest" selected[oldest_first] { "Oldest first" }
+                }
+            }
+            @for (name, field) in &searchable {
+                @let id = format!("{INPUTS}{name}");
+                div class="field" {
+                    label for=(id) { (label(name)) }
+                    @match field["one_of"].as_array() {
+                        Some(choices) => select id=(id) name=(id) {
+                            option value="" { "Any" }
+                            @for choice in choices { option value=(shown(choice)) selected[choose(&id, &shown(choice))] { (shown(choice)) } }
+                        },
+                        None => input id=(id) name=(id) type="text" value=(filter.get(&id).unwrap_or_default());,
+                    }
+                }
+            }
             button type="submit" { "Filter" }
         }
-        (listing(&listed.items, &visitor.zone))
+        @if process.is_some() && searchable.is_empty() && !declared.is_empty() {
+            p class="quiet" { "This process's inputs are lists or objects: choose a process with plain inputs to find runs by them." }
+        } @else if process.is_none() {
+            p class="quiet" { "Choose a process to find its runs by their inputs." }
+        }
+        (listing(&listed.items, &visitor.zone, web.service.now(), oldest_first))
         @if let Some(next) = next { p { a href=(next) { "The next runs" } } }
     };
     page(StatusCode::OK, "Runs", Some(&visitor), body)
 }
 
-/// The runs as a table, oldest first, with a count.
-fn listing(runs: &[RunView], zone: &TimeZone) -> Markup {
+/// Whether an input declaration is one value a person can type to find runs by:
+/// not a list or an object.
+fn scalar(field: &Value) -> bool {
+    let ty = field.as_str().or_else(|| field["type"].as_str()).unwrap_or("string");
+    !matches!(ty, "list" | "object")
+}
+
+/// The runs as a table, with a count.
+fn listing(runs: &[RunView], zone: &TimeZone, now: jiff::Timestamp, oldest_first: bool) -> Markup {
     html! {
         p role="status" {
             @match runs.len() {
                 0 => "No run matches.",
                 1 => "One run.",
-                count => { (count) " runs, oldest first." }
+                count => { (count) " runs, " @if oldest_first { "oldest" } @else { "newest" } " first." }
             }
         }
         @if !runs.is_empty() {
             table {
                 thead { tr {
                     th scope="col" { "Run" } th scope="col" { "State" } th scope="col" { "Where it stands" }
-                    th scope="col" { "Waiting on" } th scope="col" { "Since" }
+                    th scope="col" { "Waiting on" } th scope="col" { "For" }
                 } }
                 tbody {
                     @for run in runs {
                         tr {
                             td data-label="Run" {
                                 a href=(format!("/runs/{}", run.run.id)) { (run.run.process) " v" (run.run.version) }
-                                br; small { code { (run.run.id) } }
+                                @if run.run.mode == Mode::Test { " " span class="badge test" { "test run" } }
+                                br; small { "started " (when(zone, run.run.started_at)) }
                             }
                             td data-label="State" {
                                 (run.run.state.as_str())
@@ -132,7 +222,14 @@ fn listing(runs: &[RunView], zone: &TimeZone) -> Markup {
                             }
                             td data-label="Where it stands" { (standing(run)) }
                             td data-label="Waiting on" { (waiting_on(run)) }
-                            td data-label="Since" { (when(zone, run.run.updated_at)) }
+                            td data-label="For" {
+                                @if matches!(run.run.state, RunState::Active | RunState::Waiting) {
+                                    (how_long(run.run.updated_at, now)) br;
+                                    small { "since " (when(zone, run.run.updated_at)) }
+                                } @else {
+                                    small { "ended " (when(zone, run.run.updated_at)) }
+                                }
+                            }
                         }
                     }
                 }

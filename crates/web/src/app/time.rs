@@ -31,6 +31,30 @@ pub(crate) fn when(zone: &TimeZone, at: Timestamp) -> Markup {
     }
 }
 
+/// A time the store keeps in epoch milliseconds, as [`when`] writes it.
+pub(crate) fn at_millis(zone: &TimeZone, millis: i64) -> Markup {
+    when(zone, Timestamp::from_millisecond(millis).unwrap_or_default())
+}
+
+/// How long from `since` to `now`, in the largest whole unit: `5 minutes`, `3 hours`,
+/// `2 days`; `moments` under a minute.
+pub(crate) fn how_long(since: Timestamp, now: Timestamp) -> String {
+    let minutes = now.as_second().saturating_sub(since.as_second()) / 60;
+    let (count, unit) = match minutes {
+        ..1 => return "moments".to_owned(),
+        1..60 => (minutes, "minute"),
+        60..1440 => (minutes / 60, "hour"),
+        _ => (minutes / 1440, "day"),
+    };
+    format!("{count} {unit}{}", if count == 1 { "" } else { "s" })
+}
+
+/// The start of the day `date` (`2027-01-31`) in `zone`.
+pub(crate) fn day_start(zone: &TimeZone, date: &str) -> Option<Timestamp> {
+    let date: jiff::civil::Date = date.trim().parse().ok()?;
+    date.to_zoned(zone.clone()).ok().map(|start| start.timestamp())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +76,22 @@ mod tests {
         );
         let tokyo = zone_of(&headers("tz=Asia/Tokyo"));
         assert!(when(&tokyo, at).into_string().contains("2027-02-01 01:00 JST"));
+    }
+
+    #[test]
+    fn spans_read_in_their_largest_unit_and_days_start_in_the_zone() {
+        let at: Timestamp = "2027-01-31T16:00:00Z".parse().expect("time");
+        let later = |seconds: i64| at.checked_add(jiff::SignedDuration::from_secs(seconds)).expect("time");
+        assert_eq!(how_long(at, later(59)), "moments");
+        assert_eq!(how_long(at, later(60)), "1 minute");
+        assert_eq!(how_long(at, later(7_300)), "2 hours");
+        assert_eq!(how_long(at, later(3 * 86_400 + 5)), "3 days");
+        let paris = TimeZone::get("Europe/Paris").expect("zone");
+        assert_eq!(
+            day_start(&paris, "2027-01-31"),
+            Some("2027-01-30T23:00:00Z".parse().expect("time"))
+        );
+        assert_eq!(day_start(&paris, "2027-02-30"), None);
     }
 
     #[test]

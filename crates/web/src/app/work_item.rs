@@ -25,9 +25,10 @@ use super::check::verdict;
 use super::evidence::{Files, evidence, files, size};
 use super::facts::{changed_fields, label, step_title, summary, value_of};
 use super::forms::{OUTPUT, controls, sent, values_of};
-use super::layout::{page, problems, refused};
+use super::layout::{page, refused};
 use super::markdown::{render, section};
-use super::time::when;
+use super::refusals;
+use super::time::{at_millis, when};
 use super::{Visitor, recent_enough};
 use crate::errors::ApiError;
 use crate::session::{Web, check_csrf, csrf_token};
@@ -125,7 +126,7 @@ async fn draw(
                     (changed(run, &sent.fields, &context.visitor.zone))
                 }
             } @else {
-                (problems(&error.message, &error.issues))
+                (refusals::shown(error))
             }
         }
         p { "Run " a href=(format!("/runs/{}", run.run.id)) { code { (run.run.id) } } " of " strong { (run.run.process) } " v" (run.run.version)
@@ -217,12 +218,16 @@ fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> 
     let body = html! {
         // A second click on a form whose first decided is no error to the person.
         @if let Some(error) = refusal.filter(|error| error.code != Code::Conflict) {
-            (problems(&error.message, &error.issues))
+            (refusals::shown(error))
         }
         div class="notice" role="status" {
             @if let Some((who, at)) = &context.decided {
+                @let record = decision_record(run, who, *at);
                 p { "This work item was decided by " strong { (who) } " at "
-                    (when(&context.visitor.zone, jiff::Timestamp::from_millisecond(*at).unwrap_or_default())) "." }
+                    (at_millis(&context.visitor.zone, *at))
+                    @if let Some(decision) = record.and_then(|record| record.decision) { ": " strong { (decision.as_str()) } }
+                    "." }
+                @if let Some(note) = record.and_then(|record| record.note.as_ref()) { p { "Their note: " (note) } }
             } @else {
                 p { "This work item is no longer open: its run moved on without it." }
             }
@@ -232,6 +237,16 @@ fn closed(run: &RunView, context: &Context<'_>, refusal: Option<&ToolError>) -> 
         (before(run, context))
     };
     page(StatusCode::OK, "Work item closed", Some(context.visitor), body)
+}
+
+/// The record a decision by `who` at `at` (epoch milliseconds) left, current or
+/// reworked since.
+fn decision_record<'a>(run: &'a RunView, who: &str, at: i64) -> Option<&'a RecordView> {
+    run.data
+        .steps
+        .values()
+        .flat_map(|data| data.current.iter().chain(data.history.iter()))
+        .find(|record| record.by == who && record.at.as_millisecond() == at)
 }
 
 /// The process body's section for the step, or the whole body folded away.

@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::pages::render;
-use super::{Caller, Refusal, refuse_nul};
+use super::{Caller, refuse_nul};
 use crate::app::forms::sent;
 use crate::app::layout::page;
 use crate::errors::ApiError;
@@ -188,7 +188,7 @@ fn back_of(form: &[(String, String)]) -> String {
 }
 
 /// What `action` changes, as its form names it, or every name the form lacks.
-fn names_of(action: &Action, form: &[(String, String)]) -> Result<Vec<String>, Refusal> {
+fn names_of(action: &Action, form: &[(String, String)]) -> Result<Vec<String>, ApiError> {
     let mut names = Vec::new();
     let mut missing = Vec::new();
     for name in action.names {
@@ -200,13 +200,16 @@ fn names_of(action: &Action, form: &[(String, String)]) -> Result<Vec<String>, R
     if missing.is_empty() {
         Ok(names)
     } else {
-        Err(ApiError::invalid("the form is missing what the change needs; nothing changed", missing).into())
+        Err(ApiError::invalid(
+            "the form is missing what the change needs; nothing changed",
+            missing,
+        ))
     }
 }
 
 /// The command of `action` from the form, read as the REST surface reads its JSON
 /// body, in the same words.
-fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> Result<T, Refusal> {
+fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> Result<T, ApiError> {
     let mut fields = Map::new();
     for (key, name, kind) in action.fields {
         let raw = form
@@ -236,7 +239,7 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
     let text = Value::Object(fields).to_string();
     axum::Json::<T>::from_bytes(text.as_bytes())
         .map(|axum::Json(command)| command)
-        .map_err(|rejection| ApiError::body(&rejection).into())
+        .map_err(|rejection| ApiError::body(&rejection))
 }
 
 /// What a change answers: back to the page, or a secret made this once.
@@ -247,7 +250,7 @@ enum Done {
 }
 
 /// Does `action` as the caller.
-async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, String)]) -> Result<Done, Refusal> {
+async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, String)]) -> Result<Done, ApiError> {
     let operations = &web.operations;
     let acting = &caller.acting;
     // Every action is an admin's change: refused before anything sent is read.
@@ -344,14 +347,14 @@ async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, S
             operations.verify_domain(acting, name(0)).await?;
         }
         "remove-domain" => operations.remove_domain(acting, name(0)).await?,
-        _ => return Err(ApiError::not_found("there is no such admin action").into()),
+        _ => return Err(ApiError::not_found("there is no such admin action")),
     }
     Ok(Done::Back)
 }
 
 /// The answer to a change: back to the page, the page again with the refusal, or the
 /// secret made this once.
-async fn answered(web: &Web, caller: &Caller, back: &str, done: Result<Done, Refusal>) -> Response {
+async fn answered(web: &Web, caller: &Caller, back: &str, done: Result<Done, ApiError>) -> Response {
     match done {
         Err(refusal) => render(web, caller, back, Some(refusal)).await,
         Ok(Done::Back) => Redirect::to(back).into_response(),
@@ -427,14 +430,11 @@ pub(super) async fn import(State(web): State<Arc<Web>>, caller: Caller, request:
             "choose a PROCESS.md, or its folder as a tar, tar.gz or zip archive; nothing changed",
             vec!["file: required".to_owned()],
         );
-        return render(&web, &caller, "/admin/processes", Some(refusal.into())).await;
+        return render(&web, &caller, "/admin/processes", Some(refusal)).await;
     };
     // The role first, then what was sent, as every admin action.
     let allowed = caller.acting.require(Role::Admin, true).map_err(ApiError::from);
-    if let Err(refusal) = allowed
-        .map_err(Refusal::from)
-        .and_then(|()| refuse_nul(folder.as_deref()))
-    {
+    if let Err(refusal) = allowed.and_then(|()| refuse_nul(folder.as_deref())) {
         return render(&web, &caller, "/admin/processes", Some(refusal)).await;
     }
     let imported = async {

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use agentprocess_auth::{Acting, Role, Via};
 use axum::Router;
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tower_sessions::Session;
 
 use super::Visitor;
-use super::layout::{page, problems};
+use super::layout::page;
+use super::refusals;
 use crate::errors::ApiError;
 use crate::session::{Web, address, is_unsafe};
 
@@ -38,51 +38,22 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .with_state(web)
 }
 
-/// A refusal as a page shows it: its status, message and every issue.
-pub(crate) struct Refusal {
-    status: StatusCode,
-    message: String,
-    issues: Vec<String>,
-}
-
-impl From<ApiError> for Refusal {
-    fn from(error: ApiError) -> Self {
-        Self {
-            status: error.status(),
-            message: error.message().to_owned(),
-            issues: error.issues().to_vec(),
-        }
-    }
-}
-
-impl From<agentprocess_operations::Error> for Refusal {
-    fn from(error: agentprocess_operations::Error) -> Self {
-        ApiError::from(error).into()
-    }
-}
-
-impl Refusal {
-    fn shown(&self) -> maud::Markup {
-        problems(&self.message, &self.issues)
-    }
-}
-
 /// Refuses what was sent when any of it holds a NUL character, as `/api/v1` does:
 /// no name or text may hold one.
-fn refuse_nul<'a>(sent: impl IntoIterator<Item = &'a str>) -> Result<(), Refusal> {
+fn refuse_nul<'a>(sent: impl IntoIterator<Item = &'a str>) -> Result<(), ApiError> {
     if sent.into_iter().any(|text| text.contains('\0')) {
-        Err(ApiError::nul().into())
+        Err(ApiError::nul())
     } else {
         Ok(())
     }
 }
 
-/// The person at the admin pages, acting by their session, holding their place among
+/// The person at the admin pages (or making their own tokens), acting by their session, holding their place among
 /// their organization's calls in progress until the page is answered.
 pub(crate) struct Caller {
-    visitor: Visitor,
-    session: Session,
-    acting: Acting,
+    pub(in crate::app) visitor: Visitor,
+    pub(in crate::app) session: Session,
+    pub(in crate::app) acting: Acting,
     _admission: agentprocess_service::Admission,
 }
 
@@ -105,8 +76,13 @@ impl FromRequestParts<Arc<Web>> for Caller {
         let admission = match web.service.admit(&identity, writes).await {
             Ok(admission) => admission,
             Err(over) => {
-                let refusal = Refusal::from(ApiError::from(over));
-                return Err(page(refusal.status, "Administration", Some(&visitor), refusal.shown()));
+                let refusal = ApiError::from(over);
+                return Err(page(
+                    refusal.status(),
+                    "Administration",
+                    Some(&visitor),
+                    refusals::shown(refusal.tool_error()),
+                ));
             }
         };
         Ok(Caller {

@@ -5,15 +5,17 @@ use std::sync::Arc;
 
 use agentprocess_auth::Role;
 use agentprocess_operations::audit::AuditQuery;
-use agentprocess_operations::time_text;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 
-use super::{Caller, Refusal, refuse_nul};
+use super::{Caller, refuse_nul};
+use crate::app::facts::{label, value_of};
 use crate::app::forms::sent;
 use crate::app::layout::page;
+use crate::app::refusals;
+use crate::app::time::{at_millis, day_start};
 use crate::errors::ApiError;
 use crate::session::{Web, csrf_token};
 
@@ -87,13 +89,14 @@ pub(super) async fn show(State(web): State<Arc<Web>>, caller: Caller) -> Respons
     render(&web, &caller, "/admin", None).await
 }
 
-/// The audit log's filters: the names an audit query takes, with their labels.
-const FILTERS: [(&str, &str); 5] = [
-    ("since", "Since (RFC 3339)"),
-    ("until", "Until (RFC 3339)"),
-    ("actor", "Actor (identity id)"),
-    ("kind", "Kind, such as run.decided"),
-    ("target", "Target, such as a run id"),
+/// The audit log's filters: the names an audit query takes, with their labels and
+/// the kind of field.
+const FILTERS: [(&str, &str, &str); 5] = [
+    ("since", "From day", "date"),
+    ("until", "Until day (included)", "date"),
+    ("actor", "Actor (identity id)", "text"),
+    ("kind", "Kind, such as run.decided", "text"),
+    ("target", "Target, such as a run id", "text"),
 ];
 
 pub(super) async fn show_page(
@@ -113,7 +116,7 @@ pub(super) async fn show_draft(State(web): State<Arc<Web>>, caller: Caller, Path
 }
 
 /// The admin page at `path`, with a refused change's `notice` above it.
-pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Option<Refusal>) -> Response {
+pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Option<ApiError>) -> Response {
     let csrf = match csrf_token(&caller.session).await {
         Ok(token) => token,
         Err(error) => return axum::response::IntoResponse::into_response(error),
@@ -136,7 +139,7 @@ pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Optio
                 Ok(()) => draft(web, caller, &form, process).await,
                 Err(refusal) => Err(refusal),
             },
-            None => Err(ApiError::not_found("there is no such admin page").into()),
+            None => Err(ApiError::not_found("there is no such admin page")),
         },
     };
     let title = PAGES.iter().find(|(page, _)| *page == name).map_or_else(
@@ -151,11 +154,11 @@ pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Optio
     );
     let (status, content) = match drawn {
         Ok(content) => (StatusCode::OK, content),
-        Err(refusal) => (refusal.status, refusal.shown()),
+        Err(refusal) => (refusal.status(), refusals::shown(refusal.tool_error())),
     };
     let (status, top) = match notice {
         None => (status, html! {}),
-        Some(refusal) => (refusal.status, refusal.shown()),
+        Some(refusal) => (refusal.status(), refusals::shown(refusal.tool_error())),
     };
     let body = html! {
         (menu(name))
@@ -177,7 +180,7 @@ fn menu(current: &str) -> Markup {
     }
 }
 
-type Drawn = Result<Markup, Refusal>;
+type Drawn = Result<Markup, ApiError>;
 
 async fn home(web: &Web, caller: &Caller) -> Drawn {
     let operations = &web.operations;
@@ -216,7 +219,7 @@ async fn people(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
                             form method="post" action="/admin/do/change-member" class="inline-form" {
                                 (form.hidden())
                                 input type="hidden" name="member" value=(id);
-                                label for=(format!("role-{id}")) class="inline" { "Role of " (member.name) }
+                                label for=(format!("role-{id}")) class="visually-hidden" { "Role of " (member.name) }
                                 select id=(format!("role-{id}")) name="role" {
                                     @for role in roles { option value=(role) selected[member.role.map(Role::as_str) == Some(role)] { (role) } }
                                 }
@@ -308,10 +311,10 @@ async fn agents(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
                         @for token in tokens {
                             tr {
                                 td data-label="Token" { code { (token.id) } }
-                                td data-label="Made" { (time_text(token.created_at)) }
-                                td data-label="Expires" { (token.expires_at.map_or_else(|| "never".to_owned(), time_text)) }
+                                td data-label="Made" { (at_millis(&caller.visitor.zone, token.created_at)) }
+                                td data-label="Expires" { @match token.expires_at { Some(expires) => (at_millis(&caller.visitor.zone, expires)), None => "never" } }
                                 td {
-                                    @if let Some(revoked) = token.revoked_at { "revoked " (time_text(revoked)) }
+                                    @if let Some(revoked) = token.revoked_at { "revoked " (at_millis(&caller.visitor.zone, revoked)) }
                                     @else { (form.button("revoke-token", "Revoke", &[("agent", id), ("token", &token.id)])) }
                                 }
                             }
@@ -334,7 +337,7 @@ async fn agents(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
                         li {
                             code { (client_id) } " " (client.name.as_deref().unwrap_or(""))
                             " · " (secrets.len()) " live secrets · " (if client.jwks.is_some() { "private_key_jwt" } else { "client_secret" })
-                            @if let Some(revoked) = client.revoked_at { " · revoked " (time_text(revoked)) }
+                            @if let Some(revoked) = client.revoked_at { " · revoked " (at_millis(&caller.visitor.zone, revoked)) }
                             @else {
                                 " " (form.button("add-client-secret", "Add a secret", &[("agent", id), ("client", client_id)]))
                                 (form.button("revoke-client", "Revoke", &[("agent", id), ("client", client_id)]))
@@ -443,7 +446,7 @@ async fn webhooks(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
             tbody {
                 @for delivery in &deliveries {
                     tr {
-                        td data-label="Event" { (delivery.event) br; small { (time_text(delivery.updated_at)) } }
+                        td data-label="Event" { (delivery.event) br; small { (at_millis(&caller.visitor.zone, delivery.updated_at)) } }
                         td data-label="Run" { a href=(format!("/runs/{}", delivery.run_id)) { (delivery.run_id) } }
                         td data-label="Status" { (delivery.status.as_str())
                             @if let Some(code) = delivery.last_status_code { " (HTTP " (code) ")" }
@@ -512,7 +515,7 @@ async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Respon
     // Built in a block: the serializer is not `Send`, so it must not live across an await.
     let filter = {
         let mut filter = url::form_urlencoded::Serializer::new(String::new());
-        for (name, _) in FILTERS {
+        for (name, _, _) in FILTERS {
             if let Some(value) = sent(query, name) {
                 filter.append_pair(name, value);
             }
@@ -520,9 +523,19 @@ async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Respon
         filter.finish()
     };
     let wanted = |name: &str| sent(query, name).map(str::to_owned);
+    // A day is read in the person's zone, the day until included; a time in RFC 3339
+    // is taken as it is.
+    let zone = &caller.visitor.zone;
+    let day = |name: &str, after: i64| {
+        wanted(name).map(|sent| {
+            day_start(zone, &sent)
+                .and_then(|start| start.checked_add(jiff::SignedDuration::from_hours(after)).ok())
+                .map_or(sent, |at| at.to_string())
+        })
+    };
     let asked = AuditQuery {
-        since: wanted("since"),
-        until: wanted("until"),
+        since: day("since", 0),
+        until: day("until", 24),
         actor: wanted("actor"),
         kind: wanted("kind"),
         target: wanted("target"),
@@ -530,28 +543,37 @@ async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Respon
         limit: Some(100),
     };
     let answer = match refuse_nul(query.iter().map(|(_, value)| value.as_str())) {
-        Ok(()) => web.operations.audit(&caller.acting, asked).await.map_err(Refusal::from),
+        Ok(()) => web
+            .operations
+            .audit(&caller.acting, asked)
+            .await
+            .map_err(ApiError::from),
         Err(refusal) => Err(refusal),
     };
     let body = html! {
         (menu("audit"))
         form method="get" action="/admin/audit" {
-            @for (name, label) in FILTERS { (field(name, name, label, sent(query, name).unwrap_or(""))) }
+            @for (name, label, kind) in FILTERS {
+                div class="field" {
+                    label for=(name) { (label) }
+                    input id=(name) name=(name) type=(kind) value=(sent(query, name).unwrap_or(""));
+                }
+            }
             button type="submit" { "Filter" }
         }
         @match &answer {
-            Err(refusal) => { (refusal.shown()) }
+            Err(refusal) => { (refusals::shown(refusal.tool_error())) }
             Ok(entries) => {
                 table {
                     thead { tr { th scope="col" { "When" } th scope="col" { "Who" } th scope="col" { "What" } th scope="col" { "About" } th scope="col" { "Detail" } } }
                     tbody {
                         @for entry in &entries.entries {
                             tr {
-                                td data-label="When" { (time_text(entry.at)) }
+                                td data-label="When" { (at_millis(&caller.visitor.zone, entry.at)) }
                                 td data-label="Who" { (entry.actor) @if let Some(address) = &entry.address { br; small { (address) } } }
                                 td data-label="What" { code { (entry.kind) } }
                                 td data-label="About" { (entry.target.as_deref().unwrap_or("")) }
-                                td data-label="Detail" { code { (detail_text(&entry.detail)) } }
+                                td data-label="Detail" { (detail(&entry.detail, &caller.visitor.zone)) }
                             }
                         }
                     }
@@ -564,13 +586,20 @@ async fn audit(web: &Web, caller: &Caller, query: &[(String, String)]) -> Respon
     };
     let status = answer
         .as_ref()
-        .map_or_else(|refusal| refusal.status, |_| StatusCode::OK);
+        .map_or_else(|refusal| refusal.status(), |_| StatusCode::OK);
     page(status, "Audit log", Some(&caller.visitor), body)
 }
 
-/// An audit entry's detail as compact JSON.
-fn detail_text(stored: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(stored)
-        .unwrap_or(serde_json::Value::Null)
-        .to_string()
+/// An audit entry's detail: each field under its label, written for its type.
+fn detail(stored: &str, zone: &jiff::tz::TimeZone) -> Markup {
+    match serde_json::from_str::<serde_json::Value>(stored) {
+        Ok(serde_json::Value::Object(fields)) => html! {
+            @if !fields.is_empty() {
+                dl class="summary nested" {
+                    @for (name, value) in &fields { div { dt { (label(name)) } dd { (value_of(None, value, zone)) } } }
+                }
+            }
+        },
+        _ => html! { code { (stored) } },
+    }
 }
