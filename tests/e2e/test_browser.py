@@ -186,8 +186,14 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     page.get_by_label("item").fill("A standing desk")
     page.get_by_label("quantity").fill("two")
     page.get_by_role("button", name="Start the run").click()
-    # Refused beside its field, with what was typed kept.
-    assert page.locator("p.issue", has_text="inputs.quantity").is_visible()
+    # Refused in words, beside its field and in a summary linking to it, with what was
+    # typed kept; the protocol's own words wait under Technical details.
+    assert page.locator("p.issue", has_text="Quantity must be a number.").is_visible()
+    page.locator(".problems").get_by_role("link", name="Quantity must be a number.").click()
+    assert page.evaluate("document.activeElement.id") == "inputs.quantity" or page.url.endswith("#inputs.quantity")
+    assert not page.get_by_text("inputs.quantity: expected number").is_visible()
+    page.locator(".problems summary").click()
+    assert page.get_by_text("inputs.quantity: expected number").is_visible()
     assert page.get_by_label("item").input_value() == "A standing desk"
     accessible(watched, "a refused start form")
     page.get_by_label("quantity").fill("2")
@@ -203,7 +209,7 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     assert page.locator(".section").get_by_text("Pick the supplier whose quote is lower").is_visible()
     page.get_by_label("supplier").select_option("Globex")
     page.get_by_label("price").fill("420.50")
-    page.get_by_label("needed_by").fill("2027-03-01")
+    page.get_by_label("Needed by").fill("2027-03-01")
     page.get_by_label("notes").fill("height adjustable\nwhite")
     page.get_by_label("Files").set_input_files(files=[{"name": "quote.png", "mimeType": "image/png", "buffer": PNG}])
     accessible(watched, "a task's page")
@@ -211,6 +217,9 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     page.get_by_role("button", name="Complete").click()
     page.wait_for_url(re.compile(r"/inbox\?decided=completed"))
     assert page.get_by_text("You completed it.").is_visible()
+    # The approval says what it is about: the inputs, and the price its step names.
+    about = page.locator("tr", has=page.get_by_role("link", name="approval")).locator("small.about")
+    assert "Price: 420.5" in about.inner_text(), about.inner_text()
 
     # The approval reads top to bottom as a person decides: the question and the facts
     # (labelled, written for their types) on the first screen, the decision below them.
@@ -236,7 +245,7 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     page.get_by_role("link", name="details").click()
     page.get_by_label("supplier").select_option("Globex")
     page.get_by_label("price").fill("1250.5")
-    page.get_by_label("needed_by").fill("2027-03-01")
+    page.get_by_label("Needed by").fill("2027-03-01")
     page.get_by_label("Files").set_input_files(files=[{"name": "quote.png", "mimeType": "image/png", "buffer": PNG}])
     page.get_by_role("button", name="Complete").click()
     page.wait_for_url(re.compile(r"/inbox\?decided=completed"))
@@ -297,6 +306,13 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     screenshot(page, "runs")
     page.set_viewport_size({"width": 360, "height": 800})
     fits(page, "the runs page at 360 px")
+    # Found by an input of the chosen process.
+    page.goto("/runs?process=equipment-request")
+    page.get_by_label("Item").fill("A standing desk")
+    page.get_by_role("button", name="Filter").click()
+    assert page.locator(f"a[href='/runs/{run}']").is_visible()
+    accessible(watched, "the runs page found by an input")
+    fits(page, "the runs page with its input filters at 360 px")
     page.set_viewport_size({"width": 1280, "height": 900})
 
     # The account page: the app's navigation and look, at a laptop's and a phone's width.
@@ -304,8 +320,29 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     assert page.get_by_role("navigation", name="Main").get_by_role("link", name="Inbox").is_visible()
     assert page.locator("dl.summary").get_by_text(site.persons["alice"]).is_visible()
     accessible(watched, "the account page")
+    # One's own API token: made, shown once, listed, revoked.
+    page.get_by_label("Name").fill("publishing from CI")
+    page.get_by_role("button", name="Make the token").click()
+    token = page.locator("code.secret").inner_text()
+    assert token.startswith("apr_"), token
+    accessible(watched, "a new token, shown once")
+    page.get_by_role("link", name="Done").click()
+    assert page.locator("td[data-label=Name]", has_text="publishing from CI").is_visible()
+    assert token not in page.content()
+    accessible(watched, "the account page with a token")
+    screenshot(page, "account")
     page.set_viewport_size({"width": 360, "height": 800})
     fits(page, "the account page at 360 px")
+    page.get_by_role("button", name="Revoke publishing from CI").click()
+    assert page.locator("td[data-label=State]", has_text="Revoked").is_visible()
+
+    # Signed out: the sign-in page, on the same layout.
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(re.compile(r"/login$"))
+    assert page.get_by_role("heading", level=1, name="Sign in").is_visible()
+    accessible(watched, "the sign-in page")
+    fits(page, "the sign-in page at 360 px")
+    screenshot(page, "sign-in-phone")
     browser.close()
 
 
@@ -377,7 +414,7 @@ def test_the_sign_in_pages_pass_axe_fit_a_phone_and_ask_before_switching(site, c
         sign_in(watched, site, "admin")
         page.goto("/login?org=another-organization")
         page.get_by_role("button", name="Continue to your identity provider").click()
-        assert page.get_by_role("alert").inner_text().startswith("there is no organization"), page.content()
+        assert "There is no organization" in page.get_by_role("alert").inner_text(), page.content()
         if shot:
             page.screenshot(path=f"{shot}/login-refused-{viewport[0]}.png", full_page=True)
         accessible(watched, f"a refused sign-in at {viewport[0]} px")

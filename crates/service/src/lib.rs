@@ -48,6 +48,7 @@ pub use retention::{Retention, SweepSettings};
 pub use runs::{ListRuns, PendingTimer, RunDetails, StartRunArgs};
 pub use scheduler::SchedulerSettings;
 pub use webhooks::{WebhookSettings, sign_webhook};
+pub use work::RunFacts;
 pub use write::Write;
 
 /// A tool of the protocol.

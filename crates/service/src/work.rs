@@ -4,15 +4,46 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_engine::{Actor, ProcessVersion, Run, Work, work_items};
+use agentprocess_engine::{Actor, ProcessVersion, Run, StepState, Work, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
 use agentprocess_views::{AgentWork, Page, PersonWork, WorkEntry};
 use serde_json::{Map, Value};
 
 use crate::{Caller, Error, Service, cursor, millis};
 
-/// The inputs of the runs a page of work came from, by run id.
-type Inputs = HashMap<String, Map<String, Value>>;
+/// What the runs a page of work came from hold, by run id.
+type Facts = HashMap<String, RunFacts>;
+
+/// What a run holds, for a list that says what each item is about.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFacts {
+    /// The run's inputs.
+    pub inputs: Map<String, Value>,
+    /// The latest output of each field its done steps handed in: where two steps hand
+    /// in a field of one name, the one completed last.
+    pub outputs: Map<String, Value>,
+}
+
+impl RunFacts {
+    fn of(run: Run) -> Self {
+        let mut done: Vec<_> = run
+            .steps
+            .into_iter()
+            // A step reached again (a rework) holds an earlier attempt, not a fact.
+            .filter(|step| step.state == Some(StepState::Done))
+            .filter_map(|step| Some((step.completed?, step.record?.output?)))
+            .collect();
+        done.sort_by_key(|(order, _)| *order);
+        let mut outputs = Map::new();
+        for (_, output) in done {
+            outputs.extend(output);
+        }
+        Self {
+            inputs: run.inputs,
+            outputs,
+        }
+    }
+}
 
 impl Service {
     /// `get_work`.
@@ -27,20 +58,20 @@ impl Service {
     }
 
     /// A person's inbox: their first `limit` work items, each with its run's inputs
-    /// (read with the runs the items are built from).
+    /// and latest outputs (read with the runs the items are built from).
     pub async fn inbox(
         &self,
         caller: &Caller,
         limit: u32,
         process: Option<String>,
-    ) -> Result<Vec<(PersonWork, Map<String, Value>)>, Error> {
-        let (page, inputs) = self.work_and_inputs(caller, limit, None, process).await?;
+    ) -> Result<Vec<(PersonWork, RunFacts)>, Error> {
+        let (page, facts) = self.work_and_inputs(caller, limit, None, process).await?;
         Ok(page
             .items
             .into_iter()
             .filter_map(|entry| match entry {
                 WorkEntry::Person(item) => {
-                    let of_run = inputs.get(&item.run_id).cloned().unwrap_or_default();
+                    let of_run = facts.get(&item.run_id).cloned().unwrap_or_default();
                     Some((item, of_run))
                 }
                 WorkEntry::Agent(_) => None,
@@ -54,7 +85,7 @@ impl Service {
         limit: u32,
         cursor: Option<&str>,
         process: Option<String>,
-    ) -> Result<(Page<WorkEntry>, Inputs), Error> {
+    ) -> Result<(Page<WorkEntry>, Facts), Error> {
         let now = self.now();
         let actor = caller.actor();
         let (kind, groups, person) = match &actor {
@@ -119,12 +150,12 @@ impl Service {
                 .and_then(|work| WorkEntry::of(run, version, work));
             items.extend(found);
         }
-        let inputs = runs.into_iter().map(|(id, (run, _))| (id, run.inputs)).collect();
+        let facts = runs.into_iter().map(|(id, (run, _))| (id, RunFacts::of(run))).collect();
         let page = Page {
             items,
             next_cursor: page.next.as_ref().map(cursor::encode),
         };
-        Ok((page, inputs))
+        Ok((page, facts))
     }
 }
 

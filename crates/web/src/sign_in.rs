@@ -68,13 +68,13 @@ pub(crate) fn problems(error: &ApiError) -> String {
 
 fn field(label: &str, name: &str, value: &str, kind: &str, hint: &str) -> String {
     format!(
-        "<label for=\"{name}\">{label}</label><input id=\"{name}\" name=\"{name}\" type=\"{kind}\" value=\"{value}\">{hint}",
+        "<label for=\"{name}\">{label}</label>{hint}<input id=\"{name}\" name=\"{name}\" type=\"{kind}\" value=\"{value}\">",
         label = escape(label),
         value = escape(value),
         hint = if hint.is_empty() {
             String::new()
         } else {
-            format!("<small>{}</small>", escape(hint))
+            format!("<small>{}</small>", escape(&crate::app::refusals::sentence(hint)))
         }
     )
 }
@@ -116,7 +116,7 @@ async fn signup_page(
          authorization code with PKCE. You become the organization's first admin when your sign-in \
          there succeeds; nothing is created before.</p><form method=\"post\" action=\"/signup\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{name}{slug}{issuer}{client}{secret}{code}\
-         <button type=\"submit\">Sign up and sign in</button></form>",
+         <button type=\"submit\" class=\"primary\">Sign up and sign in</button></form>",
         redirect = escape(redirect),
         csrf = escape(&csrf),
         name = field("Organization name", "name", &fields.name, "text", ""),
@@ -264,7 +264,7 @@ async fn login_page(
     let _ = write!(
         body,
         "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{who}{fresh}{switch}\
-         <button type=\"submit\">{button}</button></form>\
+         <button type=\"submit\" class=\"primary\">{button}</button></form>\
          <p><a href=\"/signup\">Sign up an organization</a></p>",
         csrf = escape(&csrf),
         who = field(

@@ -65,7 +65,7 @@ async fn drawn(web: &Web, caller: &Caller, notice: Option<ApiError>) -> Response
             (listed(&tokens, &csrf, now, visitor))
             (new_token_form(&csrf, identity.has_role(Role::Admin)))
         }
-        form method="post" action="/logout" {
+        form method="post" action="/logout" class="sign-out" {
             input type="hidden" name="csrf" value=(csrf);
             button type="submit" { "Sign out" }
         }

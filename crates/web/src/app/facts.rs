@@ -25,23 +25,29 @@ pub(crate) fn step_title(body: &str, id: &str) -> String {
 /// The inputs that say what an item on step `step` is about: those its text or its
 /// section of the body names (by name or label), or else the first three declared.
 pub(crate) fn about<'a>(declared: &'a Fields, body: &str, step: &str, text: &str) -> Vec<(&'a str, &'a Field)> {
-    let words = format!("{text}\n{}", section(body, step).unwrap_or_default()).to_lowercase();
-    let named: Vec<(&str, &Field)> = declared
-        .0
-        .iter()
-        .filter(|(name, _)| says(&words, &name.to_lowercase()) || says(&words, &label(name).to_lowercase()))
-        .map(|(name, field)| (name.as_str(), field))
-        .collect();
+    let all: Vec<(&str, &Field)> = declared.0.iter().map(|(name, field)| (name.as_str(), field)).collect();
+    let named = named(&all, body, step, text);
     if named.is_empty() {
-        declared
-            .0
-            .iter()
-            .take(3)
-            .map(|(name, field)| (name.as_str(), field))
-            .collect()
+        all.into_iter().take(3).collect()
     } else {
         named
     }
+}
+
+/// The fields of `declared` that the words of an item on step `step` name: its text
+/// or its section of the body, by a field's name or its label.
+pub(crate) fn named<'a>(
+    declared: &[(&'a str, &'a Field)],
+    body: &str,
+    step: &str,
+    text: &str,
+) -> Vec<(&'a str, &'a Field)> {
+    let words = format!("{text}\n{}", section(body, step).unwrap_or_default()).to_lowercase();
+    declared
+        .iter()
+        .filter(|(name, _)| says(&words, &name.to_lowercase()) || says(&words, &label(name).to_lowercase()))
+        .copied()
+        .collect()
 }
 
 /// A field's name as a label: `expectedAnnualSpend` and `expected_annual_spend` both

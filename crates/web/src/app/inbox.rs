@@ -8,7 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use agentprocess_engine::{Actor, Assignee, Decision, ProcessVersion};
-use agentprocess_service::Caller;
+use agentprocess_format::Field;
+use agentprocess_service::{Caller, RunFacts};
 use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,10 +18,10 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::Visitor;
-use super::facts::{about, label, step_title, value_of};
+use super::facts::{about, label, named, step_title, value_of};
 use super::layout::{fragment, page, refreshing, shortened};
 use super::time::when;
 use crate::errors::ApiError;
@@ -142,7 +143,7 @@ pub(super) async fn inbox(
 /// The published versions the items' runs are pinned to, by process and number: what
 /// names their steps and labels their inputs. A version that cannot be read is left
 /// out, and its items are shown by their ids.
-async fn versions_of(web: &Web, caller: &Caller, items: &[(PersonWork, Map<String, Value>)]) -> Versions {
+async fn versions_of(web: &Web, caller: &Caller, items: &[(PersonWork, RunFacts)]) -> Versions {
     let mut versions = Versions::new();
     for (item, _) in items {
         let key = (item.process.clone(), item.version);
@@ -157,8 +158,37 @@ async fn versions_of(web: &Web, caller: &Caller, items: &[(PersonWork, Map<Strin
 
 type Versions = HashMap<(String, u32), Arc<ProcessVersion>>;
 
+/// What an item on step `step` is about, with the values the run holds: the inputs
+/// its words name (or the first three), then the latest outputs they name.
+fn what_it_is_about<'a>(
+    version: &'a ProcessVersion,
+    facts: &'a RunFacts,
+    step: &str,
+    text: &str,
+) -> Vec<(&'a str, &'a Field, Option<&'a Value>)> {
+    let document = version.process.document();
+    let body = version.process.body();
+    let mut shown: Vec<(&str, &Field, Option<&Value>)> = about(&document.inputs, body, step, text)
+        .into_iter()
+        .map(|(name, field)| (name, field, facts.inputs.get(name)))
+        .collect();
+    let mut handed_in: Vec<(&str, &Field)> = Vec::new();
+    for (name, field) in document.steps.iter().flat_map(|step| step.output.0.iter()) {
+        let fresh = !handed_in.iter().any(|(seen, _)| seen == name) && document.inputs.get(name).is_none();
+        if fresh && facts.outputs.contains_key(name) {
+            handed_in.push((name.as_str(), field));
+        }
+    }
+    shown.extend(
+        named(&handed_in, body, step, text)
+            .into_iter()
+            .map(|(name, field)| (name, field, facts.outputs.get(name))),
+    );
+    shown
+}
+
 /// The items as a table, with a count screen readers hear when it changes.
-fn listing(items: &[(PersonWork, Map<String, Value>)], versions: &Versions, now: Timestamp, zone: &TimeZone) -> Markup {
+fn listing(items: &[(PersonWork, RunFacts)], versions: &Versions, now: Timestamp, zone: &TimeZone) -> Markup {
     html! {
         p role="status" {
             @match items.len() {
@@ -171,7 +201,7 @@ fn listing(items: &[(PersonWork, Map<String, Value>)], versions: &Versions, now:
             table {
                 thead { tr { th scope="col" { "Step" } th scope="col" { "What you are asked" } th scope="col" { "Process" } th scope="col" { "Due" } } }
                 tbody {
-                    @for (item, inputs) in items {
+                    @for (item, facts) in items {
                         @let version = versions.get(&(item.process.clone(), item.version));
                         @let body = version.map_or("", |version| version.process.body());
                         @let step = &item.work_item.step_id;
@@ -181,13 +211,13 @@ fn listing(items: &[(PersonWork, Map<String, Value>)], versions: &Versions, now:
                             td data-label="Asked" {
                                 (item.work_item.text)
                                 @if let Some(version) = version {
-                                    @let fields = about(&version.process.document().inputs, body, step, &item.work_item.text);
-                                    @if !fields.is_empty() {
+                                    @let shown = what_it_is_about(version, facts, step, &item.work_item.text);
+                                    @if !shown.is_empty() {
                                         br;
-                                        small class="about" { @for (index, (name, field)) in fields.iter().enumerate() {
+                                        small class="about" { @for (index, (name, field, value)) in shown.iter().enumerate() {
                                             @if index > 0 { " · " }
                                             (label(name)) ": "
-                                            @match inputs.get(*name) {
+                                            @match value {
                                                 Some(Value::String(text)) => (shortened(text, LONGEST)),
                                                 Some(value) => (value_of(Some(field), value, zone)),
                                                 None => "not given",
