@@ -9,7 +9,6 @@ use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 
-use super::forms::shown;
 use super::markdown::{heading_text, section};
 use super::time::when;
 
@@ -95,6 +94,14 @@ pub(crate) fn label(name: &str) -> String {
         }
     }
     text
+}
+
+/// Text of a JSON value as a form shows it.
+pub(crate) fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// A summary list of `values` as `declared` names them, in the declaration's order;

@@ -5,15 +5,11 @@
 
 use maud::{Markup, html};
 
-use super::facts::label;
+use super::facts::{label, shown};
 use super::refusals::in_words;
 use serde_json::{Map, Value};
 
-/// The prefix of an output field's form name, which is also how issues name it.
-pub(crate) const OUTPUT: &str = "output.";
-
-/// The prefix of an input field's form name, likewise.
-pub(crate) const INPUTS: &str = "inputs.";
+pub(crate) use super::refusals::{INPUTS, OUTPUT};
 
 /// One declared field, as the form needs it.
 struct Declared<'a> {
@@ -44,14 +40,6 @@ fn declared(declaration: &Value) -> Declared<'_> {
                 _ => None,
             },
         },
-    }
-}
-
-/// Text of a JSON value as a form shows it.
-pub(crate) fn shown(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -7,7 +7,12 @@ use agentprocess_engine::{Code, ToolError};
 use maud::{Markup, html};
 
 use super::facts::label;
-use super::forms::{INPUTS, OUTPUT};
+
+/// The prefix of an output field's form name, which is also how issues name it.
+pub(crate) const OUTPUT: &str = "output.";
+
+/// The prefix of an input field's form name, likewise.
+pub(crate) const INPUTS: &str = "inputs.";
 
 /// What a person may do about a refusal with `code`.
 fn what_to_do(code: Code) -> &'static str {

@@ -15,8 +15,8 @@ use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 
-use super::facts::{label, step_title};
-use super::forms::{INPUTS, sent, shown, values_of};
+use super::facts::{label, shown, step_title};
+use super::forms::{INPUTS, sent, values_of};
 use super::layout::{page, refused};
 use super::time::{day_start, how_long, when};
 use super::{Visitor, unless_member};
