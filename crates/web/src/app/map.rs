@@ -16,7 +16,8 @@ fn cut(text: &str) -> String {
     super::layout::shortened(text, LABEL)
 }
 
-/// The map of a run, each step in the state `states` gives (`none` when unreached).
+/// The map of a run, each step in the state `states` gives (`none` when unreached); a
+/// version's map, with no run, when `states` is empty.
 pub(crate) fn svg(map: &ProcessMap, states: &HashMap<String, String>) -> Markup {
     let place: HashMap<&str, (u32, u32)> = map
         .nodes
@@ -58,17 +59,21 @@ pub(crate) fn svg(map: &ProcessMap, states: &HashMap<String, String>) -> Markup 
                             text x=((x1 + x2) / 2 + 6) y=((y1 + y2) / 2) class="edge-label" { title { (label) } (cut(label)) }
                         }
                         @if edge.kind == EdgeKind::Reject || edge.kind == EdgeKind::Timeout {
-                            text x=(x1 + NODE_WIDTH / 2 + 8) y=(y1 - 4) class="edge-label" { (edge.kind.name()) }
+                            // Beside the curve's outermost point, so the curve does not cross it.
+                            @let (x, y) = if forward { (x1 + NODE_WIDTH / 2 + 8, y1 - 4) } else { (x1.max(x2) + NODE_WIDTH / 2 + 50, (y1 + y2) / 2 + 4) };
+                            text x=(x) y=(y) class="edge-label" { (edge.kind.name()) }
                         }
                     }
                 }
             }
             @for node in &map.nodes {
                 @let state = states.get(&node.id).map_or("none", String::as_str);
+                // A version's map (no run) shows what each step is; a run's, where it stands.
+                @let shown = match (states.is_empty(), state) { (true, _) => None, (false, "none") => Some("not reached"), (false, state) => Some(state) };
                 g class=(format!("step state-{state}")) data-step=(node.id) data-state=(state) {
                     rect x=(node.x - NODE_WIDTH / 2) y=(node.y - half_height) width=(NODE_WIDTH) height=(NODE_HEIGHT) rx="8" {}
                     text x=(node.x) y=(node.y - 3) text-anchor="middle" class="step-id" { (cut(&node.id)) }
-                    text x=(node.x) y=(node.y + 14) text-anchor="middle" class="step-kind" { (node.kind) " · " (state) }
+                    text x=(node.x) y=(node.y + 14) text-anchor="middle" class="step-kind" { (node.kind) @if let Some(shown) = shown { " · " (shown) } }
                 }
             }
         }
