@@ -287,6 +287,7 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     # The run page: the timer in the browser's time zone, the record with the file.
     page.goto(f"/runs/{run}")
     assert page.get_by_role("heading", name="Timers").is_visible()
+    assert page.locator("svg.map [data-step=approval] .step-due").text_content() == "due 2d"
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d (CET|CEST)", page.locator("time").first.inner_text())
     assert page.get_by_text(re.compile(r"SHA-256")).first.is_visible()
     accessible(watched, "a run page with its record")

@@ -58,6 +58,8 @@ pub struct Node {
     pub id: String,
     /// Its kind's key.
     pub kind: &'static str,
+    /// Its `due`, as written (`2d`).
+    pub due: Option<String>,
     /// Its layer, from 0 at the top.
     pub layer: u32,
     /// Its place within the layer, from 0 on the left.
@@ -319,6 +321,7 @@ pub fn layout(steps: &[Step]) -> ProcessMap {
         nodes.push(Node {
             id: step.id.clone(),
             kind: step.kind.key(),
+            due: step.due.map(|due| due.to_string()),
             layer: layer[at],
             order: order[at],
             x: offset + order[at] * COLUMN + COLUMN / 2,

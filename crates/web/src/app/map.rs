@@ -72,6 +72,10 @@ pub(crate) fn svg(map: &ProcessMap, states: &HashMap<String, String>) -> Markup 
                 @let shown = match (states.is_empty(), state) { (true, _) => None, (false, "none") => Some("not reached"), (false, state) => Some(state) };
                 g class=(format!("step state-{state}")) data-step=(node.id) data-state=(state) {
                     rect x=(node.x - NODE_WIDTH / 2) y=(node.y - half_height) width=(NODE_WIDTH) height=(NODE_HEIGHT) rx="8" {}
+                    // The step's `due`, above its box's right corner.
+                    @if let Some(due) = &node.due {
+                        text x=(node.x + NODE_WIDTH / 2 - 4) y=(node.y - half_height - 4) text-anchor="end" class="step-due" { "due " (due) }
+                    }
                     text x=(node.x) y=(node.y - 3) text-anchor="middle" class="step-id" { (cut(&node.id)) }
                     text x=(node.x) y=(node.y + 14) text-anchor="middle" class="step-kind" { (node.kind) @if let Some(shown) = shown { " · " (shown) } }
                 }
