@@ -176,6 +176,10 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     page = watched.page
     sign_in(watched, site, "alice")
     accessible(watched, "the empty inbox")
+    # A member is shown no way into what only operators and admins may open.
+    main_nav = page.get_by_role("navigation", name="Main")
+    assert main_nav.get_by_role("link", name="Runs").is_visible()
+    assert main_nav.get_by_role("link", name="Admin").count() == 0
 
     # The catalog, and the start form generated from the inputs.
     page.goto("/processes")
@@ -220,6 +224,9 @@ def test_a_person_works_a_run_through_in_the_browser(site, chromium):
     # The approval says what it is about: the inputs, and the price its step names.
     about = page.locator("tr", has=page.get_by_role("link", name="approval")).locator("small.about")
     assert "Price: 420.5" in about.inner_text(), about.inner_text()
+    accessible(watched, "the inbox with an approval waiting")
+    fits(page, "the inbox at 1280 px")
+    screenshot(page, "inbox")
 
     # The approval reads top to bottom as a person decides: the question and the facts
     # (labelled, written for their types) on the first screen, the decision below them.
@@ -413,6 +420,7 @@ def test_the_sign_in_pages_pass_axe_fit_a_phone_and_ask_before_switching(site, c
                 page.screenshot(path=f"{shot}/{path.strip('/').replace('/', '-').replace('?', '-')}-{viewport[0]}.png",
                                 full_page=True)
         sign_in(watched, site, "admin")
+        assert page.get_by_role("navigation", name="Main").get_by_role("link", name="Admin").is_visible()
         page.goto("/login?org=another-organization")
         page.get_by_role("button", name="Continue to your identity provider").click()
         assert "There is no organization" in page.get_by_role("alert").inner_text(), page.content()
