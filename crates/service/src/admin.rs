@@ -30,6 +30,10 @@ pub struct Draft {
     pub bindings: BTreeMap<String, String>,
     /// The external systems the process says it needs (`requires.systems`).
     pub systems: Vec<String>,
+    /// What the admin should know about the bindings made: a group bound while it has
+    /// no members, because the identity provider fills it as people sign in.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// What publishing did.
@@ -250,6 +254,7 @@ impl Admin {
             roles,
             bindings,
             systems,
+            notes: Vec::new(),
         };
         remember(request, &mut tx, org, &draft, millis(self.now())).await?;
         tx.commit().await?;
@@ -275,6 +280,7 @@ impl Admin {
             roles: parsed.document().roles().into_iter().map(str::to_owned).collect(),
             bindings: parse_roles(&roles)?,
             systems: systems_of(&parsed),
+            notes: Vec::new(),
         })
     }
 
@@ -300,6 +306,13 @@ impl Admin {
         }
         check_id("group id", group, &mut issues);
         let groups = self.store.group_list(org).await?;
+        // An organization whose groups come from its provider's groups claim fills a
+        // group as its people sign in: nobody may have signed in yet.
+        let claim = match self.store.organization(org).await? {
+            Some(organization) => organization.groups_claim,
+            None => None,
+        };
+        let mut notes = Vec::new();
         match groups.iter().find(|known| known.id == group) {
             None => issues.push(format!(
                 "group {group:?}: the organization has no such group (it has: {})",
@@ -313,10 +326,24 @@ impl Admin {
                         .join(", ")
                 }
             )),
-            Some(known) if known.members.is_empty() && !force => issues.push(format!(
-                "group {group:?}: has no members, so the work of role {role} would wait for nobody; \
-                 add members first, or bind with force"
-            )),
+            Some(known) if known.members.is_empty() => match &claim {
+                Some(claim) => notes.push(format!(
+                    "group {group:?} has no members yet: the identity provider's {claim:?} claim fills it \
+                     as its people sign in ({}), and the work of role {role} waits for them until then",
+                    if known.claim_values.is_empty() {
+                        format!("the value {group:?}")
+                    } else {
+                        format!("the values {}", known.claim_values.join(", "))
+                    }
+                )),
+                None if force => notes.push(format!(
+                    "group {group:?} has no members: the work of role {role} waits until it has"
+                )),
+                None => issues.push(format!(
+                    "group {group:?}: has no members, so the work of role {role} would wait for nobody; \
+                     add members first, or bind with force"
+                )),
+            },
             Some(_) => {}
         }
         refuse(issues)?;
@@ -331,6 +358,7 @@ impl Admin {
             roles: named,
             bindings,
             systems: systems_of(&parsed),
+            notes,
         })
     }
 

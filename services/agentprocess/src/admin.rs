@@ -435,8 +435,11 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             group,
             force,
         } => {
-            admin.bind_role(&org, &process, &role, &group, force).await?;
+            let draft = admin.bind_role(&org, &process, &role, &group, force).await?;
             println!("role {role} of {process} bound to group {group}");
+            for note in &draft.notes {
+                println!("  {note}");
+            }
         }
         Action::Publish { org, process } => {
             let published = admin.publish(&org, &process, None).await?;

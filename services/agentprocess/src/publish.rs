@@ -91,6 +91,14 @@ async fn publish(options: Publish) -> Result<ExitCode> {
         .await?;
         if status.is_success() {
             println!("  role {role} → group {group}");
+            for note in body["notes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|note| note.as_str())
+            {
+                println!("    {note}");
+            }
         } else {
             eprintln!("role {role}: {}", refusal(&body));
             failed = true;

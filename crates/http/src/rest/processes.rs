@@ -92,6 +92,10 @@ pub(super) struct DraftView {
     requires_systems: Vec<String>,
     /// Whether every role is bound, so it can be published.
     publishable: bool,
+    /// What the admin should know about the binding just made (a group bound while
+    /// its identity provider has not yet filled it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 impl From<Draft> for DraftView {
@@ -109,6 +113,7 @@ impl From<Draft> for DraftView {
             process: draft.process,
             roles,
             requires_systems: draft.systems,
+            notes: draft.notes,
         }
     }
 }

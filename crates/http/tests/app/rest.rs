@@ -213,3 +213,68 @@ async fn cookies_are_host_bound_secure_pages_unframeable_and_mcp_blind_to_them()
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     app.finish().await;
 }
+
+on_both!(
+    a_group_the_identity_provider_fills_is_bound_while_empty_and_the_answer_says_so,
+    provider_groups
+);
+async fn provider_groups(app: TestApp) -> TestApp {
+    let app = app.with_org("acme").await.with_member("ann", Role::Admin, &[]).await;
+    let admin = app.api_token("ann", "admin").await;
+    let (status, _) = app
+        .rest(&admin, Method::POST, "/groups", Some(json!({ "id": "finance" })))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let process = "---\nname: pay\ndescription: Pays an invoice.\nsteps:\n  - id: approve\n    person: approver\n    \
+                   approve: Approve it.\n  - id: done\n    finish: paid\n---\nPay it.\n";
+    let (status, imported) = app.import(&admin, "PROCESS.md", process.as_bytes()).await;
+    assert_eq!(status, StatusCode::CREATED, "{imported}");
+    let bind = |force: bool| json!({ "group": "finance", "force": force });
+    let path = "/processes/pay/draft/roles/approver";
+
+    // Groups the organization fills by hand: an empty one is refused unless forced.
+    let (status, refused) = app.rest(&admin, Method::PUT, path, Some(bind(false))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(
+        refused["issues"][0]
+            .as_str()
+            .is_some_and(|issue| issue.contains("add members first"))
+    );
+    let (status, forced) = app.rest(&admin, Method::PUT, path, Some(bind(true))).await;
+    assert_eq!(status, StatusCode::OK, "{forced}");
+    assert!(
+        forced["notes"][0]
+            .as_str()
+            .is_some_and(|note| note.contains("waits until it has")),
+        "{forced}"
+    );
+
+    // Groups from the provider's claim: bound while empty, saying who fills it.
+    let (status, changed) = app
+        .rest(
+            &admin,
+            Method::PATCH,
+            "/organization",
+            Some(json!({ "groupsClaim": "groups" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    let (status, bound) = app.rest(&admin, Method::PUT, path, Some(bind(false))).await;
+    assert_eq!(status, StatusCode::OK, "{bound}");
+    let note = bound["notes"][0].as_str().unwrap_or_default();
+    assert!(
+        note.contains("\"groups\" claim fills it") && note.contains("the value \"finance\""),
+        "{bound}"
+    );
+    assert_eq!(bound["publishable"], true);
+    // A group with members carries no note.
+    let (_, ann) = app.rest(&admin, Method::GET, "/members", None).await;
+    let ann_id = ann["items"][0]["id"].as_str().expect("ann").to_owned();
+    let (status, _) = app
+        .rest(&admin, Method::PUT, &format!("/groups/finance/members/{ann_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, again) = app.rest(&admin, Method::PUT, path, Some(bind(false))).await;
+    assert!(again.get("notes").is_none(), "{again}");
+    app
+}
