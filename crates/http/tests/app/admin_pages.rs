@@ -246,6 +246,43 @@ async fn administers(app: TestApp) -> TestApp {
         draft.text
     );
     let back = "/admin/processes/admin-sign-off";
+    // A group without members is bound only when the form says it may wait, and the
+    // draft says so.
+    let people = ann.get(&app, "/admin/people").await;
+    let made = ann
+        .post_pairs(
+            &app,
+            "/admin/do/create-group",
+            &with(base(&people, "/admin/people"), &[("group", "temps")]),
+        )
+        .await;
+    assert_eq!(made.location, "/admin/people", "{}", made.text);
+    let to_temps = [("process", "admin-sign-off"), ("role", "manager"), ("group", "temps")];
+    let refused = ann
+        .post_pairs(&app, "/admin/do/bind-role", &with(base(&draft, back), &to_temps))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    assert!(refused.text.contains("add members first"), "{}", refused.text);
+    assert!(refused.text.contains("name=\"force\""), "{}", refused.text);
+    let forced = ann
+        .post_pairs(
+            &app,
+            "/admin/do/bind-role",
+            &with(
+                base(&draft, back),
+                &[to_temps.as_slice(), &[("force", "true")]].concat(),
+            ),
+        )
+        .await;
+    assert_eq!(forced.location, back, "{}", forced.text);
+    let draft = ann.get(&app, back).await;
+    assert!(
+        draft
+            .text
+            .contains("has no members: the work of this role waits until it has."),
+        "{}",
+        draft.text
+    );
     let bound = ann
         .post_pairs(
             &app,

@@ -397,6 +397,10 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
     let draft = web.operations.draft(&caller.acting, &process).await?;
     let groups = web.operations.groups(&caller.acting).await?;
     let publishable = draft.roles.iter().all(|role| draft.bindings.contains_key(role));
+    // Groups filled from the provider's claim are bound while empty; groups kept by
+    // hand need members, or a binding that says it may wait.
+    let claim = web.auth.organization(caller.acting.org()).await?.groups_claim;
+    let empty = |id: &str| groups.iter().any(|group| group.id == id && group.members.is_empty());
     Ok(html! {
         @if !draft.systems.is_empty() { p { "Needs: " @for system in &draft.systems { span class="system" { (system) } " " } } }
         h2 { "Roles" }
@@ -416,7 +420,21 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
                         }
                     }
                 }
+                @if claim.is_none() {
+                    div {
+                        input id=(format!("force-{role_name}")) type="checkbox" name="force" value="true";
+                        label class="inline" for=(format!("force-{role_name}")) { "Bind even if the group has no members yet" }
+                    }
+                }
                 button type="submit" { "Bind" }
+                @if let Some(group) = bound.filter(|group| empty(group)) {
+                    p class="quiet" {
+                        @match &claim {
+                            Some(claim) => { "The group " code { (group) } " has no members yet: the identity provider's “" (claim) "” claim fills it as its people sign in." }
+                            None => { "The group " code { (group) } " has no members: the work of this role waits until it has." }
+                        }
+                    }
+                }
             }
         }
         h2 { "Publish" }
