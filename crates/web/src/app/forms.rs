@@ -95,6 +95,19 @@ pub(crate) fn controls(
     }
 }
 
+/// A filter bar's choice of process among `names`, with `chosen` selected.
+pub(crate) fn process_choice<'a>(names: impl IntoIterator<Item = &'a str>, chosen: Option<&str>) -> Markup {
+    html! {
+        div class="field" {
+            label for="process" { "Process" }
+            select id="process" name="process" {
+                option value="" { "All processes" }
+                @for name in names { option value=(name) selected[chosen == Some(name)] { (name) } }
+            }
+        }
+    }
+}
+
 /// The value of the field `name` of a sent form, unless it is missing or blank.
 pub(crate) fn sent<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
     form.iter()

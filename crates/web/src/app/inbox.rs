@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::Visitor;
 use super::facts::{about, label, named, step_title, value_of};
+use super::forms::process_choice;
 use super::layout::{fragment, page, refreshing, shortened};
 use super::time::when;
 use crate::errors::ApiError;
@@ -113,15 +114,7 @@ pub(super) async fn inbox(
             div class="notice" role="status" { p { strong { "Your decision was recorded. " } (confirmation(decision)) } }
         }
         form method="get" action="/inbox" class="filters" {
-            div class="field" {
-                label for="process" { "Process" }
-                select id="process" name="process" {
-                    option value="" { "All processes" }
-                    @for name in &processes {
-                        option value=(name) selected[process.as_deref() == Some(*name)] { (name) }
-                    }
-                }
-            }
+            (process_choice(processes.iter().copied(), process.as_deref()))
             div class="field" {
                 label for="group" { "Group" }
                 select id="group" name="group" {

@@ -21,7 +21,7 @@ use super::forms::{INPUTS, controls, sent, values_of};
 use super::layout::{page, refused};
 use super::markdown::render;
 use super::refusals;
-use super::time::when;
+use super::time::at_millis;
 use super::{Visitor, unless_member};
 use crate::errors::ApiError;
 use crate::session::{Web, check_csrf, csrf_token};
@@ -175,7 +175,6 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
     let checked = parsed.process.document().steps.iter().any(|step| step.check.is_some());
     let frontmatter = parsed.process.frontmatter();
     let roles: Value = serde_json::from_str(&shown.roles).unwrap_or(Value::Null);
-    let published = jiff::Timestamp::from_millisecond(shown.published_at).unwrap_or_default();
     let body = html! {
         p { (frontmatter["description"].as_str().unwrap_or("")) }
         (systems(frontmatter))
@@ -184,7 +183,7 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
                 " · " a href=(format!("/processes/{name}/check-agreement")) { "How its checks agree with approvers" }
             } }
         dl {
-            dt { "Published" } dd { (when(&visitor.zone, published)) }
+            dt { "Published" } dd { (at_millis(&visitor.zone, shown.published_at)) }
             dt { "Content hash" } dd { code { (shown.content_hash) } }
             dt { "Roles" } dd {
                 @if let Some(roles) = roles.as_object().filter(|roles| !roles.is_empty()) {

@@ -101,11 +101,11 @@ fn record(entry: &Entry<'_>, details: &RunDetails, zone: &TimeZone, files: &File
 
 /// Who ended the run, in words. The server ends a run when a step's completion leads
 /// to its finish: then it was the last person or agent who completed a step.
-fn ended_by(run: &RunView, ended: &agentprocess_views::Ended, zone: &TimeZone) -> Markup {
+fn ended_by(run: &RunView, entries: &[Entry<'_>], ended: &agentprocess_views::Ended, zone: &TimeZone) -> Markup {
     if ended.by != SERVER {
         return html! { "Ended by " (ended.by) " at " (when(zone, ended.at)) };
     }
-    let last = timeline(run).into_iter().rev().find(|entry| entry.record.by != SERVER);
+    let last = entries.iter().rev().find(|entry| entry.record.by != SERVER);
     html! {
         "Ended at " (when(zone, ended.at))
         @if let Some(last) = last {
@@ -121,6 +121,8 @@ fn ended_by(run: &RunView, ended: &agentprocess_views::Ended, zone: &TimeZone) -
 fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Files) -> Markup {
     let run = &details.view;
     let summary = &run.run;
+    // Who ended the run is read from the same timeline the record shows.
+    let entries = timeline(run);
     let states: HashMap<String, String> = run
         .steps
         .iter()
@@ -134,7 +136,7 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
         }
         p { "Started by " (summary.started_by) " at " (when(zone, summary.started_at)) }
         @if let Some(ended) = &summary.ended {
-            p { (ended_by(run, ended, zone)) @if let Some(note) = &ended.note { ": " (note) } }
+            p { (ended_by(run, &entries, ended, zone)) @if let Some(note) = &ended.note { ": " (note) } }
         }
         @if !run.work_items.is_empty() {
             h2 { "Waiting for people" }
@@ -188,7 +190,6 @@ fn standing(details: &RunDetails, map: &ProcessMap, zone: &TimeZone, files: &Fil
             }
         }
         h2 { "Record" }
-        @let entries = timeline(run);
         @if entries.is_empty() { p { "Nothing completed yet." } } @else { ol { @for entry in &entries { (record(entry, details, zone, files)) } } }
     }
 }

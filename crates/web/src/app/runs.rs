@@ -16,7 +16,7 @@ use maud::{Markup, html};
 use serde_json::{Map, Value};
 
 use super::facts::{label, shown, step_title};
-use super::forms::{INPUTS, sent, values_of};
+use super::forms::{INPUTS, process_choice, sent, values_of};
 use super::layout::{page, refused};
 use super::time::{day_start, how_long, when};
 use super::{Visitor, unless_member};
@@ -88,17 +88,15 @@ pub(super) async fn runs(
         Some(process) => web.service.version_for(&visitor.caller, process, None).await.ok(),
         None => None,
     };
-    let empty = Map::new();
-    let declared = version
+    let declared: Map<String, Value> = version
         .as_ref()
         .and_then(|version| version.process.frontmatter()["inputs"].as_object().cloned())
         .unwrap_or_default();
-    let declared = if process.is_some() { &declared } else { &empty };
     let args = ListRuns {
         process: process.clone(),
         state,
         mode,
-        inputs: values_of(INPUTS, declared, &filter.sent),
+        inputs: values_of(INPUTS, &declared, &filter.sent),
         started_from: from,
         // The last day chosen is a whole day.
         started_before: to.and_then(|to| to.checked_add(jiff::SignedDuration::from_hours(24)).ok()),
@@ -119,15 +117,7 @@ pub(super) async fn runs(
     let choose = |name: &str, value: &str| filter.get(name) == Some(value);
     let body = html! {
         form method="get" action="/runs" class="filters" {
-            div class="field" {
-                label for="process" { "Process" }
-                select id="process" name="process" {
-                    option value="" { "All processes" }
-                    @for name in &processes {
-                        option value=(name) selected[process.as_deref() == Some(name.as_str())] { (name) }
-                    }
-                }
-            }
+            (process_choice(processes.iter().map(String::as_str), process.as_deref()))
             div class="field" {
                 label for="state" { "State" }
                 select id="state" name="state" {
