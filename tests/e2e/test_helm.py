@@ -761,7 +761,10 @@ def test_server_settings():
     assert api["AGENTPROCESS_LOG_JSON"] == "true"
     assert scheduler["AGENTPROCESS_SCHEDULER_LISTEN"] == "0.0.0.0:8081"
     assert scheduler["AGENTPROCESS_TIMER_POLL_SECONDS"] == "0.1"
-    assert "AGENTPROCESS_PUBLIC_URL" not in scheduler and "AGENTPROCESS_S3_BUCKET" not in scheduler
+    # The scheduler links to the pages in the messages it sends; it holds no evidence.
+    assert scheduler["AGENTPROCESS_PUBLIC_URL"] == "https://process.example.com"
+    assert "AGENTPROCESS_S3_BUCKET" not in scheduler
+    assert "AGENTPROCESS_SMTP_URL" not in scheduler, "no email unless configured"
     for config in (api, scheduler):
         assert "AGENTPROCESS_METRICS_LISTEN" not in config
         assert not [name for name in config if name.startswith("OTEL_EXPORTER")]
@@ -770,6 +773,28 @@ def test_server_settings():
         (container,) = named(docs, "Deployment", suffix)["spec"]["template"]["spec"]["containers"]
         config = named(docs, "ConfigMap", suffix)["metadata"]["name"]
         assert container["envFrom"] == [{"configMapRef": {"name": config}}]
+
+
+def test_mail_is_the_schedulers_with_its_password_mounted(tmp_path):
+    docs = render(
+        DEFAULT,
+        extra={"mail": {"smtpUrl": "smtps://processes@smtp.example.com:465", "from": "Processes <p@example.com>",
+                        "passwordSecret": {"name": "smtp", "key": "pw"}}},
+        tmp_path=tmp_path,
+    )
+    scheduler = named(docs, "ConfigMap", "-scheduler")["data"]
+    assert scheduler["AGENTPROCESS_SMTP_URL"] == "smtps://processes@smtp.example.com:465"
+    assert scheduler["AGENTPROCESS_MAIL_FROM"] == "Processes <p@example.com>"
+    assert "AGENTPROCESS_SMTP_URL" not in named(docs, "ConfigMap", "-api")["data"]
+    pod = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    assert env["AGENTPROCESS_SMTP_PASSWORD_FILE"] == "/var/run/secrets/agentprocess/smtp/password"
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "smtp-password")
+    assert mount["readOnly"] is True and mount["mountPath"] == "/var/run/secrets/agentprocess/smtp"
+    volume = next(v for v in pod["volumes"] if v["name"] == "smtp-password")
+    assert volume["secret"]["secretName"] == "smtp"
+    assert volume["secret"]["items"] == [{"key": "pw", "path": "password"}]
 
 
 def test_sign_in_settings(tmp_path):

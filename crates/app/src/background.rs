@@ -9,12 +9,14 @@ use agentprocess_service::Service;
 pub struct Background {
     /// How timers are fired.
     pub scheduler: agentprocess_service::SchedulerSettings,
-    /// How webhooks are delivered.
+    /// How webhooks are delivered (and messages to people retried).
     pub webhooks: agentprocess_service::WebhookSettings,
+    /// How email is sent; `None` sends none (chat hooks still get their messages).
+    pub mail: Option<agentprocess_service::MailSettings>,
 }
 
-/// Starts the timer loop, the reconciler (with a timer queue), the webhook loop and
-/// the sampler of the work gauges; each stops when `stop` is cancelled, after
+/// Starts the timer loop, the reconciler (with a timer queue), the webhook loop, the
+/// loop of messages to people and the sampler of the work gauges; each stops when `stop` is cancelled, after
 /// finishing what it has under way.
 pub fn spawn_background(
     service: &Arc<Service>,
@@ -25,6 +27,7 @@ pub fn spawn_background(
     tasks.spawn(Arc::clone(service).run_scheduler(background.scheduler.clone(), stop.clone()));
     tasks.spawn(Arc::clone(service).run_reconciler(background.scheduler.clone(), stop.clone()));
     tasks.spawn(Arc::clone(service).run_webhooks(background.webhooks.clone(), stop.clone()));
+    tasks.spawn(Arc::clone(service).run_messages(background.webhooks.clone(), background.mail.clone(), stop.clone()));
     tasks.spawn(Arc::clone(service).run_gauges(stop.clone()));
     tasks
 }

@@ -193,12 +193,57 @@ pub struct BackgroundArgs {
     /// default, so an endpoint cannot reach into the service's own network).
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_ALLOW_PRIVATE_NETWORKS")]
     pub webhook_allow_private_networks: bool,
+    /// How email to people is sent.
+    #[command(flatten)]
+    pub mail: MailArgs,
+}
+
+/// How email to people is sent (work waiting, overdue, escalations, runs ended).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MailArgs {
+    /// The SMTP server: `smtps://host:465` (TLS), `smtp://host:587?tls=required`
+    /// (STARTTLS), or `smtp://host:25` (unencrypted: a trusted network only); a user name
+    /// may be given (`smtps://user@host`). Without it no email is sent.
+    #[arg(long, env = "AGENTPROCESS_SMTP_URL", hide_env_values = true, requires = "mail_from")]
+    pub smtp_url: Option<String>,
+    /// A file holding the SMTP user's password (a mounted secret).
+    #[arg(long, env = "AGENTPROCESS_SMTP_PASSWORD_FILE", requires = "smtp_url")]
+    pub smtp_password_file: Option<std::path::PathBuf>,
+    /// The sender of email, such as `Processes <processes@example.com>`.
+    #[arg(long, env = "AGENTPROCESS_MAIL_FROM", requires = "smtp_url")]
+    pub mail_from: Option<String>,
+}
+
+impl MailArgs {
+    /// The settings these flags give, checked; `None` without `--smtp-url`.
+    pub fn settings(&self) -> anyhow::Result<Option<agentprocess_service::MailSettings>> {
+        let (Some(url), Some(from)) = (&self.smtp_url, &self.mail_from) else {
+            return Ok(None);
+        };
+        let password = self
+            .smtp_password_file
+            .as_ref()
+            .map(|path| {
+                std::fs::read_to_string(path)
+                    .map(|text| text.trim_end_matches(['\r', '\n']).to_owned())
+                    .map_err(|error| anyhow::anyhow!("--smtp-password-file {}: {error}", path.display()))
+            })
+            .transpose()?;
+        let settings = agentprocess_service::MailSettings {
+            url: url.clone(),
+            password,
+            from: from.clone(),
+        };
+        let issues = settings.issues();
+        anyhow::ensure!(issues.is_empty(), "{}", issues.join("; "));
+        Ok(Some(settings))
+    }
 }
 
 impl BackgroundArgs {
     /// The settings these flags give.
-    pub fn background(&self) -> Background {
-        Background {
+    pub fn background(&self) -> anyhow::Result<Background> {
+        Ok(Background {
             scheduler: SchedulerSettings {
                 batch: self.timer_batch.max(1),
                 concurrency: self.timer_concurrency.max(1),
@@ -217,7 +262,8 @@ impl BackgroundArgs {
                 poll: self.webhook_poll_seconds.0,
                 allow_private_networks: self.webhook_allow_private_networks,
             },
-        }
+            mail: self.mail.settings()?,
+        })
     }
 }
 
@@ -825,7 +871,9 @@ impl ApiConfig {
             ));
         }
         let queue = args.queue.settings();
-        let background = (!args.no_timers && queue.is_none()).then(|| args.background.background());
+        let background = (!args.no_timers && queue.is_none())
+            .then(|| args.background.background())
+            .transpose()?;
         Ok(Self {
             database: Database {
                 url: Secret::new(args.database_url),
@@ -880,6 +928,10 @@ pub struct SchedulerArgs {
     /// --secret-key).
     #[arg(long, env = "AGENTPROCESS_URL_SECRET", hide_env_values = true)]
     pub url_secret: Option<String>,
+    /// The API's address as people reach it (`https://process.example.com`), for the
+    /// links in email and chat messages. Needed with --smtp-url.
+    #[arg(long, env = "AGENTPROCESS_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 impl SchedulerConfig {
@@ -897,11 +949,17 @@ impl SchedulerConfig {
         if queue.is_none() {
             warnings.push("no --redis-url: firing timers from the database rows".to_owned());
         }
-        // The scheduler presents no files, so it needs no public URL or URL key.
+        let background = args.background.background()?;
+        anyhow::ensure!(
+            background.mail.is_none() || args.public_url.is_some(),
+            "--smtp-url needs --public-url: email links to the pages where people act"
+        );
+        // The scheduler presents no files, so it needs no URL key; its public URL is
+        // only for the links in messages.
         let service = agentprocess_service::Settings {
             call_deadline: args.process.call_deadline_seconds.0,
             seal_key: args.seal.key_of_the_api(args.url_secret.as_deref())?,
-            ..agentprocess_service::Settings::new("", Vec::new())
+            ..agentprocess_service::Settings::new(args.public_url.unwrap_or_default(), Vec::new())
         };
         Ok(Self {
             database: Database {
@@ -912,7 +970,7 @@ impl SchedulerConfig {
             listen: args.listen,
             service,
             queue,
-            background: args.background.background(),
+            background,
             process: args.process.config(),
             warnings,
         })

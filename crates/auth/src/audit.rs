@@ -77,6 +77,10 @@ audit_events! {
     AppCreated => "app.created",
     /// A people's client was revoked. (`app.revoked`)
     AppRevoked => "app.revoked",
+    /// A group's chat hook was removed. (`chat_hook.removed`)
+    ChatHookRemoved => "chat_hook.removed",
+    /// A group was pointed at a chat hook. (`chat_hook.set`)
+    ChatHookSet => "chat_hook.set",
     /// An email domain was added to the organization. (`domain.added`)
     DomainAdded => "domain.added",
     /// An email domain was removed. (`domain.removed`)
@@ -103,6 +107,10 @@ audit_events! {
     MemberInvited => "member.invited",
     /// A person became a member at their first sign-in. (`member.provisioned`)
     MemberProvisioned => "member.provisioned",
+    /// A person changed what they hear of. (`messages.chosen`)
+    MessagesChosen => "messages.chosen",
+    /// The organization's settings of messages were changed. (`messages.settings_changed`)
+    MessagesSettingsChanged => "messages.settings_changed",
     /// A person consented to a client. (`oauth.consented`)
     OauthConsented => "oauth.consented",
     /// An access token for `/mcp` was issued. (`oauth.token_issued`)

@@ -13,6 +13,7 @@ pub mod clients;
 pub mod groups;
 pub mod limits;
 pub mod members;
+pub mod messages;
 pub mod organization;
 pub mod processes;
 pub mod runs;

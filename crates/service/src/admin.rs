@@ -50,7 +50,7 @@ pub struct Published {
 
 /// The admin actions over a store.
 pub struct Admin {
-    store: SqlStore,
+    pub(crate) store: SqlStore,
     clock: Arc<dyn Clock>,
     person: PersonFormat,
     capabilities: Capabilities,
@@ -78,7 +78,7 @@ impl Admin {
         self
     }
 
-    fn seal_key(&self) -> Result<&SecretKey, Error> {
+    pub(crate) fn seal_key(&self) -> Result<&SecretKey, Error> {
         self.seal_key
             .as_ref()
             .ok_or_else(|| Error::internal("no secret key to seal with: give --secret-key"))
@@ -92,7 +92,7 @@ impl Admin {
         self
     }
 
-    fn now(&self) -> jiff::Timestamp {
+    pub(crate) fn now(&self) -> jiff::Timestamp {
         self.clock.now()
     }
 

@@ -86,6 +86,7 @@ fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<Wo
             group: None,
             person: None,
             item: None,
+            due_at: step.due_at.map(millis),
         };
         if let Some(item) = &step.work_item {
             let mut entry = row(WorkKind::Item, item.created_at);

@@ -11,8 +11,10 @@ mod files;
 mod ids;
 mod index;
 mod limits;
+mod messages;
 mod notify;
 mod observe;
+mod overdue;
 mod people;
 mod processes;
 mod recorded;
@@ -44,6 +46,10 @@ pub use error::{Cause, Error, RETRY_MESSAGE};
 pub use files::FileDownload;
 pub use ids::{random_id, sha256_hex, token_run};
 pub use limits::{Admission, Limit, LimitValues, LimitsReport, OrgLimits, OverLimit};
+pub use messages::{
+    ChatHookView, Choice, Choices, LONGEST_REMINDER_HOURS, MailSettings, MessageKind, OrgMessageSettings,
+};
+pub use overdue::{OVERDUE_SHOWN, Overdue, WaitsOn};
 pub use retention::{Retention, SweepSettings};
 pub use runs::{ListRuns, PendingTimer, RunDetails, StartRunArgs};
 pub use scheduler::SchedulerSettings;
@@ -427,6 +433,8 @@ pub struct Service {
     wake: Notify,
     /// Wakes the webhook loop.
     deliveries_wake: Notify,
+    /// Wakes the loop of messages to people.
+    messages_wake: Notify,
     /// Answers check questions (check-1); `None` when none is configured.
     evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
     /// Whether the evaluator answered its last probe or question.
@@ -456,6 +464,7 @@ impl Service {
             queue: None,
             wake: Notify::new(),
             deliveries_wake: Notify::new(),
+            messages_wake: Notify::new(),
             evaluator: None,
             evaluator_answering: AtomicBool::new(false),
         }
@@ -548,6 +557,7 @@ impl Service {
     pub fn wake_timers(&self) {
         self.wake.notify_one();
         self.deliveries_wake.notify_one();
+        self.messages_wake.notify_one();
     }
 
     /// The engine's context for one command.

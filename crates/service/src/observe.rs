@@ -74,6 +74,24 @@ pub(crate) fn delivery(status: DeliveryStatus) {
         .add(1, &[KeyValue::new("agentprocess.delivery.status", status)]);
 }
 
+/// How sending a message to people ended.
+pub(crate) fn message(channel: agentprocess_store::Channel, outcome: &agentprocess_store::MessageOutcome) {
+    use agentprocess_store::MessageOutcome;
+    let status = match outcome {
+        MessageOutcome::Sent { .. } => "sent",
+        MessageOutcome::Retry { .. } => "retry",
+        MessageOutcome::Failed { .. } => "failed",
+        MessageOutcome::Dropped { .. } => "dropped",
+    };
+    metrics().messages.add(
+        1,
+        &[
+            KeyValue::new("agentprocess.message.channel", channel.as_str()),
+            KeyValue::new("agentprocess.message.status", status),
+        ],
+    );
+}
+
 /// Runs `lock` (taking a run's lock) in a span of its own and records the wait.
 pub(crate) async fn run_lock<T>(run_id: &str, lock: impl Future<Output = T>) -> T {
     let span = tracing::info_span!("run lock", agentprocess.run = run_id);

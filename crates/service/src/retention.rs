@@ -52,7 +52,7 @@ impl Retention {
             .map(|what| {
                 let kept = match what {
                     Purge::Requests => self.requests,
-                    Purge::SettledDeliveries | Purge::Notifications => self.notifications,
+                    Purge::SettledDeliveries | Purge::SettledMessages | Purge::Notifications => self.notifications,
                     Purge::Assertions | Purge::Sessions => Duration::ZERO,
                     Purge::ExpiredTokens | Purge::RevokedTokens | Purge::AuthorizationCodes | Purge::RefreshTokens => {
                         SPENT_CREDENTIALS

@@ -233,7 +233,7 @@ impl Service {
 /// The wait after attempt `attempts`: `retry_base` doubled per attempt, capped at
 /// `retry_max`, less up to a fifth at random so endpoints that come back are not hit
 /// by every retry at once.
-fn backoff(settings: &WebhookSettings, attempts: u32) -> i64 {
+pub(crate) fn backoff(settings: &WebhookSettings, attempts: u32) -> i64 {
     let base = duration_millis(settings.retry_base).max(1);
     let doubled = base.saturating_mul(1_i64 << attempts.saturating_sub(1).min(40));
     let wait = doubled.min(duration_millis(settings.retry_max).max(base));

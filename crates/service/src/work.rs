@@ -25,7 +25,7 @@ pub struct RunFacts {
 }
 
 impl RunFacts {
-    fn of(run: Run) -> Self {
+    pub(crate) fn of(run: Run) -> Self {
         let mut done: Vec<_> = run
             .steps
             .into_iter()

@@ -333,15 +333,19 @@ impl Service {
         };
         let mut added = Vec::new();
         let mut removed = Vec::new();
+        let mut notified = false;
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => added.push(entry(&timer.id, millis(timer.at))),
                 Effect::CancelTimer { id } => removed.push(entry(id, 0)),
-                Effect::Notify(_) => {}
+                Effect::Notify(_) => notified = true,
             }
         }
         if written.deliveries > 0 {
             self.deliveries_wake.notify_one();
+        }
+        if notified {
+            self.messages_wake.notify_one();
         }
         match &self.queue {
             Some(queue) if !added.is_empty() || !removed.is_empty() => {

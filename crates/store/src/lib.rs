@@ -7,6 +7,7 @@ mod grants;
 mod health;
 pub mod keepalive;
 mod limits;
+mod messages;
 mod model;
 mod outbox;
 mod retention;
@@ -23,6 +24,9 @@ pub use directory::{
 };
 pub use grants::{AuthorizationCode, Grant, Grants, GrantsTx, OAuthApp, RefreshToken, Taken};
 pub use limits::{Limit, LimitLayer, LimitValues, Limits, LimitsTx, OrgLimits};
+pub use messages::{
+    Channel, ChatHook, MessageOutcome, MessageRecord, Messages, MessagesTx, NewMessage, TakenMessage, Unhanded,
+};
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
     NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
@@ -141,6 +145,10 @@ pub trait Store: Directory + Grants + Limits {
     /// Index rows of `get_work`, oldest first: for an agent, agent steps ready or with
     /// a lease ended by `now`; for a person, open items assigned to them.
     fn work(&self, org: &str, query: &WorkQuery) -> impl Future<Output = Result<Page<WorkRow>>> + Send;
+
+    /// The organization's open work due before `now`, longest overdue first, at most
+    /// `limit`.
+    fn overdue(&self, org: &str, now: i64, limit: u32) -> impl Future<Output = Result<Vec<WorkRow>>> + Send;
 
     /// An upload's record.
     fn upload(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<Upload>>> + Send;

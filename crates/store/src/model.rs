@@ -239,6 +239,8 @@ pub struct WorkRow {
     pub person: Option<String>,
     /// For a ready agent step: its `get_work` item as JSON, so the list needs no run.
     pub item: Option<String>,
+    /// When the step is due, if it has a `due`.
+    pub due_at: Option<i64>,
 }
 
 /// A position in a list ordered by time, then id: the last row of the previous page.

@@ -14,7 +14,10 @@ pub enum Purge {
     Requests,
     /// Webhook deliveries delivered or given up, last changed before `before`.
     SettledDeliveries,
-    /// Notifications made before `before` with no delivery left.
+    /// Messages to people sent, given up or dropped, last changed before `before`.
+    SettledMessages,
+    /// Notifications made before `before`, handed to people, with no delivery or
+    /// message left.
     Notifications,
     /// Browser sessions that expired before `before`.
     Sessions,
@@ -34,9 +37,10 @@ pub enum Purge {
 impl Purge {
     /// Every kind, in the order a sweep takes them (deliveries before the notifications
     /// they keep).
-    pub const ALL: [Purge; 9] = [
+    pub const ALL: [Purge; 10] = [
         Purge::Requests,
         Purge::SettledDeliveries,
+        Purge::SettledMessages,
         Purge::Notifications,
         Purge::Sessions,
         Purge::ExpiredTokens,
@@ -51,6 +55,7 @@ impl Purge {
         match self {
             Purge::Requests => "idempotency records",
             Purge::SettledDeliveries => "webhook deliveries",
+            Purge::SettledMessages => "messages to people",
             Purge::Notifications => "notifications",
             Purge::Sessions => "sessions",
             Purge::ExpiredTokens => "expired access tokens",
@@ -76,8 +81,16 @@ impl Purge {
                 "notifications",
                 "org_id, id",
                 "created_at",
-                " AND NOT EXISTS (SELECT 1 FROM deliveries d \
-                 WHERE d.org_id = notifications.org_id AND d.notification_id = notifications.id)",
+                " AND handed_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM deliveries d \
+                 WHERE d.org_id = notifications.org_id AND d.notification_id = notifications.id) \
+                 AND NOT EXISTS (SELECT 1 FROM messages m \
+                 WHERE m.org_id = notifications.org_id AND m.notification_id = notifications.id)",
+            ),
+            Purge::SettledMessages => (
+                "messages",
+                "org_id, notification_id, channel, recipient",
+                "updated_at",
+                " AND status <> 'pending'",
             ),
             Purge::Sessions => ("sessions", "id_hash", "expires_at", ""),
             Purge::ExpiredTokens => ("access_tokens", "token_hash", "expires_at", ""),
@@ -92,7 +105,10 @@ impl Purge {
     /// time, so each statement names one, as a database sharded by organization
     /// needs) or to the directory of credentials (purged whole).
     pub fn per_organization(self) -> bool {
-        matches!(self, Purge::Requests | Purge::SettledDeliveries | Purge::Notifications)
+        matches!(
+            self,
+            Purge::Requests | Purge::SettledDeliveries | Purge::SettledMessages | Purge::Notifications
+        )
     }
 
     /// One batch: `$1` is `before`, `$2` the limit, `$3` the organization where the

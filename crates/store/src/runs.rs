@@ -257,11 +257,11 @@ pub(crate) async fn replace_run_in_one_statement(
 }
 
 const WORK_INSERT: &str = "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, \
-    assignee_group, assignee_person, item) VALUES";
+    assignee_group, assignee_person, item, due_at) VALUES";
 
 const WORK_UPSERT: &str = "ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind, \
     since = excluded.since, lease_until = excluded.lease_until, assignee_group = excluded.assignee_group, \
-    assignee_person = excluded.assignee_person, item = excluded.item";
+    assignee_person = excluded.assignee_person, item = excluded.item, due_at = excluded.due_at";
 
 /// Deletes the run's work rows that are gone, and writes the new and changed ones in
 /// one statement.
@@ -301,6 +301,7 @@ fn work_values(query: &mut Query, org_bind: &str, rows: &[WorkRow]) -> String {
                 query.optional_text(work.group.as_deref()),
                 query.optional_text(work.person.as_deref()),
                 query.optional_text(work.item.as_deref()),
+                query.optional_int(work.due_at),
             ];
             format!("({})", values.join(", "))
         })
@@ -472,7 +473,8 @@ fn page<T>(mut items: Vec<T>, limit: u32, key: impl Fn(&T, usize) -> Keyset) -> 
     Page { items, next }
 }
 
-const WORK_COLUMNS: &str = "run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item";
+const WORK_COLUMNS: &str =
+    "run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item, due_at";
 
 pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQuery) -> Result<Page<WorkRow>> {
     let mut query = Query::new("");
@@ -560,7 +562,22 @@ fn work_row(row: &AnyRow) -> Result<WorkRow> {
         group: row.try_get("assignee_group")?,
         person: row.try_get("assignee_person")?,
         item: row.try_get("item")?,
+        due_at: row.try_get("due_at")?,
     })
+}
+
+/// The organization's open work that was due before `now`, longest overdue first.
+pub(crate) async fn overdue(connection: &mut AnyConnection, org: &str, now: i64, limit: u32) -> Result<Vec<WorkRow>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {WORK_COLUMNS} FROM work_index WHERE org_id = $1 AND due_at IS NOT NULL AND due_at <= $2 \
+         ORDER BY due_at, run_id, step_id LIMIT $3"
+    ))
+    .bind(org)
+    .bind(now)
+    .bind(i64::from(limit))
+    .fetch_all(connection)
+    .await?;
+    rows.iter().map(work_row).collect()
 }
 
 pub(crate) async fn record_request(

@@ -353,6 +353,11 @@ impl Store for SqlStore {
         timers::next_timer_at(&mut connection).await
     }
 
+    async fn overdue(&self, org: &str, now: i64, limit: u32) -> Result<Vec<WorkRow>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::overdue(&mut connection, org, now, limit).await
+    }
+
     async fn webhooks(&self, org: &str) -> Result<Vec<Webhook>> {
         let mut connection = self.pool.acquire().await?;
         outbox::webhooks(&mut connection, org).await

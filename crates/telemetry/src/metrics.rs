@@ -53,6 +53,10 @@ pub struct Metrics {
     /// `agentprocess.webhook.deliveries`: attempts by `agentprocess.delivery.status`
     /// (`delivered`, `retry`, `failed`).
     pub webhook_deliveries: Counter<u64>,
+    /// `agentprocess.messages`: messages to people by `agentprocess.message.channel`
+    /// (`email`, `chat`) and `agentprocess.message.status` (`sent`, `retry`, `failed`,
+    /// `dropped`).
+    pub messages: Counter<u64>,
     _gauges: [ObservableGauge<i64>; 3],
 }
 
@@ -174,6 +178,12 @@ pub fn metrics() -> &'static Metrics {
                 "agentprocess.webhook.deliveries",
                 "{attempt}",
                 "Webhook delivery attempts by result.",
+            ),
+            messages: counter(
+                &meter,
+                "agentprocess.messages",
+                "{message}",
+                "Messages to people by channel and result.",
             ),
             _gauges: [
                 gauge(

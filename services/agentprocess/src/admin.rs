@@ -205,9 +205,35 @@ enum Action {
         #[command(flatten)]
         seal: SealArgs,
     },
+    /// Point a group at a Slack-compatible incoming webhook (Slack, Mattermost,
+    /// Rocket.Chat): the messages its members get by email (work waiting, overdue,
+    /// escalations for the operators group) are posted there too. The URL is sealed
+    /// (--secret-key is required) and never shown again. Prints the group and the host.
+    ChatHook {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The group (`operators` for the operators' escalations and overdue steps).
+        #[arg(long)]
+        group: String,
+        /// The incoming-webhook URL.
+        url: String,
+        /// The servers' key, which seals the URL.
+        #[command(flatten)]
+        seal: SealArgs,
+    },
+    /// Remove a group's chat hook; its messages not yet posted are dropped.
+    RemoveChatHook {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The group.
+        #[arg(long)]
+        group: String,
+    },
     /// Seal again with --secret-key every secret kept in the database that a
     /// --previous-secret-key sealed (identity providers' client secrets, webhook signing
-    /// secrets), and seal webhook secrets kept in clear by earlier versions. Run it
+    /// secrets, chat hook URLs), and seal webhook secrets kept in clear by earlier versions. Run it
     /// after rotating the key; the old key can be dropped once it has run and the
     /// replay window (--request-retention-seconds) has passed, since results recorded
     /// for replays keep what they sealed until they expire.
@@ -492,16 +518,28 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             let added = serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret });
             println!("{added}");
         }
+        Action::ChatHook { org, group, url, seal } => {
+            let hook = admin
+                .with_seal_key(seal.key(None)?)
+                .set_chat_hook(&org, &group, &url)
+                .await?;
+            println!("{}", serde_json::json!({ "group": hook.group, "host": hook.host }));
+        }
+        Action::RemoveChatHook { org, group } => {
+            admin.remove_chat_hook(&org, &group).await?;
+            println!("removed the chat hook of {group}");
+        }
         Action::Reseal { seal } => {
             let key = seal.key(None)?;
             let auth = identity(store.clone(), Some(seal), false)?;
             let admin = admin.with_seal_key(key);
-            let (mut webhooks, mut providers) = (0, 0);
+            let (mut webhooks, mut providers, mut hooks) = (0, 0, 0);
             let mut after: Option<String> = None;
             loop {
                 let orgs = store.organization_ids(after.as_deref(), 100).await?;
                 for org in &orgs {
                     webhooks += admin.reseal_webhooks(org).await?;
+                    hooks += admin.reseal_chat_hooks(org).await?;
                     providers += usize::from(auth.reseal_provider(org, jiff::Timestamp::now()).await?);
                 }
                 match orgs.last() {
@@ -509,7 +547,10 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                     _ => break,
                 }
             }
-            println!("resealed {webhooks} webhook secret(s) and {providers} identity provider secret(s)");
+            println!(
+                "resealed {webhooks} webhook secret(s), {hooks} chat hook URL(s) and {providers} identity provider \
+                 secret(s)"
+            );
         }
         Action::SetLimits { org, limits, reset } => {
             let limits = admin.grant_limits(&org, &limits.values(), reset).await?;

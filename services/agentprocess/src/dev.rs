@@ -77,6 +77,8 @@ pub(crate) struct Dev {
     check: agentprocess_app::flags::CheckArgs,
     #[command(flatten)]
     limits: agentprocess_app::flags::LimitArgs,
+    #[command(flatten)]
+    mail: agentprocess_app::flags::MailArgs,
     /// Turn off the development sign-in (`/dev/sign-in`, which lets anyone sign in as
     /// any person of the dev organization with no identity provider).
     #[arg(long)]
@@ -140,6 +142,7 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     // On one's own machine a webhook receiver is usually on localhost too.
     let mut background = agentprocess_app::Background::default();
     background.webhooks.allow_private_networks = true;
+    background.mail = dev.mail.settings()?;
     let config = agentprocess_app::ApiConfig {
         database: agentprocess_app::Database {
             url: agentprocess_app::Secret::new(database),

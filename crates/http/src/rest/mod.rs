@@ -5,6 +5,7 @@ mod agents;
 mod apps;
 mod clients;
 mod limits;
+mod messages;
 pub(crate) mod openapi;
 mod organization;
 mod processes;
@@ -51,6 +52,7 @@ fn api() -> OpenApiRouter<Arc<Web>> {
         .merge(agents::routes())
         .merge(clients::routes())
         .merge(limits::routes())
+        .merge(messages::routes())
         .merge(apps::routes())
         .merge(processes::routes())
         .merge(runs::routes())

@@ -8,6 +8,7 @@ mod direct;
 mod harness;
 mod idempotency;
 mod limits;
+mod messages;
 mod oauth;
 mod people_oauth;
 mod reseal;

@@ -4,6 +4,7 @@
 mod concurrency;
 mod directory;
 mod limits;
+mod messages;
 mod pieces;
 mod retention;
 mod rows;

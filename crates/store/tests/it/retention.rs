@@ -1,5 +1,5 @@
 //! Purges by age: old rows go, a batch at a time; young ones, pending deliveries and
-//! notifications still delivering stay.
+//! notifications still delivering, or not yet handed to people, stay.
 
 use agentprocess_store::{Error, Purge, Store as _};
 
@@ -12,9 +12,14 @@ INSERT INTO organizations (id, name, created_at) VALUES ('p', 'P', 1), ('o', 'O'
 INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES
   ('o', 'old-1', 'claim', 'h', '{}', 10), ('p', 'old-2', 'claim', 'h', '{}', 11),
   ('o', 'old-3', 'claim', 'h', '{}', 12), ('o', 'young', 'claim', 'h', '{}', 1000);
-INSERT INTO notifications (org_id, id, run_id, event, body, created_at) VALUES
-  ('o', 'n_delivered', 'r', 'run.ended', '{}', 10), ('o', 'n_pending', 'r', 'run.ended', '{}', 10),
-  ('o', 'n_none', 'r', 'run.ended', '{}', 10), ('o', 'n_young', 'r', 'run.ended', '{}', 1000);
+INSERT INTO notifications (org_id, id, run_id, event, body, created_at, handed_at) VALUES
+  ('o', 'n_delivered', 'r', 'run.ended', '{}', 10, 10), ('o', 'n_pending', 'r', 'run.ended', '{}', 10, 10),
+  ('o', 'n_none', 'r', 'run.ended', '{}', 10, 10), ('o', 'n_young', 'r', 'run.ended', '{}', 1000, 1000),
+  ('o', 'n_unhanded', 'r', 'run.ended', '{}', 10, NULL), ('o', 'n_messaging', 'r', 'run.ended', '{}', 10, 10);
+INSERT INTO messages (org_id, notification_id, channel, recipient, kind, status, digest, attempts, sent, next_at,
+  updated_at) VALUES
+  ('o', 'n_delivered', 'email', 'ann', 'ended', 'sent', 0, 1, 1, 0, 20),
+  ('o', 'n_messaging', 'email', 'ann', 'overdue', 'pending', 0, 0, 1, 0, 20);
 INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) VALUES
   ('o', 'n_delivered', 'w', 'delivered', 1, 0, 20), ('o', 'n_pending', 'w', 'pending', 3, 0, 20),
   ('o', 'n_young', 'w', 'failed', 8, 0, 1000);
@@ -95,7 +100,12 @@ async fn purges(db: &TestDb) {
         ("SELECT request_id FROM idempotency", vec!["young"]),
         // A pending delivery is kept however old, and so is its notification.
         ("SELECT notification_id FROM deliveries", vec!["n_pending", "n_young"]),
-        ("SELECT id FROM notifications", vec!["n_pending", "n_young"]),
+        // So is a pending message, and a notification not yet handed to people.
+        ("SELECT notification_id FROM messages", vec!["n_messaging"]),
+        (
+            "SELECT id FROM notifications",
+            vec!["n_messaging", "n_pending", "n_unhanded", "n_young"],
+        ),
         ("SELECT id_hash FROM sessions", vec!["s_young"]),
         ("SELECT token_hash FROM access_tokens", vec!["t_live", "t_young"]),
         ("SELECT code_hash FROM oauth_codes", vec!["c_young"]),

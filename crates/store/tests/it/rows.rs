@@ -272,10 +272,12 @@ async fn work(db: &TestDb) {
         },
         WorkRow {
             group: Some("finance".to_owned()),
+            due_at: Some(800),
             ..work_row("r_1", "c_group", WorkKind::Item, 100)
         },
         WorkRow {
             person: Some("ann@example.com".to_owned()),
+            due_at: Some(500),
             ..work_row("r_1", "d_person", WorkKind::Item, 400)
         },
     ];
@@ -324,6 +326,18 @@ async fn work(db: &TestDb) {
     };
     assert_eq!(store.work_levels(999).await.expect("levels"), levels(1, 2));
     assert_eq!(store.work_levels(1_000).await.expect("levels"), levels(2, 2));
+    // Overdue work: what was due by then, longest overdue first, of this organization.
+    let overdue = |rows: Vec<WorkRow>| rows.into_iter().map(|row| row.step_id).collect::<Vec<_>>();
+    assert!(store.overdue("o", 499, 10).await.expect("overdue").is_empty());
+    assert_eq!(
+        overdue(store.overdue("o", 900, 10).await.expect("overdue")),
+        ["d_person", "c_group"]
+    );
+    assert_eq!(
+        overdue(store.overdue("o", 900, 1).await.expect("overdue")),
+        ["d_person"]
+    );
+    assert!(store.overdue("other", 900, 10).await.expect("overdue").is_empty());
 
     // Rewriting the run changes the rows named and removes the ones gone.
     run.work = vec![WorkRow {

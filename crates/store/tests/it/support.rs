@@ -35,6 +35,7 @@ pub(crate) fn work_row(run: &str, step: &str, kind: WorkKind, since: i64) -> Wor
         group: None,
         person: None,
         item: None,
+        due_at: None,
     }
 }
 

@@ -1,5 +1,5 @@
 //! A person's account: the organization they are signed in to, as whom, their role and
-//! groups, their own API tokens (made, listed and revoked here; a token is shown the
+//! groups, what they hear of by email, their own API tokens (made, listed and revoked here; a token is shown the
 //! once it is made), and signing out; in the app's own look, with its navigation.
 
 use std::sync::Arc;
@@ -46,6 +46,10 @@ async fn drawn(web: &Web, caller: &Caller, notice: Option<ApiError>) -> Response
             .collect::<Vec<_>>(),
         Err(error) => return ApiError::from(error).into_response(),
     };
+    let (defaults, own) = match web.operations.message_settings(&caller.acting).await {
+        Ok(settings) => settings,
+        Err(error) => return ApiError::from(error).into_response(),
+    };
     let identity = &visitor.caller.identity;
     let now = web.service.now().as_millisecond();
     let body = html! {
@@ -55,13 +59,18 @@ async fn drawn(web: &Web, caller: &Caller, notice: Option<ApiError>) -> Response
             div { dt { "Role" } dd { (identity.role.map_or("none", Role::as_str)) } }
             div { dt { "Groups" } dd { @if identity.groups.is_empty() { "None" } @else { (identity.groups.join(", ")) } } }
         }
+        @if let Some(refusal) = &notice { (refusals::shown(refusal.tool_error())) }
         p { a href="/inbox" { "Your inbox" } ": the work items waiting for you." }
+        section aria-labelledby="messages" {
+            h2 id="messages" { "What you hear of" }
+            p { "Email to " (identity.person.as_deref().unwrap_or("you")) " when work waits for you, goes overdue or is escalated, and when a run you started ends." }
+            (super::message_choices::form(&defaults, &own, &csrf))
+        }
         section aria-labelledby="tokens" {
             h2 id="tokens" { "Your API tokens" }
             p { "A token lets a program act as you on " code { "/api/v1" }
                 " (the command line's " code { "agentprocess publish" } ", a script), sent as "
                 code { "Authorization: Bearer …" } ". It can do no more than your role allows." }
-            @if let Some(refusal) = &notice { (refusals::shown(refusal.tool_error())) }
             (listed(&tokens, &csrf, now, visitor))
             (new_token_form(&csrf, identity.has_role(Role::Admin)))
         }
@@ -217,6 +226,29 @@ pub(super) async fn revoke_token(
     }
     match web.operations.revoke_token(&caller.acting, &id).await {
         Ok(()) => Redirect::to("/account#tokens").into_response(),
+        Err(error) => drawn(&web, &caller, Some(error.into())).await,
+    }
+}
+
+/// Saves what the person chose to hear of.
+pub(super) async fn choose_messages(
+    State(web): State<Arc<Web>>,
+    caller: Caller,
+    headers: axum::http::HeaderMap,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    if let Err(error) = check_csrf(&headers, &web.origin, &caller.session, sent(&form, "csrf")).await {
+        return error.into_response();
+    }
+    let choices = match super::message_choices::chosen(&form) {
+        Ok(choices) => choices,
+        Err(issues) => {
+            let refusal = ApiError::invalid("what you hear of was not saved", issues);
+            return drawn(&web, &caller, Some(refusal)).await;
+        }
+    };
+    match web.operations.choose_messages(&caller.acting, &choices).await {
+        Ok(()) => Redirect::to("/account#messages").into_response(),
         Err(error) => drawn(&web, &caller, Some(error.into())).await,
     }
 }

@@ -9,92 +9,8 @@ use jiff::tz::TimeZone;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 
-use super::markdown::{heading_text, section};
 use super::time::when;
-
-/// What a person calls step `id`: the heading of its section of the process body
-/// (`## Finance approval`), or its id read as words.
-pub(crate) fn step_title(body: &str, id: &str) -> String {
-    section(body, id)
-        .and_then(heading_text)
-        .filter(|heading| !heading.is_empty() && heading != id)
-        .unwrap_or_else(|| label(id))
-}
-
-/// The inputs that say what an item on step `step` is about: those its text or its
-/// section of the body names (by name or label), or else the first three declared.
-pub(crate) fn about<'a>(declared: &'a Fields, body: &str, step: &str, text: &str) -> Vec<(&'a str, &'a Field)> {
-    let all: Vec<(&str, &Field)> = declared.0.iter().map(|(name, field)| (name.as_str(), field)).collect();
-    let named = named(&all, body, step, text);
-    if named.is_empty() {
-        all.into_iter().take(3).collect()
-    } else {
-        named
-    }
-}
-
-/// The fields of `declared` that the words of an item on step `step` name: its text
-/// or its section of the body, by a field's name or its label.
-pub(crate) fn named<'a>(
-    declared: &[(&'a str, &'a Field)],
-    body: &str,
-    step: &str,
-    text: &str,
-) -> Vec<(&'a str, &'a Field)> {
-    let words = format!("{text}\n{}", section(body, step).unwrap_or_default()).to_lowercase();
-    declared
-        .iter()
-        .filter(|(name, _)| says(&words, &name.to_lowercase()) || says(&words, &label(name).to_lowercase()))
-        .copied()
-        .collect()
-}
-
-/// A field's name as a label: `expectedAnnualSpend` and `expected_annual_spend` both
-/// read "Expected annual spend"; a run of capitals (`VAT`) stays as written.
-pub(crate) fn label(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    for (index, &c) in chars.iter().enumerate() {
-        let previous = index.checked_sub(1).map(|i| chars[i]);
-        let next = chars.get(index + 1).copied();
-        let starts_word = c.is_uppercase()
-            && previous.is_some_and(|p| {
-                p.is_lowercase() || p.is_ascii_digit() || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
-            });
-        if c == '_' || c == '-' || c == ' ' || starts_word {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            if c == '_' || c == '-' || c == ' ' {
-                continue;
-            }
-        }
-        word.push(c);
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    let mut text = String::new();
-    for (index, word) in words.iter().enumerate() {
-        if index > 0 {
-            text.push(' ');
-        }
-        let acronym = word.chars().count() > 1 && word.chars().all(|c| c.is_uppercase() || c.is_ascii_digit());
-        if acronym {
-            text.push_str(word);
-        } else if index == 0 {
-            let mut chars = word.chars();
-            if let Some(first) = chars.next() {
-                text.extend(first.to_uppercase());
-                text.push_str(&chars.as_str().to_lowercase());
-            }
-        } else {
-            text.push_str(&word.to_lowercase());
-        }
-    }
-    text
-}
+pub(crate) use agentprocess_words::{label, step_title};
 
 /// Text of a JSON value as a form shows it.
 pub(crate) fn shown(value: &Value) -> String {
@@ -158,17 +74,6 @@ pub(crate) fn value_of(field: Option<&Field>, value: &Value, zone: &TimeZone) ->
         (_, Value::String(text)) => link_or_text(text),
         _ => html! { (shown(value)) },
     }
-}
-
-/// Whether `words` holds `phrase` as whole words: `id` is not in "decide".
-fn says(words: &str, phrase: &str) -> bool {
-    if phrase.trim().is_empty() {
-        return false;
-    }
-    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-    words
-        .match_indices(phrase)
-        .any(|(at, found)| !word(words[..at].chars().next_back()) && !word(words[at + found.len()..].chars().next()))
 }
 
 /// A web address as a link that names the host the browser will open; other text,
@@ -242,22 +147,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_read_as_labels() {
-        for (name, expected) in [
-            ("expectedAnnualSpend", "Expected annual spend"),
-            ("needed_by", "Needed by"),
-            ("sanctionsClear", "Sanctions clear"),
-            ("VAT", "VAT"),
-            ("vendorVATNumber", "Vendor VAT number"),
-            ("item", "Item"),
-            ("invoice-ref", "Invoice ref"),
-            ("address2", "Address2"),
-        ] {
-            assert_eq!(label(name), expected, "{name}");
-        }
-    }
-
-    #[test]
     fn numbers_are_grouped_without_changing_their_digits() {
         for (text, expected) in [
             ("1250.5", "1,250.5"),
@@ -288,37 +177,6 @@ mod tests {
             .map(|(name, _, _)| name)
             .collect();
         assert_eq!(names, ["amount", "iban", "note"]);
-    }
-
-    #[test]
-    fn an_item_is_about_the_inputs_its_step_names_or_else_the_first_declared() {
-        let declared = Fields(
-            ["vendorName", "invoiceRef", "amount", "expectedAnnualSpend"]
-                .into_iter()
-                .map(|name| (name.to_owned(), Field::of(FieldType::String)))
-                .collect(),
-        );
-        let body = "# Vendor\n\n## Finance approval\n\nCheck the expected annual spend against the budget.\n";
-        let named = about(&declared, body, "finance_approval", "Approve the amount.");
-        let names: Vec<&str> = named.iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, ["amount", "expectedAnnualSpend"]);
-        let first = about(&declared, "", "other", "Approve it.");
-        let names: Vec<&str> = first.iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, ["vendorName", "invoiceRef", "amount"]);
-        assert_eq!(step_title(body, "finance_approval"), "Finance approval");
-        assert_eq!(step_title("", "finance_approval"), "Finance approval");
-        assert_eq!(step_title("## `register`\n\nText", "register"), "Register");
-        assert_eq!(
-            step_title("## **Finance** approval ##\n", "finance_approval"),
-            "Finance approval"
-        );
-        let short = Fields(vec![("id".to_owned(), Field::of(FieldType::String))]);
-        assert_eq!(
-            about(&short, "", "s", "Decide on it.").len(),
-            1,
-            "the first declared, not a match in decide"
-        );
-        assert!(says("check the id.", "id") && !says("decide", "id"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agentprocess_engine::{Actor, Assignee, Decision, ProcessVersion};
 use agentprocess_format::Field;
-use agentprocess_service::{Caller, RunFacts};
+use agentprocess_service::{Caller, OVERDUE_SHOWN, RunFacts};
 use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Visitor;
-use super::facts::{about, label, named, step_title, value_of};
+use super::facts::{label, step_title, value_of};
 use super::forms::process_choice;
 use super::layout::{fragment, page, refreshing, shortened};
 use super::time::when;
@@ -104,6 +104,16 @@ pub(super) async fn inbox(
         }
         Actor::Agent { .. } => Vec::new(),
     };
+    // An operator sees how much of the organization's work is overdue, whoever it
+    // waits on; the count is of what the queue shows.
+    let overdue = if visitor.has_role(agentprocess_auth::Role::Operator) {
+        web.service
+            .overdue(caller, OVERDUE_SHOWN)
+            .await
+            .map_or(0, |listed| listed.len())
+    } else {
+        0
+    };
     let processes: BTreeSet<&str> = items
         .iter()
         .map(|(item, _)| item.process.as_str())
@@ -112,6 +122,12 @@ pub(super) async fn inbox(
     let body = html! {
         @if let Some(decision) = filter.decided.as_deref().and_then(Decision::parse) {
             div class="notice" role="status" { p { strong { "Your decision was recorded. " } (confirmation(decision)) } }
+        }
+        @if overdue > 0 {
+            div class="notice" role="status" {
+                p { a href="/overdue" { @if overdue == 1 { "One step" } @else { (overdue) " steps" } } " of the organization "
+                    @if overdue == 1 { "is" } @else { "are" } " overdue." }
+            }
         }
         form method="get" action="/inbox" class="filters" {
             (process_choice(processes.iter().copied(), process.as_deref()))
@@ -151,33 +167,21 @@ async fn versions_of(web: &Web, caller: &Caller, items: &[(PersonWork, RunFacts)
 
 type Versions = HashMap<(String, u32), Arc<ProcessVersion>>;
 
-/// What an item on step `step` is about, with the values the run holds: the inputs
-/// its words name (or the first three), then the latest outputs they name.
+/// What an item on step `step` is about, with the values the run holds.
 fn what_it_is_about<'a>(
     version: &'a ProcessVersion,
     facts: &'a RunFacts,
     step: &str,
     text: &str,
 ) -> Vec<(&'a str, &'a Field, Option<&'a Value>)> {
-    let document = version.process.document();
-    let body = version.process.body();
-    let mut shown: Vec<(&str, &Field, Option<&Value>)> = about(&document.inputs, body, step, text)
-        .into_iter()
-        .map(|(name, field)| (name, field, facts.inputs.get(name)))
-        .collect();
-    let mut handed_in: Vec<(&str, &Field)> = Vec::new();
-    for (name, field) in document.steps.iter().flat_map(|step| step.output.0.iter()) {
-        let fresh = !handed_in.iter().any(|(seen, _)| seen == name) && document.inputs.get(name).is_none();
-        if fresh && facts.outputs.contains_key(name) {
-            handed_in.push((name.as_str(), field));
-        }
-    }
-    shown.extend(
-        named(&handed_in, body, step, text)
-            .into_iter()
-            .map(|(name, field)| (name, field, facts.outputs.get(name))),
-    );
-    shown
+    agentprocess_words::facts_about(
+        version.process.document(),
+        version.process.body(),
+        &facts.inputs,
+        &facts.outputs,
+        step,
+        text,
+    )
 }
 
 /// The items as a table, with a count screen readers hear when it changes.

@@ -70,7 +70,7 @@ fn whole(status: StatusCode, title: &str, visitor: Option<&Visitor>, body: Marku
                         a href="/processes" { "Processes" }
                         // The administration answers operators and admins; nobody is
                         // shown a link that only refuses them.
-                        @if visitor.has_role(Role::Operator) { a href="/admin" { "Admin" } }
+                        @if visitor.has_role(Role::Operator) { a href="/overdue" { "Overdue" } a href="/admin" { "Admin" } }
                         a href="/account" { "Account" }
                         span class="signed-in" { "Signed in as " (visitor.who) }
                     }

@@ -17,6 +17,8 @@ mod inbox;
 pub(crate) mod layout;
 mod map;
 mod markdown;
+mod message_choices;
+mod overdue;
 mod processes;
 pub(crate) mod refusals;
 mod run_page;
@@ -49,7 +51,9 @@ pub(crate) fn routes(web: Arc<Web>) -> Router {
         .route("/favicon.ico", get(assets::icon))
         .route("/", get(home))
         .route("/inbox", get(inbox::inbox))
+        .route("/overdue", get(overdue::overdue))
         .route("/account", get(account::account))
+        .route("/account/messages", post(account::choose_messages))
         .route("/account/tokens", post(account::make_token))
         .route("/account/tokens/{id}/revoke", post(account::revoke_token))
         .route("/processes", get(processes::catalog))

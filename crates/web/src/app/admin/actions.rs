@@ -135,6 +135,24 @@ const ACTIONS: &[Action] = &[
         fields: &[("url", "url", Kind::Text)],
     },
     Action {
+        name: "set-messages",
+        names: &[],
+        fields: &[
+            ("remindEveryHours", "remindEveryHours", Kind::Number),
+            ("digestHourUtc", "digestHourUtc", Kind::Number),
+        ],
+    },
+    Action {
+        name: "set-chat-hook",
+        names: &[],
+        fields: &[("group", "group", Kind::Text), ("url", "url", Kind::Text)],
+    },
+    Action {
+        name: "remove-chat-hook",
+        names: &["group"],
+        fields: &[],
+    },
+    Action {
         name: "remove-webhook",
         names: &["webhook"],
         fields: &[],
@@ -242,6 +260,14 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
         .map_err(|rejection| ApiError::body(&rejection))
 }
 
+/// A group's chat hook as the form sends it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatHookForm {
+    group: String,
+    url: String,
+}
+
 /// What a change answers: back to the page, or a secret made this once.
 enum Done {
     Back,
@@ -331,6 +357,20 @@ async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, S
             return Ok(Done::Shown(vec![("Signing secret", webhook.secret)]));
         }
         "remove-webhook" => operations.remove_webhook(acting, name(0)).await?,
+        "set-messages" => {
+            let defaults = crate::app::message_choices::chosen(form)
+                .map_err(|issues| ApiError::invalid("the message settings were not saved", issues))?;
+            let settings = agentprocess_service::OrgMessageSettings {
+                defaults,
+                ..command(action, form)?
+            };
+            operations.set_message_settings(acting, &settings).await?;
+        }
+        "set-chat-hook" => {
+            let hook: ChatHookForm = command(action, form)?;
+            operations.set_chat_hook(acting, &hook.group, &hook.url).await?;
+        }
+        "remove-chat-hook" => operations.remove_chat_hook(acting, name(0)).await?,
         "redeliver" => operations.redeliver(acting, name(0), name(1)).await?,
         "change-organization" => {
             operations

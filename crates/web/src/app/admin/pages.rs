@@ -14,16 +14,18 @@ use super::{Caller, refuse_nul};
 use crate::app::facts::{label, value_of};
 use crate::app::forms::sent;
 use crate::app::layout::page;
+use crate::app::message_choices;
 use crate::app::refusals;
 use crate::app::time::{at_millis, day_start};
 use crate::errors::ApiError;
 use crate::session::{Web, csrf_token};
 
 /// The admin pages, by the part of the path after `/admin/`.
-const PAGES: [(&str, &str); 6] = [
+const PAGES: [(&str, &str); 7] = [
     ("people", "Members and groups"),
     ("agents", "Agents"),
     ("processes", "Processes"),
+    ("messages", "Messages to people"),
     ("webhooks", "Webhooks"),
     ("audit", "Audit log"),
     ("sign-in", "Sign-in"),
@@ -132,6 +134,7 @@ pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Optio
         "agents" => agents(web, caller, &form).await,
         "processes" => processes(web, caller, &form).await,
         "webhooks" => webhooks(web, caller, &form).await,
+        "messages" => messages(web, caller, &form).await,
         "sign-in" => sign_in(web, caller, &form).await,
         "audit" => return audit(web, caller, &[]).await,
         other => match other.strip_prefix("processes/") {
@@ -471,6 +474,46 @@ async fn webhooks(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
                             @if let Some(error) = &delivery.last_error { br; small { (error) } } }
                         td data-label="Attempts" { (delivery.attempts) }
                         td { (form.button("redeliver", "Send again", &[("webhook", &delivery.webhook_id), ("notification", &delivery.notification_id)])) }
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn messages(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let (settings, _) = web.operations.message_settings(&caller.acting).await?;
+    let hooks = web.operations.chat_hooks(&caller.acting).await?;
+    let sent = web.operations.messages(&caller.acting, 50).await?;
+    Ok(html! {
+        h2 { "What people hear of unless they choose" }
+        p { "Each person may choose otherwise on their account page. " (message_choices::cadence(&settings)) }
+        form method="post" action="/admin/do/set-messages" {
+            (form.hidden())
+            (message_choices::selects(&settings.defaults, None))
+            (field("remind-every", "remindEveryHours", "Hours between reminders while an item stays overdue (0 sends none)", &settings.remind_every_hours.to_string()))
+            (field("digest-hour", "digestHourUtc", "Hour of the daily digest (UTC, 0 to 23)", &settings.digest_hour_utc.to_string()))
+            button type="submit" { "Save" }
+        }
+        h2 { "Chat hooks" }
+        p { "A group's Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat) gets the messages its members get; "
+            code { "operators" } " gets the escalations and overdue steps. The URL is kept sealed and not shown again." }
+        ul {
+            @for hook in &hooks {
+                li { (hook.group) " → " (hook.host) " " (form.button("remove-chat-hook", &format!("Remove the hook of {}", hook.group), &[("group", &hook.group)])) }
+            }
+        }
+        (form.fields("set-chat-hook", &[("hook-group", "group", "Group"), ("hook-url", "url", "Incoming-webhook URL (https)")], "Set the hook"))
+        h2 { "Recent messages" }
+        table {
+            thead { tr { th scope="col" { "What" } th scope="col" { "To" } th scope="col" { "Run" } th scope="col" { "Status" } } }
+            tbody {
+                @for message in &sent {
+                    tr {
+                        td data-label="What" { (message.kind) @if message.sent > 1 { " (" (message.sent - 1) " reminders)" } br; small { (at_millis(&caller.visitor.zone, message.updated_at)) } }
+                        td data-label="To" { (message.channel.as_str()) ": " (message.recipient) @if message.digest { " (daily digest)" } }
+                        td data-label="Run" { a href=(format!("/runs/{}", message.run_id)) { (message.run_id) } }
+                        td data-label="Status" { (message.status) @if let Some(error) = &message.last_error { br; small { (error) } } }
                     }
                 }
             }

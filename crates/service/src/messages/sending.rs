@@ -1,0 +1,329 @@
+//! Sending the messages that are due: each checked again against the run as it is now
+//! (a decided item's messages are dropped), a recipient's daily digest as one email,
+//! failures retried with the webhooks' backoff, and an overdue item's message sent
+//! again as a reminder while the item stays open.
+
+use std::sync::Arc;
+
+use agentprocess_engine::{Assignee, ProcessVersion, Run, StepState};
+use agentprocess_store::{
+    Channel, Directory as _, Identity, MessageOutcome, Messages as _, Role, Store as _, TakenMessage,
+};
+use futures_util::StreamExt as _;
+
+use super::chat::{Chat, open_hook};
+use super::choices::{Chosen, MessageKind};
+use super::letters::{Told, chat_text, digest, letter};
+use super::mail::Mailer;
+use super::recipients::assignee_in;
+use crate::scheduler::duration_millis;
+use crate::{Service, WebhookSettings, millis};
+
+/// What sends messages.
+pub(crate) struct Sender {
+    pub(crate) mailer: Option<Mailer>,
+    pub(crate) chat: Chat,
+    pub(crate) settings: WebhookSettings,
+}
+
+/// A message ready to be told: the run as it is now, and why its recipient hears of it.
+struct Ready {
+    run: Run,
+    version: Arc<ProcessVersion>,
+    step: Option<String>,
+    link: String,
+    why: String,
+}
+
+/// What one organization's messages are checked and written with.
+struct Organization {
+    name: String,
+    identities: Vec<Identity>,
+    chosen: Chosen,
+}
+
+impl Service {
+    /// Sends the messages due now; how many were taken.
+    pub(super) async fn message_pass(&self, sender: &Sender) -> Result<usize, String> {
+        let now = millis(self.now());
+        let hold_until = now.saturating_add(duration_millis(sender.settings.timeout).saturating_mul(3));
+        let taken = self
+            .bounded(self.store.take_messages(now, hold_until, sender.settings.batch))
+            .await
+            .ok_or_else(|| self.past_deadline())?
+            .map_err(|error| error.to_string())?;
+        let count = taken.len();
+        futures_util::stream::iter(bundles(taken))
+            .for_each_concurrent(sender.settings.concurrency.max(1), |bundle| async move {
+                let outcomes = match self.bounded(self.send_bundle(sender, &bundle)).await {
+                    Some(Ok(outcomes)) => outcomes,
+                    Some(Err(error)) => {
+                        // Taken again when the hold ends.
+                        tracing::warn!(%error, "messages not sent");
+                        return;
+                    }
+                    None => return,
+                };
+                let at = millis(self.now());
+                for (message, outcome) in bundle.iter().zip(&outcomes) {
+                    crate::observe::message(message.channel, outcome);
+                    if let Err(error) = self.store.settle_message(message, outcome, at).await {
+                        tracing::warn!(%error, notification = %message.notification_id, "message outcome not recorded");
+                    }
+                }
+            })
+            .await;
+        Ok(count)
+    }
+
+    /// Sends one bundle (a message, or a recipient's digest); an outcome per message.
+    async fn send_bundle(&self, sender: &Sender, bundle: &[TakenMessage]) -> Result<Vec<MessageOutcome>, String> {
+        let Some(first) = bundle.first() else {
+            return Ok(Vec::new());
+        };
+        let org = &first.org;
+        let text = |error: agentprocess_store::Error| error.to_string();
+        let organization = Organization {
+            name: self
+                .store
+                .organization(org)
+                .await
+                .map_err(text)?
+                .map_or_else(|| org.clone(), |organization| organization.name),
+            identities: self.store.identities(org).await.map_err(text)?,
+            chosen: Chosen::read(org, self.store.message_choices(org).await.map_err(text)?),
+        };
+        let mut outcomes: Vec<Option<MessageOutcome>> = Vec::with_capacity(bundle.len());
+        let mut ready: Vec<(usize, Ready)> = Vec::new();
+        for (index, message) in bundle.iter().enumerate() {
+            match self.ready(message, &organization).await? {
+                Ok(one) => {
+                    outcomes.push(None);
+                    ready.push((index, one));
+                }
+                Err(reason) => outcomes.push(Some(MessageOutcome::Dropped { reason })),
+            }
+        }
+        if !ready.is_empty() {
+            let told: Vec<Told<'_>> = ready
+                .iter()
+                .map(|(index, one)| Told {
+                    kind: MessageKind::parse(&bundle[*index].kind).unwrap_or(MessageKind::Waiting),
+                    reminder: bundle[*index].sent > 0,
+                    run: &one.run,
+                    version: &one.version,
+                    step: one.step.as_deref(),
+                    link: one.link.clone(),
+                    why: one.why.clone(),
+                })
+                .collect();
+            let sent = self.send(sender, first, &organization, &told).await;
+            let now = millis(self.now());
+            for ((index, one), told) in ready.iter().zip(&told) {
+                let message = &bundle[*index];
+                outcomes[*index] = Some(match &sent {
+                    Ok(()) => MessageOutcome::Sent {
+                        again_at: self.reminder_after(&organization.chosen, told, one, now),
+                    },
+                    Err(error) if message.attempts >= sender.settings.max_attempts => {
+                        MessageOutcome::Failed { error: error.clone() }
+                    }
+                    Err(error) => MessageOutcome::Retry {
+                        at: now.saturating_add(crate::webhooks::backoff(&sender.settings, message.attempts)),
+                        error: error.clone(),
+                    },
+                });
+            }
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|outcome| {
+                outcome.unwrap_or(MessageOutcome::Dropped {
+                    reason: "not told".to_owned(),
+                })
+            })
+            .collect())
+    }
+
+    /// Sends `told` to `first`'s recipient: one email (a digest when several), or a chat
+    /// post.
+    async fn send(
+        &self,
+        sender: &Sender,
+        first: &TakenMessage,
+        organization: &Organization,
+        told: &[Told<'_>],
+    ) -> Result<(), String> {
+        let settings = super::settings_url(&self.settings.public_url);
+        match first.channel {
+            Channel::Email => {
+                let mailer = sender.mailer.as_ref().ok_or("no SMTP server is configured")?;
+                let identity = organization
+                    .identities
+                    .iter()
+                    .find(|identity| identity.id == first.recipient)
+                    .ok_or("the recipient is gone")?;
+                let address = identity.person.as_deref().ok_or("the recipient has no email address")?;
+                let (letter, id) = match told {
+                    [one] => (
+                        letter(one, &organization.name, &settings),
+                        format!("{}.{}.{}", first.notification_id, first.recipient, first.sent),
+                    ),
+                    several => (
+                        digest(several, &organization.name, &settings),
+                        format!("digest.{}.{}", first.recipient, millis(self.now())),
+                    ),
+                };
+                mailer.send(&identity.name, address, &letter, &id, &settings).await
+            }
+            Channel::Chat => {
+                let hooks = self
+                    .store
+                    .chat_hooks(&first.org)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                let hook = hooks
+                    .iter()
+                    .find(|hook| hook.group == first.recipient)
+                    .ok_or("the group's chat hook was removed")?;
+                let url = open_hook(&self.settings.seal_key, &first.org, &hook.group, &hook.sealed_url)
+                    .map_err(|error| format!("the hook's URL cannot be opened: {error}"))?;
+                for one in told {
+                    sender.chat.post(&url, &chat_text(one)).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `message` ready to be told, or why it no longer applies; an error when the run
+    /// cannot be read now (the message is taken again later).
+    async fn ready(
+        &self,
+        message: &TakenMessage,
+        organization: &Organization,
+    ) -> Result<Result<Ready, String>, String> {
+        let Some((run, version)) = self.current_run(&message.org, &message.run_id).await? else {
+            return Ok(Err("the run is gone".to_owned()));
+        };
+        let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
+        let kind = MessageKind::parse(&message.kind).unwrap_or(MessageKind::Waiting);
+        let step = body.get("step").and_then(|step| step.as_str()).map(str::to_owned);
+        let item = body
+            .get("workItem")
+            .and_then(|item| item.get("id"))
+            .and_then(|id| id.as_str())
+            .map(str::to_owned);
+        if let Err(reason) = still_open(&run, kind, step.as_deref(), item.as_deref()) {
+            return Ok(Err(reason));
+        }
+        let why = match message.channel {
+            Channel::Chat => format!("this channel follows the {} group", message.recipient),
+            Channel::Email => {
+                let Some(identity) = organization
+                    .identities
+                    .iter()
+                    .find(|identity| identity.id == message.recipient && identity.deactivated_at.is_none())
+                else {
+                    return Ok(Err(format!("{} is no longer a member", message.recipient)));
+                };
+                match self.why(identity, kind, assignee_in(&body).as_ref()) {
+                    Some(why) => why,
+                    None => return Ok(Err(format!("{} no longer may decide it", message.recipient))),
+                }
+            }
+        };
+        let public_url = &self.settings.public_url;
+        let link = match &item {
+            Some(item) => crate::notify::item_url(public_url, &run.id, item),
+            None => format!("{}/runs/{}", public_url.trim_end_matches('/'), run.id),
+        };
+        Ok(Ok(Ready {
+            run,
+            version,
+            step,
+            link,
+            why,
+        }))
+    }
+
+    /// Why `identity` hears of a message of `kind` about an item assigned so; `None`
+    /// when they no longer should (left the group, no longer an operator).
+    fn why(&self, identity: &Identity, kind: MessageKind, assignee: Option<&Assignee>) -> Option<String> {
+        let operators = &self.settings.engine.escalation_group;
+        let operator = identity.has_role(Role::Operator);
+        let assigned = match assignee {
+            Some(Assignee::Person(person)) => identity
+                .person
+                .as_deref()
+                .is_some_and(|held| held.eq_ignore_ascii_case(person))
+                .then(|| "the work item is assigned to you".to_owned()),
+            Some(Assignee::Group(group)) if group == operators => operator.then(|| "you are an operator".to_owned()),
+            Some(Assignee::Group(group)) => identity
+                .groups
+                .iter()
+                .any(|held| held == group)
+                .then(|| format!("you are in the {group} group")),
+            None => None,
+        };
+        match kind {
+            MessageKind::Waiting => assigned,
+            MessageKind::Overdue => assigned.or_else(|| operator.then(|| "you are an operator".to_owned())),
+            MessageKind::Escalation => operator.then(|| "you are an operator".to_owned()),
+            MessageKind::Ended => Some("you started the run".to_owned()),
+        }
+    }
+
+    /// When an overdue item's message is sent again: after the organization's cadence,
+    /// while reminders are on.
+    fn reminder_after(&self, chosen: &Chosen, told: &Told<'_>, ready: &Ready, now: i64) -> Option<i64> {
+        let hours = chosen.organization.remind_every_hours;
+        (told.kind == MessageKind::Overdue && hours > 0 && ready.step.is_some())
+            .then(|| now.saturating_add(i64::from(hours) * 3_600_000))
+    }
+}
+
+/// Whether what a message of `kind` tells still holds of `run`: the item is still
+/// open, the step still overdue, the run over for an ended run's message.
+fn still_open(run: &Run, kind: MessageKind, step: Option<&str>, item: Option<&str>) -> Result<(), String> {
+    if kind == MessageKind::Ended {
+        return Ok(());
+    }
+    if run.is_over() {
+        return Err("the run is over".to_owned());
+    }
+    let Some(step) = step.and_then(|step| run.step(step)) else {
+        return Err("the step is gone".to_owned());
+    };
+    if let Some(item) = item
+        && step.work_item.as_ref().is_none_or(|open| open.id != item)
+    {
+        return Err("the work item was decided".to_owned());
+    }
+    if kind == MessageKind::Overdue && (!step.overdue || step.state == Some(StepState::Done)) {
+        return Err("the step is no longer overdue".to_owned());
+    }
+    Ok(())
+}
+
+/// The taken messages as bundles to send: a recipient's digest messages together,
+/// every other message alone.
+fn bundles(taken: Vec<TakenMessage>) -> Vec<Vec<TakenMessage>> {
+    let mut bundles: Vec<Vec<TakenMessage>> = Vec::new();
+    for message in taken {
+        let joins = bundles.iter_mut().find(|bundle| {
+            message.digest
+                && bundle.first().is_some_and(|first| {
+                    first.digest
+                        && first.org == message.org
+                        && first.channel == message.channel
+                        && first.recipient == message.recipient
+                })
+        });
+        match joins {
+            Some(bundle) => bundle.push(message),
+            None => bundles.push(vec![message]),
+        }
+    }
+    bundles
+}
