@@ -80,16 +80,11 @@ async fn account_choices(app: TestApp) -> TestApp {
 
     // The REST surface reads the same; a member's read-only token changes nothing.
     let read = app.api_token("max", "read").await;
-    let (status, own) = app.rest(&read, Method::GET, "/api/v1/account/messages", None).await;
+    let (status, own) = app.rest(&read, Method::GET, "/account/messages", None).await;
     assert_eq!(status, StatusCode::OK, "{own}");
     assert_eq!(own, json!({ "waiting": "off", "overdue": "daily" }));
     let (status, _) = app
-        .rest(
-            &read,
-            Method::PUT,
-            "/api/v1/account/messages",
-            Some(json!({ "ended": "off" })),
-        )
+        .rest(&read, Method::PUT, "/account/messages", Some(json!({ "ended": "off" })))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     app
@@ -108,9 +103,7 @@ async fn organization_settings(app: TestApp) -> TestApp {
         .with_member("max", Role::Member, &["reviewers"])
         .await;
     let admin = app.api_token("ann", "admin").await;
-    let (status, settings) = app
-        .rest(&admin, Method::GET, "/api/v1/organization/messages", None)
-        .await;
+    let (status, settings) = app.rest(&admin, Method::GET, "/organization/messages", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         settings,
@@ -118,29 +111,24 @@ async fn organization_settings(app: TestApp) -> TestApp {
     );
     let wrong = json!({ "remindEveryHours": 100000, "digestHourUtc": 30 });
     let (status, refusal) = app
-        .rest(&admin, Method::PUT, "/api/v1/organization/messages", Some(wrong))
+        .rest(&admin, Method::PUT, "/organization/messages", Some(wrong))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refusal}");
     assert_eq!(
-        refusal["error"]["issues"].as_array().map(Vec::len),
+        refusal["issues"].as_array().map(Vec::len),
         Some(2),
         "{refusal}"
     );
     let chosen = json!({ "defaults": { "ended": "off" }, "remindEveryHours": 4, "digestHourUtc": 7 });
     let (status, saved) = app
-        .rest(
-            &admin,
-            Method::PUT,
-            "/api/v1/organization/messages",
-            Some(chosen.clone()),
-        )
+        .rest(&admin, Method::PUT, "/organization/messages", Some(chosen.clone()))
         .await;
     assert_eq!((status, saved), (StatusCode::OK, chosen.clone()));
     let max = app.api_token("max", "read").await;
-    let (status, seen) = app.rest(&max, Method::GET, "/api/v1/organization/messages", None).await;
+    let (status, seen) = app.rest(&max, Method::GET, "/organization/messages", None).await;
     assert_eq!((status, seen), (StatusCode::OK, chosen));
     let (status, _) = app
-        .rest(&max, Method::PUT, "/api/v1/organization/messages", Some(json!({})))
+        .rest(&max, Method::PUT, "/organization/messages", Some(json!({})))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 
@@ -150,15 +138,13 @@ async fn organization_settings(app: TestApp) -> TestApp {
         .rest(
             &admin,
             Method::PUT,
-            "/api/v1/organization/chat-hooks/reviewers",
+            "/organization/chat-hooks/reviewers",
             Some(json!({ "url": url })),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{hook}");
     assert_eq!(hook["host"], "hooks.example.com");
-    let (status, hooks) = app
-        .rest(&admin, Method::GET, "/api/v1/organization/chat-hooks", None)
-        .await;
+    let (status, hooks) = app.rest(&admin, Method::GET, "/organization/chat-hooks", None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!hooks.to_string().contains("secret-part"), "{hooks}");
     assert!(
@@ -172,32 +158,22 @@ async fn organization_settings(app: TestApp) -> TestApp {
         .rest(
             &admin,
             Method::PUT,
-            "/api/v1/organization/chat-hooks/nobody",
+            "/organization/chat-hooks/nobody",
             Some(json!({ "url": "ftp://x" })),
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refusal}");
     assert_eq!(
-        refusal["error"]["issues"].as_array().map(Vec::len),
+        refusal["issues"].as_array().map(Vec::len),
         Some(2),
         "{refusal}"
     );
     let (status, _) = app
-        .rest(
-            &admin,
-            Method::DELETE,
-            "/api/v1/organization/chat-hooks/reviewers",
-            None,
-        )
+        .rest(&admin, Method::DELETE, "/organization/chat-hooks/reviewers", None)
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = app
-        .rest(
-            &admin,
-            Method::DELETE,
-            "/api/v1/organization/chat-hooks/reviewers",
-            None,
-        )
+        .rest(&admin, Method::DELETE, "/organization/chat-hooks/reviewers", None)
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     app
@@ -236,6 +212,8 @@ async fn overdue_queue(app: TestApp) -> TestApp {
     );
 
     app.clock.advance(2 * 3600);
+    // Signed in again: two hours idle end a session.
+    let mut olga = Browser::signed_in(&app, "olga").await;
     let queue = olga.get(&app, "/overdue").await;
     assert!(queue.text.contains("One step is overdue."), "{}", queue.text);
     assert!(queue.text.contains(&format!(r#"href="/runs/{run}""#)), "{}", queue.text);
