@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,26 @@ Pick the supplier whose quote is lower and attach the quote as a file.
 Check that the price matches the quote.
 """
 
+QUICK = """---
+name: quick-check
+description: A colleague checks a change within the hour.
+inputs:
+  change: string
+steps:
+  - id: check_it
+    person: checker
+    approve: Check the change.
+    due: 1h
+  - id: done
+    finish: checked
+---
+# Quick check
+
+## Check it
+
+Look the change over.
+"""
+
 # A 1×1 PNG: the quote.
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -91,6 +112,8 @@ def site():
     folder = Path(tempfile.mkdtemp(prefix="agentprocess-browser-"))
     (folder / "equipment-request").mkdir()
     (folder / "equipment-request" / "PROCESS.md").write_text(PROCESS)
+    (folder / "quick-check").mkdir()
+    (folder / "quick-check" / "PROCESS.md").write_text(QUICK)
     started = servers.start_sqlite(processes=folder)
     yield started
     servers.drop(started)
@@ -390,7 +413,7 @@ def test_the_admin_pages_pass_axe_and_fit_a_phone(site, chromium):
         page = watched.page
         sign_in(watched, site, "admin")
         for path in ("/admin", "/admin/people", "/admin/agents", "/admin/processes",
-                     "/admin/processes/equipment-request", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
+                     "/admin/processes/equipment-request", "/admin/messages", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
             response = page.goto(path)
             assert response.status == 200, f"{path}: {response.status}"
             accessible(watched, f"{path} at {viewport[0]} px")
@@ -442,4 +465,50 @@ def test_the_pages_keep_their_contrast_in_the_dark(site, chromium):
         page.goto(path)
         accessible(watched, f"{path} in the dark")
     screenshot(page, "start-dark")
+    browser.close()
+
+
+def test_people_choose_what_they_hear_of_and_operators_see_what_is_overdue(site, chromium):
+    # A check that goes overdue an hour after it opens.
+    started = call(site.base, site.tokens["bob"], "start_run",
+                          {"process": "quick-check", "inputs": {"change": "Raise the API rate limit"},
+                           "requestId": str(uuid.uuid4())})
+    assert started["ok"], started
+    for viewport in ((1280, 900), (390, 844)):
+        browser = context(chromium, site, viewport=viewport)
+        watched = Watched(browser.new_page())
+        page = watched.page
+        sign_in(watched, site, "alice")
+        page.goto("/account#messages")
+        page.get_by_label("A work item waits for you").select_option("daily")
+        page.get_by_role("button", name="Save what I hear of").click()
+        page.wait_for_url(re.compile(r"/account"))
+        assert page.get_by_label("A work item waits for you").input_value() == "daily"
+        accessible(watched, f"the account's choices at {viewport[0]} px")
+        fits(page, f"the account's choices at {viewport[0]} px")
+        page.locator("#messages").scroll_into_view_if_needed()
+        screenshot(page, "account-messages" if viewport[0] > 1000 else "account-messages-phone")
+        browser.close()
+
+    site.advance(2 * 3600)
+    for viewport in ((1280, 900), (390, 844)):
+        browser = context(chromium, site, viewport=viewport)
+        watched = Watched(browser.new_page())
+        page = watched.page
+        sign_in(watched, site, "ops")
+        assert page.get_by_role("link", name="One step").is_visible(), "an operator's inbox counts what is overdue"
+        page.get_by_role("navigation", name="Main").get_by_role("link", name="Overdue").click()
+        assert page.get_by_text("One step is overdue.").is_visible()
+        row = page.locator("tbody tr", has_text="Check it")
+        assert row.get_by_text("the people group").is_visible()
+        assert row.get_by_text("1 hour").is_visible()
+        accessible(watched, f"the overdue queue at {viewport[0]} px")
+        fits(page, f"the overdue queue at {viewport[0]} px")
+        screenshot(page, "overdue" if viewport[0] > 1000 else "overdue-phone")
+        browser.close()
+    # A member is not offered the queue.
+    browser = context(chromium, site)
+    watched = Watched(browser.new_page())
+    sign_in(watched, site, "alice")
+    assert watched.page.get_by_role("navigation", name="Main").get_by_role("link", name="Overdue").count() == 0
     browser.close()

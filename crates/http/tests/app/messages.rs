@@ -114,11 +114,7 @@ async fn organization_settings(app: TestApp) -> TestApp {
         .rest(&admin, Method::PUT, "/organization/messages", Some(wrong))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refusal}");
-    assert_eq!(
-        refusal["issues"].as_array().map(Vec::len),
-        Some(2),
-        "{refusal}"
-    );
+    assert_eq!(refusal["issues"].as_array().map(Vec::len), Some(2), "{refusal}");
     let chosen = json!({ "defaults": { "ended": "off" }, "remindEveryHours": 4, "digestHourUtc": 7 });
     let (status, saved) = app
         .rest(&admin, Method::PUT, "/organization/messages", Some(chosen.clone()))
@@ -163,11 +159,7 @@ async fn organization_settings(app: TestApp) -> TestApp {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refusal}");
-    assert_eq!(
-        refusal["issues"].as_array().map(Vec::len),
-        Some(2),
-        "{refusal}"
-    );
+    assert_eq!(refusal["issues"].as_array().map(Vec::len), Some(2), "{refusal}");
     let (status, _) = app
         .rest(&admin, Method::DELETE, "/organization/chat-hooks/reviewers", None)
         .await;

@@ -505,7 +505,8 @@ async fn messages(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
         }
         (form.fields("set-chat-hook", &[("hook-group", "group", "Group"), ("hook-url", "url", "Incoming-webhook URL (https)")], "Set the hook"))
         h2 { "Recent messages" }
-        table {
+        @if sent.is_empty() { p class="quiet" { "No messages yet: email needs the server's SMTP settings, chat a hook." } }
+        @else { table {
             thead { tr { th scope="col" { "What" } th scope="col" { "To" } th scope="col" { "Run" } th scope="col" { "Status" } } }
             tbody {
                 @for message in &sent {
@@ -517,7 +518,7 @@ async fn messages(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
                     }
                 }
             }
-        }
+        } }
     })
 }
 
