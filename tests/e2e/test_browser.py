@@ -413,7 +413,7 @@ def test_the_admin_pages_pass_axe_and_fit_a_phone(site, chromium):
         page = watched.page
         sign_in(watched, site, "admin")
         for path in ("/admin", "/admin/people", "/admin/agents", "/admin/processes",
-                     "/admin/processes/equipment-request", "/admin/messages", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
+                     "/admin/processes/equipment-request", "/admin/messages", "/admin/policies", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
             response = page.goto(path)
             assert response.status == 200, f"{path}: {response.status}"
             accessible(watched, f"{path} at {viewport[0]} px")
@@ -512,3 +512,24 @@ def test_people_choose_what_they_hear_of_and_operators_see_what_is_overdue(site,
     sign_in(watched, site, "alice")
     assert watched.page.get_by_role("navigation", name="Main").get_by_role("link", name="Overdue").count() == 0
     browser.close()
+
+    # An admin turns on "the initiator does not decide": bob, who started the check, is
+    # no longer offered it; alice still is.
+    browser = context(chromium, site)
+    watched = Watched(browser.new_page())
+    page = watched.page
+    sign_in(watched, site, "admin")
+    page.goto("/admin/policies")
+    page.get_by_label("The person who started a run does not decide its approvals and tasks").check()
+    page.get_by_role("button", name="Save the policies").click()
+    page.goto("/admin/policies")
+    assert page.get_by_label("The person who started a run does not decide its approvals and tasks").is_checked()
+    assert not page.get_by_label("No person decides two approvals of one run (four eyes)").is_checked()
+    accessible(watched, "the policies page")
+    browser.close()
+    for person, offered in (("bob", False), ("alice", True)):
+        browser = context(chromium, site)
+        watched = Watched(browser.new_page())
+        sign_in(watched, site, person)
+        assert watched.page.get_by_role("link", name="Check it").is_visible() == offered, person
+        browser.close()

@@ -135,6 +135,8 @@ audit_events! {
     RunDecided => "run.decided",
     /// A sign-in failed at the callback. (`signin.failed`)
     SigninFailed => "signin.failed",
+    /// The organization's policies of who decides were changed. (`policies.changed`)
+    PoliciesChanged => "policies.changed",
     /// A person signed in. (`signin.succeeded`)
     SigninSucceeded => "signin.succeeded",
     /// An API token was made. (`token.created`)

@@ -1,9 +1,10 @@
 //! What people hear of: each person's own choices, the organization's defaults and
-//! reminders, the groups' chat hooks, and the latest messages sent.
+//! reminders, the groups' chat hooks, and the latest messages sent; and the
+//! organization's policies of who decides.
 
 use agentprocess_auth::audit::{AuditEvent, detail};
 use agentprocess_auth::{Acting, Role};
-use agentprocess_service::{ChatHookView, Choices, OrgMessageSettings};
+use agentprocess_service::{ChatHookView, Choices, OrgMessageSettings, Policies};
 use agentprocess_store::MessageRecord;
 use serde_json::json;
 
@@ -35,6 +36,21 @@ impl Operations {
         let org = acting.org().to_owned();
         self.record(acting, AuditEvent::MessagesSettingsChanged, &org, detail)
             .await
+    }
+
+    /// The organization's policies of who decides.
+    pub async fn policies(&self, acting: &Acting) -> Result<Policies, Error> {
+        acting.require(Role::Member, false)?;
+        Ok(self.service.policies(acting.org()).await?)
+    }
+
+    /// Replaces the organization's policies of who decides.
+    pub async fn set_policies(&self, acting: &Acting, policies: &Policies) -> Result<(), Error> {
+        acting.require(Role::Admin, true)?;
+        self.service.set_policies(acting.org(), policies).await?;
+        let detail = detail([("policies", json!(policies))]);
+        let org = acting.org().to_owned();
+        self.record(acting, AuditEvent::PoliciesChanged, &org, detail).await
     }
 
     /// The groups' chat hooks.

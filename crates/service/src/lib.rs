@@ -16,6 +16,7 @@ mod notify;
 mod observe;
 mod overdue;
 mod people;
+mod policies;
 mod processes;
 mod recorded;
 mod retention;
@@ -50,6 +51,7 @@ pub use messages::{
     ChatHookView, Choice, Choices, LONGEST_REMINDER_HOURS, MailSettings, MessageKind, OrgMessageSettings,
 };
 pub use overdue::{OVERDUE_SHOWN, Overdue, WaitsOn};
+pub use policies::Policies;
 pub use retention::{Retention, SweepSettings};
 pub use runs::{ListRuns, PendingTimer, RunDetails, StartRunArgs};
 pub use scheduler::SchedulerSettings;

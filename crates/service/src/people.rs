@@ -7,22 +7,34 @@ use agentprocess_views::RunView;
 use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
 use crate::write::{Locked, Target, Write, fresh};
-use crate::{Caller, Error, Service, Tool};
+use crate::{Caller, Error, Policies, Service, Tool};
 use agentprocess_store::Directory;
 
 impl Service {
     /// `decide`. The engine refuses agents, in the order tools.md gives. A person
     /// completing a task with a check is checked as an agent is (see [`Service::submit`]).
     pub async fn decide(&self, caller: &Caller, run_id: &str, decide: Decide, write: &Write) -> Result<RunView, Error> {
-        let audited = serde_json::Map::from_iter([
+        let policies = self.policies(caller.org()).await?;
+        let mut audited = serde_json::Map::from_iter([
             ("workItem".to_owned(), serde_json::json!(decide.work_item)),
             ("decision".to_owned(), serde_json::json!(decide.decision.as_str())),
             ("note".to_owned(), serde_json::json!(decide.note)),
         ]);
+        if policies != Policies::default() {
+            // The policies in force when it was decided.
+            audited.insert("policies".to_owned(), serde_json::json!(policies));
+        }
         let mut checked = None;
         for _ in 0..CHECK_ROUNDS {
             let Locked { mut tx, run, version } =
                 fresh!(self.open_run(caller, write, Tool::Decide, Target::Run(run_id)).await?);
+            Self::permitted(
+                &policies,
+                &run,
+                &version,
+                &decide.work_item,
+                caller.identity.person.as_deref(),
+            )?;
             let mut decide = decide.clone();
             let file_issues = self
                 .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)

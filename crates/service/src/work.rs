@@ -128,6 +128,10 @@ impl Service {
             .collect();
         wanted.sort();
         wanted.dedup();
+        let policies = match &actor {
+            Actor::Person { .. } => self.policies(caller.org()).await?,
+            Actor::Agent { .. } => crate::Policies::default(),
+        };
         let mut runs: HashMap<String, (Run, Arc<ProcessVersion>)> = HashMap::new();
         for stored in self.store.runs(caller.org(), &wanted).await.map_err(crate::retry)? {
             let loaded = self.with_version(caller.org(), &stored).await?;
@@ -148,7 +152,21 @@ impl Service {
                 .into_iter()
                 .find(|work| step_id(run, work) == row.step_id)
                 .and_then(|work| WorkEntry::of(run, version, work));
-            items.extend(found);
+            // An item a policy keeps from the caller is not offered to them.
+            let kept_from_them = match &found {
+                Some(WorkEntry::Person(item)) => Self::permitted(
+                    &policies,
+                    run,
+                    version,
+                    &item.work_item.id,
+                    caller.identity.person.as_deref(),
+                )
+                .is_err(),
+                _ => false,
+            };
+            if !kept_from_them {
+                items.extend(found);
+            }
         }
         let facts = runs.into_iter().map(|(id, (run, _))| (id, RunFacts::of(run))).collect();
         let page = Page {

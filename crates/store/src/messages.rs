@@ -1,6 +1,6 @@
 //! Messages to people (email and chat), made from the outbox's notifications: what is
 //! not yet handed over, the messages waiting to be sent, what people chose to hear of,
-//! and the groups' chat hooks.
+//! and the groups' chat hooks; and the organization's policies of who decides.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -205,6 +205,9 @@ pub trait Messages {
 
     /// The organization's latest messages, newest first.
     fn messages(&self, org: &str, limit: u32) -> impl Future<Output = Result<Vec<MessageRecord>>> + Send;
+
+    /// The organization's policies beyond the protocol (a JSON object), if it set any.
+    fn org_policies(&self, org: &str) -> impl Future<Output = Result<Option<String>>> + Send;
 }
 
 /// Changes to what people chose and to chat hooks.
@@ -217,6 +220,9 @@ pub trait MessagesTx {
         choices: &str,
         now: i64,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Replaces the organization's policies (a JSON object).
+    fn put_org_policies(&mut self, org: &str, policies: &str, now: i64) -> impl Future<Output = Result<()>> + Send;
 
     /// Sets a group's chat hook, replacing any it had.
     fn put_chat_hook(&mut self, org: &str, hook: &ChatHook) -> impl Future<Output = Result<()>> + Send;
@@ -521,6 +527,33 @@ pub(crate) async fn put_message_choices(
     Ok(())
 }
 
+pub(crate) async fn org_policies(connection: &mut AnyConnection, org: &str) -> Result<Option<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT policies FROM org_policies WHERE org_id = $1")
+            .bind(org)
+            .fetch_optional(connection)
+            .await?,
+    )
+}
+
+pub(crate) async fn put_org_policies(
+    connection: &mut AnyConnection,
+    org: &str,
+    policies: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO org_policies (org_id, policies, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (org_id) DO UPDATE SET policies = excluded.policies, updated_at = excluded.updated_at",
+    )
+    .bind(org)
+    .bind(policies)
+    .bind(now)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
 pub(crate) async fn put_chat_hook(connection: &mut AnyConnection, org: &str, hook: &ChatHook) -> Result<()> {
     sqlx::query(
         "INSERT INTO chat_hooks (org_id, group_id, url, created_at) VALUES ($1, $2, $3, $4) \
@@ -584,11 +617,19 @@ impl Messages for crate::SqlStore {
     async fn messages(&self, org: &str, limit: u32) -> Result<Vec<MessageRecord>> {
         messages(&mut *self.pool().acquire().await?, org, limit).await
     }
+
+    async fn org_policies(&self, org: &str) -> Result<Option<String>> {
+        org_policies(&mut *self.pool().acquire().await?, org).await
+    }
 }
 
 impl MessagesTx for crate::SqlTx {
     async fn put_message_choices(&mut self, org: &str, identity: &str, choices: &str, now: i64) -> Result<()> {
         put_message_choices(self.connection(), org, identity, choices, now).await
+    }
+
+    async fn put_org_policies(&mut self, org: &str, policies: &str, now: i64) -> Result<()> {
+        put_org_policies(self.connection(), org, policies, now).await
     }
 
     async fn put_chat_hook(&mut self, org: &str, hook: &ChatHook) -> Result<()> {

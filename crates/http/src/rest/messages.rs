@@ -1,9 +1,10 @@
 //! What people hear of: the organization's defaults, reminders and digest hour; one's
-//! own choices; the groups' chat hooks; and the latest messages sent.
+//! own choices; the groups' chat hooks; the latest messages sent; and the
+//! organization's policies of who decides.
 
 use std::sync::Arc;
 
-use agentprocess_service::{ChatHookView, Choice, Choices, MessageKind, OrgMessageSettings};
+use agentprocess_service::{ChatHookView, Choice, Choices, MessageKind, OrgMessageSettings, Policies};
 use agentprocess_store::MessageRecord;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -27,6 +28,8 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
         .routes(needs::<AdminWrites>(routes!(set_chat_hook)))
         .routes(needs::<AdminWrites>(routes!(remove_chat_hook)))
         .routes(needs::<AdminReads>(routes!(sent)))
+        .routes(needs::<MemberReads>(routes!(policies)))
+        .routes(needs::<AdminWrites>(routes!(set_policies)))
 }
 
 /// What one person chose, by kind; a kind left out (or `null`) follows the
@@ -257,4 +260,33 @@ pub(super) async fn sent(
     let limit = query(sent, "the query is not valid")?.limit.unwrap_or(50);
     let records = web.operations.messages(&caller, limit).await?;
     Ok(Json(records.iter().map(MessageView::from).collect()))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/organization/policies",
+    tag = "organization",
+    responses((status = 200, description = "The organization's policies of who decides (all off unless turned on)", body = Policies))
+)]
+pub(super) async fn policies(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+) -> Result<Json<Policies>, ApiError> {
+    Ok(Json(web.operations.policies(&caller).await?))
+}
+
+#[utoipa::path(
+    put,
+    path = "/api/v1/organization/policies",
+    tag = "organization",
+    request_body = Policies,
+    responses((status = 200, description = "The policies as saved", body = Policies))
+)]
+pub(super) async fn set_policies(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Body(policies): Body<Policies>,
+) -> Result<Json<Policies>, ApiError> {
+    web.operations.set_policies(&caller, &policies).await?;
+    Ok(Json(policies))
 }

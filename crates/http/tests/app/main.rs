@@ -11,6 +11,7 @@ mod limits;
 mod messages;
 mod oauth;
 mod people_oauth;
+mod policies;
 mod reseal;
 mod rest;
 mod web;

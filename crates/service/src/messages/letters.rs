@@ -247,3 +247,137 @@ fn page(subject: &str, content: Markup, why: &[&str], organization: &str, settin
     }
     .into_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use agentprocess_engine::{Assignee, Run, StepRun, WorkItem};
+    use agentprocess_store::StoredVersion;
+
+    use super::*;
+
+    const SOURCE: &str = "---
+name: vendor
+description: Finance approves a vendor.
+inputs:
+  vendorName: string
+  expectedAnnualSpend: number
+  notes:
+    type: string
+    optional: true
+steps:
+  - id: finance_approval
+    person: finance
+    approve: Check the expected annual spend.
+    due: 1h
+  - id: done
+    finish: approved
+---
+# Vendor
+
+## Finance approval
+
+Check the vendor name and the expected annual spend.
+";
+
+    fn version() -> ProcessVersion {
+        crate::versions::parsed(&StoredVersion {
+            process: "vendor".to_owned(),
+            number: 3,
+            content_hash: String::new(),
+            source: SOURCE.to_owned(),
+            roles: r#"{"finance": "finance"}"#.to_owned(),
+            published_at: 0,
+        })
+        .expect("a version")
+    }
+
+    fn run() -> Run {
+        let at = jiff::Timestamp::from_second(1_800_000_000).expect("a time");
+        let mut approval = StepRun::new("finance_approval");
+        approval.due_at = Some(at);
+        approval.work_item = Some(WorkItem {
+            id: "wi_1".to_owned(),
+            assigned_to: Assignee::Group("finance".to_owned()),
+            created_at: at,
+            escalation: None,
+        });
+        Run {
+            id: "r_1".to_owned(),
+            process: "vendor".to_owned(),
+            version: 3,
+            mode: agentprocess_engine::Mode::Live,
+            started_by: "ann@x.test".to_owned(),
+            initiator: Some("ann@x.test".to_owned()),
+            started_at: at,
+            updated_at: at,
+            end: None,
+            inputs: serde_json::from_str(r#"{"vendorName": "Acme <Tools>", "expectedAnnualSpend": 42000.50}"#)
+                .expect("inputs"),
+            steps: vec![approval, StepRun::new("done")],
+            events: Vec::new(),
+            completions: 0,
+            decided: Vec::new(),
+        }
+    }
+
+    fn told<'a>(run: &'a Run, version: &'a ProcessVersion, kind: MessageKind, reminder: bool) -> Told<'a> {
+        Told {
+            kind,
+            reminder,
+            run,
+            version,
+            step: Some("finance_approval"),
+            link: "https://p.test/runs/r_1/items/wi_1".to_owned(),
+            why: "you are in the finance group".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_letter_says_what_the_step_is_about_and_links_to_it_in_text_and_html() {
+        let (run, version) = (run(), version());
+        let one = letter(
+            &told(&run, &version, MessageKind::Waiting, false),
+            "Acme",
+            "https://p.test/account#messages",
+        );
+        assert_eq!(one.subject, "Finance approval waits for you · vendor v3");
+        for line in [
+            "Process: vendor v3",
+            "Vendor name: Acme <Tools>",
+            "Expected annual spend: 42000.50",
+            "Due: 2027-01-15 08:00 UTC",
+            "Open the work item: https://p.test/runs/r_1/items/wi_1",
+            "You get this from Acme because you are in the finance group.",
+            "Choose what you hear of: https://p.test/account#messages",
+        ] {
+            assert!(one.text.contains(line), "{line:?} in {}", one.text);
+        }
+        assert!(
+            !one.text.contains("Notes"),
+            "an input the step does not name is left out"
+        );
+        assert!(one.html.contains("Acme &lt;Tools&gt;"), "escaped: {}", one.html);
+        assert!(one.html.contains(r#"href="https://p.test/runs/r_1/items/wi_1""#));
+        let reminder = letter(&told(&run, &version, MessageKind::Overdue, true), "Acme", "s");
+        assert!(
+            reminder
+                .subject
+                .starts_with("Reminder: Finance approval is still overdue")
+        );
+    }
+
+    #[test]
+    fn a_digest_lists_each_thing_once_under_one_subject() {
+        let (run, version) = (run(), version());
+        let both = [
+            told(&run, &version, MessageKind::Waiting, false),
+            told(&run, &version, MessageKind::Overdue, false),
+        ];
+        let digested = digest(&both, "Acme", "s");
+        assert_eq!(digested.subject, "Your daily digest: 2 things to look at");
+        assert!(digested.text.contains("Finance approval waits for you"));
+        assert!(digested.text.contains("Finance approval is overdue"));
+        assert_eq!(digested.text.matches("because you are in the finance group").count(), 1);
+        assert_eq!(digested.html.matches("<h2").count(), 2);
+    }
+}

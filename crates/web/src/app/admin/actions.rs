@@ -143,6 +143,14 @@ const ACTIONS: &[Action] = &[
         ],
     },
     Action {
+        name: "set-policies",
+        names: &[],
+        fields: &[
+            ("initiatorDoesNotDecide", "initiatorDoesNotDecide", Kind::Flag),
+            ("fourEyes", "fourEyes", Kind::Flag),
+        ],
+    },
+    Action {
         name: "set-chat-hook",
         names: &[],
         fields: &[("group", "group", Kind::Text), ("url", "url", Kind::Text)],
@@ -366,6 +374,7 @@ async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, S
             };
             operations.set_message_settings(acting, &settings).await?;
         }
+        "set-policies" => operations.set_policies(acting, &command(action, form)?).await?,
         "set-chat-hook" => {
             let hook: ChatHookForm = command(action, form)?;
             operations.set_chat_hook(acting, &hook.group, &hook.url).await?;

@@ -21,11 +21,12 @@ use crate::errors::ApiError;
 use crate::session::{Web, csrf_token};
 
 /// The admin pages, by the part of the path after `/admin/`.
-const PAGES: [(&str, &str); 7] = [
+const PAGES: [(&str, &str); 8] = [
     ("people", "Members and groups"),
     ("agents", "Agents"),
     ("processes", "Processes"),
     ("messages", "Messages to people"),
+    ("policies", "Who decides"),
     ("webhooks", "Webhooks"),
     ("audit", "Audit log"),
     ("sign-in", "Sign-in"),
@@ -135,6 +136,7 @@ pub(super) async fn render(web: &Web, caller: &Caller, path: &str, notice: Optio
         "processes" => processes(web, caller, &form).await,
         "webhooks" => webhooks(web, caller, &form).await,
         "messages" => messages(web, caller, &form).await,
+        "policies" => policies(web, caller, &form).await,
         "sign-in" => sign_in(web, caller, &form).await,
         "audit" => return audit(web, caller, &[]).await,
         other => match other.strip_prefix("processes/") {
@@ -519,6 +521,27 @@ async fn messages(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
                 }
             }
         } }
+    })
+}
+
+async fn policies(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
+    let policies = web.operations.policies(&caller.acting).await?;
+    Ok(html! {
+        p { "The protocol leaves segregation of duties to the server. These are this server's policies, off until turned on: "
+            "while one is on, a person it keeps from an item is not offered it, a decision from them is refused naming the policy, "
+            "and the audit log records the policies in force at each decision." }
+        form method="post" action="/admin/do/set-policies" {
+            (form.hidden())
+            div {
+                input id="initiator-does-not-decide" type="checkbox" name="initiatorDoesNotDecide" value="true" checked[policies.initiator_does_not_decide];
+                label for="initiator-does-not-decide" class="inline" { "The person who started a run does not decide its approvals and tasks" }
+            }
+            div {
+                input id="four-eyes" type="checkbox" name="fourEyes" value="true" checked[policies.four_eyes];
+                label for="four-eyes" class="inline" { "No person decides two approvals of one run (four eyes)" }
+            }
+            button type="submit" { "Save the policies" }
+        }
     })
 }
 
