@@ -388,3 +388,37 @@ async fn administers(app: TestApp) -> TestApp {
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     app
 }
+
+on_both!(a_ticked_checkbox_wins_over_the_hidden_false_before_it, checkboxes);
+async fn checkboxes(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_dev_sign_in();
+    let mut ann = Browser::signed_in(&app, "ann").await;
+    let ticked = r#"name="autoProvision" value="true" checked"#;
+    for (sent, expected) in [(&["false", "true"][..], true), (&["false"][..], false)] {
+        let page = ann.get(&app, "/admin/sign-in").await;
+        let mut fields = with(base(&page, "/admin/sign-in"), &[("name", "Acme")]);
+        fields.extend(
+            sent.iter()
+                .map(|value| ("autoProvision".to_owned(), (*value).to_owned())),
+        );
+        let changed = ann.post_pairs(&app, "/admin/do/change-organization", &fields).await;
+        assert_eq!(changed.status, StatusCode::SEE_OTHER, "{}", changed.text);
+        let page = ann.get(&app, "/admin/sign-in").await;
+        assert_eq!(page.text.contains(ticked), expected, "{sent:?}: {}", page.text);
+    }
+    let admin = app.api_token("ann", "admin").await;
+    let page = ann.get(&app, "/admin/policies").await;
+    let fields = with(base(&page, "/admin/policies"), &[("fourEyes", "true")]);
+    let saved = ann.post_pairs(&app, "/admin/do/set-policies", &fields).await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.text);
+    let (_, policies) = app
+        .rest(&admin, axum::http::Method::GET, "/organization/policies", None)
+        .await;
+    assert_eq!(policies, json!({ "initiatorDoesNotDecide": false, "fourEyes": true }));
+    app
+}

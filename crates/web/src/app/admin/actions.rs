@@ -238,10 +238,16 @@ fn names_of(action: &Action, form: &[(String, String)]) -> Result<Vec<String>, A
 fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> Result<T, ApiError> {
     let mut fields = Map::new();
     for (key, name, kind) in action.fields {
-        let raw = form
+        // A checkbox follows a hidden `false` of the same name, so that leaving it
+        // unticked still says so: its last value is the one that counts.
+        let mut sent_values = form
             .iter()
-            .find(|(sent, _)| sent == name)
+            .filter(|(sent, _)| sent == name)
             .map(|(_, value)| value.trim());
+        let raw = match kind {
+            Kind::Flag => sent_values.next_back(),
+            _ => sent_values.next(),
+        };
         let value = match (kind, raw) {
             (Kind::Flag, Some(value)) => json!(value == "true" || value == "on"),
             (_, None) => continue,
