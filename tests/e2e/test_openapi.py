@@ -142,7 +142,7 @@ def build_organization(site: Site):
     notification = admin.api("GET", "/webhooks/deliveries").json()["items"][0]["notification"]
     values = {"id": None, "member": bob_id, "domain": "acme.test", "name": "purchase-order", "role": role,
               "number": "1", "token": agent_token["id"], "notification": notification,
-              "client": client["clientId"], "secret": client["secrets"][0]["id"]}
+              "client": client["clientId"], "secret": client["secrets"][0]["id"], "group": "finance"}
     ann_id = admin.api("GET", "/session").json()["member"]["id"]
     # /members/{id} names the admin: a member may read their own entry, not another's.
     ids = {"members": ann_id, "groups": "finance", "agents": "bot", "tokens": api_token["id"],
@@ -177,6 +177,10 @@ BODIES = {
     ("POST", "/api/v1/runs/{id}/cancel"): {"reason": "sweep"},
     ("POST", "/api/v1/webhooks"): {"url": "https://hooks.example.com/b"},
     ("POST", "/api/v1/apps"): {"name": "n", "redirectUris": ["https://inbox.example.com/cb2"]},
+    ("PUT", "/api/v1/organization/messages"): {"remindEveryHours": 12},
+    ("PUT", "/api/v1/organization/policies"): {"fourEyes": True},
+    ("PUT", "/api/v1/organization/chat-hooks/{group}"): {"url": "https://hooks.example.com/chat"},
+    ("PUT", "/api/v1/account/messages"): {"waiting": "daily"},
 }
 
 

@@ -1,7 +1,7 @@
 //! What people hear of, over HTTP: a person chooses on their account page (CSRF
 //! checked, a wrong value refused in words); the REST surface reads and sets the same
 //! choices and the organization's settings (admins only); chat hooks keep their URL
-//! to themselves; operators (only) see the queue of overdue work and its count in
+//! to themselves (a group of another organization is not found); operators (only) see the queue of overdue work and its count in
 //! their inbox.
 
 use agentprocess_auth::Role;
@@ -155,11 +155,20 @@ async fn organization_settings(app: TestApp) -> TestApp {
             &admin,
             Method::PUT,
             "/organization/chat-hooks/nobody",
+            Some(json!({ "url": url })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refusal}");
+    let (status, refusal) = app
+        .rest(
+            &admin,
+            Method::PUT,
+            "/organization/chat-hooks/reviewers",
             Some(json!({ "url": "ftp://x" })),
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refusal}");
-    assert_eq!(refusal["issues"].as_array().map(Vec::len), Some(2), "{refusal}");
+    assert_eq!(refusal["issues"].as_array().map(Vec::len), Some(1), "{refusal}");
     let (status, _) = app
         .rest(&admin, Method::DELETE, "/organization/chat-hooks/reviewers", None)
         .await;

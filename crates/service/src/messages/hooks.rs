@@ -44,7 +44,7 @@ impl Admin {
         let groups = self.store.groups(org).await?;
         let operators = agentprocess_engine::Settings::default().escalation_group;
         if group != operators && !groups.iter().any(|known| known == group) {
-            issues.push(format!("group: {group:?} is no group of the organization"));
+            return Err(not_found(format!("no group {group:?} in this organization")));
         }
         if !issues.is_empty() {
             return Err(invalid("the chat hook cannot be set", issues));
