@@ -45,15 +45,8 @@ impl Service {
     /// The organization's overdue work, longest overdue first, at most `limit`; for
     /// operators.
     pub async fn overdue(&self, caller: &Caller, limit: u32) -> Result<Vec<Overdue>, Error> {
-        if !caller.identity.has_role(Role::Operator) {
-            return Err(forbidden("the queue of overdue work is for operators"));
-        }
         let org = caller.org();
-        let rows = self
-            .store
-            .overdue(org, millis(self.now()), limit.clamp(1, OVERDUE_SHOWN))
-            .await
-            .map_err(retry)?;
+        let rows = self.overdue_rows(caller, limit).await?;
         let ids: Vec<String> = rows.iter().map(|row| row.run_id.clone()).collect();
         let mut versions = std::collections::HashMap::new();
         for stored in self.store.runs(org, &ids).await.map_err(retry)? {
@@ -79,5 +72,21 @@ impl Service {
                 })
             })
             .collect())
+    }
+
+    /// How many steps the queue would list (at most [`OVERDUE_SHOWN`]), from the index
+    /// alone: no run is read.
+    pub async fn overdue_count(&self, caller: &Caller) -> Result<usize, Error> {
+        Ok(self.overdue_rows(caller, OVERDUE_SHOWN).await?.len())
+    }
+
+    async fn overdue_rows(&self, caller: &Caller, limit: u32) -> Result<Vec<agentprocess_store::WorkRow>, Error> {
+        if !caller.identity.has_role(Role::Operator) {
+            return Err(forbidden("the queue of overdue work is for operators"));
+        }
+        self.store
+            .overdue(caller.org(), millis(self.now()), limit.clamp(1, OVERDUE_SHOWN))
+            .await
+            .map_err(retry)
     }
 }

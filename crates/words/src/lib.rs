@@ -31,6 +31,15 @@ pub fn about<'a>(declared: &'a Fields, body: &str, step: &str, text: &str) -> Ve
     }
 }
 
+/// A value as text for people, in a form or a message: a string as it is, anything else
+/// as JSON (numbers keep their digits).
+pub fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// What an item on step `step` is about, with the values a run holds: the inputs its
 /// words name (or the first three declared), then the latest `outputs` of earlier
 /// steps that they name.

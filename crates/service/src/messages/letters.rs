@@ -6,7 +6,6 @@
 use agentprocess_engine::{ProcessVersion, Run};
 use agentprocess_format::StepKind;
 use maud::{DOCTYPE, Markup, html};
-use serde_json::Value;
 
 use super::choices::MessageKind;
 use crate::work::RunFacts;
@@ -88,7 +87,7 @@ impl Told<'_> {
                 step,
                 text,
             ) {
-                let shown = value.map_or_else(|| "not given".to_owned(), shown);
+                let shown = value.map_or_else(|| "not given".to_owned(), agentprocess_words::shown);
                 facts.push((agentprocess_words::label(name), shown));
             }
             let due = self.run.step(step).and_then(|step| step.due_at);
@@ -111,14 +110,6 @@ impl Told<'_> {
             MessageKind::Waiting | MessageKind::Overdue | MessageKind::Escalation => "Open the work item",
             MessageKind::Ended => "Open the run",
         }
-    }
-}
-
-/// A value as text: strings as they are, the rest as JSON (numbers keep their digits).
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -111,15 +111,10 @@ impl Audience<'_> {
     }
 
     /// The people an item assigned so may decide it.
-    fn assigned<'b>(&'b self, assignee: &'b Assignee) -> Vec<&'b Identity> {
-        match assignee {
-            Assignee::Person(person) => self.person(person).into_iter().collect(),
-            Assignee::Group(group) if group == self.operators_group => self.operators().collect(),
-            Assignee::Group(group) => self
-                .people()
-                .filter(|identity| identity.groups.iter().any(|held| held == group))
-                .collect(),
-        }
+    fn assigned(&self, assignee: &Assignee) -> Vec<&Identity> {
+        self.people()
+            .filter(|identity| assigned_because(identity, assignee, self.operators_group).is_some())
+            .collect()
     }
 
     fn people(&self) -> impl Iterator<Item = &Identity> {
@@ -139,6 +134,27 @@ impl Audience<'_> {
                 .as_deref()
                 .is_some_and(|held| held.eq_ignore_ascii_case(person))
         })
+    }
+}
+
+/// Why `identity` may decide an item assigned to `assignee` (the group of escalations
+/// is the operators), in words; `None` when they may not. Asked when a notification is
+/// handed over and again when its message is sent.
+pub(crate) fn assigned_because(identity: &Identity, assignee: &Assignee, operators_group: &str) -> Option<String> {
+    match assignee {
+        Assignee::Person(person) => identity
+            .person
+            .as_deref()
+            .is_some_and(|held| held.eq_ignore_ascii_case(person))
+            .then(|| "the work item is assigned to you".to_owned()),
+        Assignee::Group(group) if group == operators_group => identity
+            .has_role(Role::Operator)
+            .then(|| "you are an operator".to_owned()),
+        Assignee::Group(group) => identity
+            .groups
+            .iter()
+            .any(|held| held == group)
+            .then(|| format!("you are in the {group} group")),
     }
 }
 

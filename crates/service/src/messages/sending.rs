@@ -3,11 +3,12 @@
 //! failures retried with the webhooks' backoff, and an overdue item's message sent
 //! again as a reminder while the item stays open.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_engine::{Assignee, ProcessVersion, Run, StepState};
 use agentprocess_store::{
-    Channel, Directory as _, Identity, MessageOutcome, Messages as _, Role, Store as _, TakenMessage,
+    Channel, ChatHook, Directory as _, Identity, MessageOutcome, Messages as _, Role, Store as _, TakenMessage,
 };
 use futures_util::StreamExt as _;
 
@@ -15,7 +16,7 @@ use super::chat::{Chat, open_hook};
 use super::choices::{Chosen, MessageKind};
 use super::letters::{Told, chat_text, digest, letter};
 use super::mail::Mailer;
-use super::recipients::assignee_in;
+use super::recipients::{assigned_because, assignee_in};
 use crate::scheduler::duration_millis;
 use crate::{Service, WebhookSettings, millis};
 
@@ -35,11 +36,12 @@ struct Ready {
     why: String,
 }
 
-/// What one organization's messages are checked and written with.
+/// What one organization's messages are checked and written with, read once a pass.
 struct Organization {
     name: String,
     identities: Vec<Identity>,
     chosen: Chosen,
+    hooks: Vec<ChatHook>,
 }
 
 impl Service {
@@ -53,9 +55,26 @@ impl Service {
             .ok_or_else(|| self.past_deadline())?
             .map_err(|error| error.to_string())?;
         let count = taken.len();
+        let mut organizations: HashMap<String, Organization> = HashMap::new();
+        for message in &taken {
+            if !organizations.contains_key(&message.org) {
+                match self.bounded(self.organization_of(&message.org)).await {
+                    Some(Ok(organization)) => {
+                        organizations.insert(message.org.clone(), organization);
+                    }
+                    // Its messages are taken again when their hold ends.
+                    Some(Err(error)) => tracing::warn!(%error, org = %message.org, "messages not sent"),
+                    None => tracing::warn!(org = %message.org, "messages not sent: past the deadline"),
+                }
+            }
+        }
+        let organizations = &organizations;
         futures_util::stream::iter(bundles(taken))
             .for_each_concurrent(sender.settings.concurrency.max(1), |bundle| async move {
-                let outcomes = match self.bounded(self.send_bundle(sender, &bundle)).await {
+                let Some(organization) = bundle.first().and_then(|first| organizations.get(&first.org)) else {
+                    return;
+                };
+                let outcomes = match self.bounded(self.send_bundle(sender, organization, &bundle)).await {
                     Some(Ok(outcomes)) => outcomes,
                     Some(Err(error)) => {
                         // Taken again when the hold ends.
@@ -76,27 +95,36 @@ impl Service {
         Ok(count)
     }
 
-    /// Sends one bundle (a message, or a recipient's digest); an outcome per message.
-    async fn send_bundle(&self, sender: &Sender, bundle: &[TakenMessage]) -> Result<Vec<MessageOutcome>, String> {
-        let Some(first) = bundle.first() else {
-            return Ok(Vec::new());
-        };
-        let org = &first.org;
+    /// What `org`'s messages are checked and written with.
+    async fn organization_of(&self, org: &str) -> Result<Organization, String> {
         let text = |error: agentprocess_store::Error| error.to_string();
-        let organization = Organization {
+        Ok(Organization {
             name: self
                 .store
                 .organization(org)
                 .await
                 .map_err(text)?
-                .map_or_else(|| org.clone(), |organization| organization.name),
+                .map_or_else(|| org.to_owned(), |organization| organization.name),
             identities: self.store.identities(org).await.map_err(text)?,
             chosen: Chosen::read(org, self.store.message_choices(org).await.map_err(text)?),
+            hooks: self.store.chat_hooks(org).await.map_err(text)?,
+        })
+    }
+
+    /// Sends one bundle (a message, or a recipient's digest); an outcome per message.
+    async fn send_bundle(
+        &self,
+        sender: &Sender,
+        organization: &Organization,
+        bundle: &[TakenMessage],
+    ) -> Result<Vec<MessageOutcome>, String> {
+        let Some(first) = bundle.first() else {
+            return Ok(Vec::new());
         };
         let mut outcomes: Vec<Option<MessageOutcome>> = Vec::with_capacity(bundle.len());
         let mut ready: Vec<(usize, Ready)> = Vec::new();
         for (index, message) in bundle.iter().enumerate() {
-            match self.ready(message, &organization).await? {
+            match self.ready(message, organization).await? {
                 Ok(one) => {
                     outcomes.push(None);
                     ready.push((index, one));
@@ -117,7 +145,7 @@ impl Service {
                     why: one.why.clone(),
                 })
                 .collect();
-            let sent = self.send(sender, first, &organization, &told).await;
+            let sent = self.send(sender, first, organization, &told).await;
             let now = millis(self.now());
             for ((index, one), told) in ready.iter().zip(&told) {
                 let message = &bundle[*index];
@@ -177,12 +205,8 @@ impl Service {
                 mailer.send(&identity.name, address, &letter, &id, &settings).await
             }
             Channel::Chat => {
-                let hooks = self
-                    .store
-                    .chat_hooks(&first.org)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                let hook = hooks
+                let hook = organization
+                    .hooks
                     .iter()
                     .find(|hook| hook.group == first.recipient)
                     .ok_or("the group's chat hook was removed")?;
@@ -250,22 +274,9 @@ impl Service {
     /// Why `identity` hears of a message of `kind` about an item assigned so; `None`
     /// when they no longer should (left the group, no longer an operator).
     fn why(&self, identity: &Identity, kind: MessageKind, assignee: Option<&Assignee>) -> Option<String> {
-        let operators = &self.settings.engine.escalation_group;
         let operator = identity.has_role(Role::Operator);
-        let assigned = match assignee {
-            Some(Assignee::Person(person)) => identity
-                .person
-                .as_deref()
-                .is_some_and(|held| held.eq_ignore_ascii_case(person))
-                .then(|| "the work item is assigned to you".to_owned()),
-            Some(Assignee::Group(group)) if group == operators => operator.then(|| "you are an operator".to_owned()),
-            Some(Assignee::Group(group)) => identity
-                .groups
-                .iter()
-                .any(|held| held == group)
-                .then(|| format!("you are in the {group} group")),
-            None => None,
-        };
+        let assigned =
+            assignee.and_then(|assignee| assigned_because(identity, assignee, &self.settings.engine.escalation_group));
         match kind {
             MessageKind::Waiting => assigned,
             MessageKind::Overdue => assigned.or_else(|| operator.then(|| "you are an operator".to_owned())),

@@ -10,15 +10,7 @@ use maud::{Markup, html};
 use serde_json::{Map, Value};
 
 use super::time::when;
-pub(crate) use agentprocess_words::{label, step_title};
-
-/// Text of a JSON value as a form shows it.
-pub(crate) fn shown(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
+pub(crate) use agentprocess_words::{label, shown, step_title};
 
 /// A summary list of `values` as `declared` names them, in the declaration's order;
 /// a value nothing declares (an older version's field) comes after, under its name.

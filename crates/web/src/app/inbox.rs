@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use agentprocess_engine::{Actor, Assignee, Decision, ProcessVersion};
 use agentprocess_format::Field;
-use agentprocess_service::{Caller, OVERDUE_SHOWN, RunFacts};
+use agentprocess_service::{Caller, RunFacts};
 use agentprocess_views::PersonWork;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -107,10 +107,7 @@ pub(super) async fn inbox(
     // An operator sees how much of the organization's work is overdue, whoever it
     // waits on; the count is of what the queue shows.
     let overdue = if visitor.has_role(agentprocess_auth::Role::Operator) {
-        web.service
-            .overdue(caller, OVERDUE_SHOWN)
-            .await
-            .map_or(0, |listed| listed.len())
+        web.service.overdue_count(caller).await.unwrap_or(0)
     } else {
         0
     };
