@@ -123,6 +123,10 @@ audit_events! {
     OrganizationCreated => "organization.created",
     /// The organization's identity provider changed. (`organization.sign_in_changed`)
     OrganizationSignInChanged => "organization.sign_in_changed",
+    /// A draft's agent steps were bound to agents. (`process.agents_bound`)
+    ProcessAgentsBound => "process.agents_bound",
+    /// A binding of a draft's agent steps was removed. (`process.agents_unbound`)
+    ProcessAgentsUnbound => "process.agents_unbound",
     /// A process was imported as a draft. (`process.imported`)
     ProcessImported => "process.imported",
     /// A version was published. (`process.published`)

@@ -1,5 +1,7 @@
 //! Groups: what process roles bind to, and what people belong to.
 
+use std::collections::BTreeMap;
+
 use agentprocess_store::{DirectoryTx, Group, Store, StoreTx};
 use serde::Deserialize;
 use serde_json::json;
@@ -159,26 +161,41 @@ impl Auth {
         self.group(org, id).await
     }
 
-    /// Deletes a group, unless a role of a draft or a published version is bound to it.
+    /// Deletes a group, unless a role or an agent step of a draft or a published
+    /// version is bound to it.
     pub async fn delete_group(&self, actor: &Actor, org: &str, id: &str, now: jiff::Timestamp) -> Result<(), Error> {
         let mut tx = self.store.begin().await?;
         tx.lock_org(org)
             .await?
             .ok_or_else(|| Error::not_found("there is no such organization"))?;
         let mut uses = Vec::new();
-        for (process, number, roles) in tx.role_bindings(org).await? {
-            let roles: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&roles).unwrap_or_default();
+        for bound in tx.bindings(org).await? {
+            let version = bound
+                .number
+                .map_or_else(|| "the draft".to_owned(), |number| format!("version {number}"));
+            let process = &bound.process;
+            let roles: BTreeMap<String, String> = serde_json::from_str(&bound.roles).unwrap_or_default();
             for (role, group) in roles {
-                if group.as_str() == Some(id) {
-                    let version = number.map_or_else(|| "the draft".to_owned(), |number| format!("version {number}"));
+                if group == id {
                     uses.push(format!("{process} ({version}): role {role} is bound to {id}"));
+                }
+            }
+            let agents: agentprocess_engine::AgentBindings = serde_json::from_str(&bound.agents).unwrap_or_default();
+            for (step, claimants) in agents.0 {
+                if claimants.groups.iter().any(|group| group == id) {
+                    let step = if step == agentprocess_engine::EVERY_AGENT_STEP {
+                        "every agent step".to_owned()
+                    } else {
+                        format!("agent step {step}")
+                    };
+                    uses.push(format!("{process} ({version}): {step} is bound to {id}"));
                 }
             }
         }
         if !uses.is_empty() {
             return Err(Error::refused(
                 agentprocess_engine::Code::Conflict,
-                format!("the group {id:?} is bound to process roles and stays"),
+                format!("the group {id:?} is bound to process roles or agent steps and stays"),
                 uses,
             ));
         }

@@ -2,7 +2,7 @@
 
 use jiff::Timestamp;
 
-use crate::context::{Context, ProcessVersion};
+use crate::context::{Actor, Context, ProcessVersion};
 use crate::error::{Code, ToolError};
 use crate::guard::{agent, expire_leases, lease_end, not_ended, token_hash};
 use crate::model::{Claim, Run, StepState};
@@ -45,6 +45,20 @@ pub fn claim(
             Vec::new(),
         ));
     };
+    if let Actor::Agent { id, groups } = context.actor
+        && let Some((_, claimants)) = version.agents.covering(step_id)
+        && !claimants.admits(id, groups)
+    {
+        return Err(ToolError::new(
+            Code::Forbidden,
+            format!("{step_id} is bound to other agents"),
+            vec![format!(
+                "stepId: the organization binds {step_id} of {} to {}; agent {id} is not among them",
+                run.process,
+                claimants.described()
+            )],
+        ));
+    }
     let mut run = run.clone();
     expire_leases(&mut run, context.now);
     let step = &mut run.steps[index];

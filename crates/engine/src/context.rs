@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use agentprocess_format::ValidatedProcess;
 use jiff::Timestamp;
 
+use crate::claimants::AgentBindings;
 use crate::fields::PersonFormat;
 use crate::verdict::CheckLimits;
 
@@ -17,6 +18,8 @@ pub enum Actor {
     Agent {
         /// Its identity id, as recorded in `by`.
         id: String,
+        /// The groups it belongs to, which agent bindings name.
+        groups: Vec<String>,
     },
     /// A person, signed in.
     Person {
@@ -33,7 +36,7 @@ impl Actor {
     /// The name recorded in `by` and `startedBy`.
     pub fn name(&self) -> &str {
         match self {
-            Actor::Agent { id } => id,
+            Actor::Agent { id, .. } => id,
             Actor::Person { person, .. } => person,
         }
     }
@@ -95,4 +98,6 @@ pub struct ProcessVersion {
     pub process: ValidatedProcess,
     /// Role name → group id, bound at import (spec §7).
     pub roles: BTreeMap<String, String>,
+    /// Which agents may claim its agent steps; empty: any agent of the organization.
+    pub agents: AgentBindings,
 }

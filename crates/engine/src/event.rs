@@ -26,7 +26,7 @@ pub fn send_event(
 ) -> Result<(Transition, Option<String>), ToolError> {
     not_ended(run)?;
     let sender = match context.actor {
-        Actor::Agent { id } => id.clone(),
+        Actor::Agent { id, .. } => id.clone(),
         Actor::Person {
             person, operator: true, ..
         } => person.clone(),

@@ -23,7 +23,7 @@ pub(crate) fn not_ended(run: &Run) -> Result<(), ToolError> {
 /// The agent's id, or `forbidden` for anyone else.
 pub(crate) fn agent(actor: &Actor, tool: &str) -> Result<String, ToolError> {
     match actor {
-        Actor::Agent { id } => Ok(id.clone()),
+        Actor::Agent { id, .. } => Ok(id.clone()),
         Actor::Person { .. } => Err(ToolError::new(
             Code::Forbidden,
             format!("{tool} is for agents"),

@@ -4,6 +4,7 @@ mod acceptance;
 mod cancel;
 mod check;
 mod claim;
+mod claimants;
 mod context;
 mod decide;
 mod effect;
@@ -29,6 +30,7 @@ pub use acceptance::{
 pub use cancel::cancel;
 pub use check::{Answer, Checked, Material, material, verdict};
 pub use claim::{Claimed, claim};
+pub use claimants::{AgentBindings, Claimants, EVERY_AGENT_STEP};
 pub use context::{Actor, Context, Ids, ProcessVersion, Settings};
 pub use decide::{Decide, decide};
 pub use effect::{Effect, Notification, Timer, TimerId, TimerKind};

@@ -1,9 +1,11 @@
-//! Processes: import a PROCESS.md as a draft, bind its roles to groups, publish it as
-//! a numbered version with its content hash, read versions and compare two.
+//! Processes: import a PROCESS.md as a draft, bind its roles to groups and its agent
+//! steps to agents, publish it as a numbered version with its content hash, read
+//! versions and compare two.
 
 use agentprocess_auth::audit::{AuditEvent, detail};
 use agentprocess_auth::idempotency::Operation;
 use agentprocess_auth::{Acting, Role};
+use agentprocess_engine::Claimants;
 use agentprocess_service::admin::{Draft, Published};
 use agentprocess_store::{Store, StoredVersion};
 use agentprocess_views::agreement::{AgreementQuery, AgreementReport};
@@ -44,6 +46,21 @@ pub fn unpack(bytes: Vec<u8>) -> Result<Source, Error> {
         text: bytes,
         folder: None,
     })
+}
+
+/// The agents and groups of agents that may claim an agent step of a draft.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentBinding {
+    /// Agent identity ids.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// Group ids: every agent in one of them.
+    #[serde(default)]
+    pub groups: Vec<String>,
+    /// Bind even to groups that have no agents yet.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// The group a role of a draft is bound to.
@@ -120,6 +137,49 @@ impl Operations {
         let detail = detail([("role", json!(role)), ("group", json!(group)), ("force", json!(force))]);
         self.record(acting, AuditEvent::ProcessRoleBound, process, detail)
             .await?;
+        Ok(draft)
+    }
+
+    /// Binds agent step `step` of a draft (or `*`, every agent step without a binding
+    /// of its own) to the agents that may claim it.
+    pub async fn bind_agents(
+        &self,
+        acting: &Acting,
+        (process, step): (&str, &str),
+        binding: &AgentBinding,
+    ) -> Result<Draft, Error> {
+        acting.require(Role::Admin, true)?;
+        let claimants = Claimants {
+            agents: binding.agents.clone(),
+            groups: binding.groups.clone(),
+        };
+        let draft = self
+            .service
+            .admin()
+            .bind_agents(acting.org(), process, step, &claimants, binding.force)
+            .await?;
+        let detail = detail([
+            ("step", json!(step)),
+            ("agents", json!(binding.agents)),
+            ("groups", json!(binding.groups)),
+            ("force", json!(binding.force)),
+        ]);
+        self.record(acting, AuditEvent::ProcessAgentsBound, process, detail)
+            .await?;
+        Ok(draft)
+    }
+
+    /// Removes the binding of agent step `step` of a draft (or of `*`).
+    pub async fn unbind_agents(&self, acting: &Acting, (process, step): (&str, &str)) -> Result<Draft, Error> {
+        acting.require(Role::Admin, true)?;
+        let draft = self.service.admin().unbind_agents(acting.org(), process, step).await?;
+        self.record(
+            acting,
+            AuditEvent::ProcessAgentsUnbound,
+            process,
+            detail([("step", json!(step))]),
+        )
+        .await?;
         Ok(draft)
     }
 

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use agentprocess_auth::SecretKey;
 use agentprocess_auth::idempotency::{Idempotent, remember};
-use agentprocess_engine::PersonFormat;
+use agentprocess_engine::{AgentBindings, EVERY_AGENT_STEP, PersonFormat};
 use agentprocess_format::{Capabilities, Options, ValidatedProcess};
 use agentprocess_store::{
     Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, Limit, LimitLayer, LimitValues, LimitsTx as _,
-    NewVersion, OrgLimits, Role, Store, StoreTx, StoredVersion, TokenRow, Webhook,
+    NewVersion, OrgLimits, Role, Store, StoreTx, StoredDraft, StoredVersion, TokenRow, Webhook,
 };
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
@@ -34,6 +34,27 @@ pub struct Draft {
     /// no members, because the identity provider fills it as people sign in.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Every agent step the process has, in order.
+    #[serde(default)]
+    pub agent_steps: Vec<String>,
+    /// Which agents may claim its agent steps; empty: any agent of the organization.
+    #[serde(default)]
+    pub agents: AgentBindings,
+}
+
+impl Draft {
+    /// The draft of `process` as `stored`, with `notes` on the binding just made.
+    pub(crate) fn of(process: &ValidatedProcess, stored: &StoredDraft, notes: Vec<String>) -> Result<Self, Error> {
+        Ok(Self {
+            process: process.document().name.clone(),
+            roles: process.document().roles().into_iter().map(str::to_owned).collect(),
+            bindings: parse_roles(&stored.roles)?,
+            systems: systems_of(process),
+            notes,
+            agent_steps: agent_steps(process),
+            agents: parse_agents(&stored.agents)?,
+        })
+    }
 }
 
 /// What publishing did.
@@ -237,51 +258,55 @@ impl Admin {
     ) -> Result<Draft, Error> {
         let process = validated(source, folder, self.capabilities)?;
         let name = process.document().name.clone();
-        let previous = match self.store.draft(org, &name).await? {
-            Some((_, roles)) => parse_roles(&roles)?,
-            None => BTreeMap::new(),
+        let (roles, agents) = match self.store.draft(org, &name).await? {
+            Some(previous) => (parse_roles(&previous.roles)?, parse_agents(&previous.agents)?),
+            None => (BTreeMap::new(), AgentBindings::default()),
         };
-        let roles: Vec<String> = process.document().roles().into_iter().map(str::to_owned).collect();
-        let systems = systems_of(&process);
-        let bindings: BTreeMap<String, String> =
-            previous.into_iter().filter(|(role, _)| roles.contains(role)).collect();
-        let text = String::from_utf8_lossy(source).into_owned();
+        let named = process.document().roles();
+        let roles: BTreeMap<String, String> = roles
+            .into_iter()
+            .filter(|(role, _)| named.contains(&role.as_str()))
+            .collect();
+        let steps = agent_steps(&process);
+        let agents = AgentBindings(
+            agents
+                .0
+                .into_iter()
+                .filter(|(step, _)| step == EVERY_AGENT_STEP || steps.contains(step))
+                .collect(),
+        );
+        let stored = StoredDraft {
+            source: String::from_utf8_lossy(source).into_owned(),
+            roles: roles_json(&roles),
+            agents: agents_json(&agents),
+        };
         let mut tx = self.store.begin().await?;
-        tx.put_draft(org, &name, &text, &roles_json(&bindings), millis(self.now()))
-            .await?;
-        let draft = Draft {
-            process: name,
-            roles,
-            bindings,
-            systems,
-            notes: Vec::new(),
-        };
+        tx.put_draft(org, &name, &stored, millis(self.now())).await?;
+        let draft = Draft::of(&process, &stored, Vec::new())?;
         remember(request, &mut tx, org, &draft, millis(self.now())).await?;
         tx.commit().await?;
         Ok(draft)
     }
 
-    /// A draft's text, bindings (JSON) and the process it validates as.
-    async fn stored_draft(&self, org: &str, process: &str) -> Result<(String, String, ValidatedProcess), Error> {
-        let (source, roles) = self
+    /// A draft as stored and the process it validates as.
+    pub(crate) async fn stored_draft(
+        &self,
+        org: &str,
+        process: &str,
+    ) -> Result<(StoredDraft, ValidatedProcess), Error> {
+        let stored = self
             .store
             .draft(org, process)
             .await?
             .ok_or_else(|| not_found(format!("there is no draft of process {process:?}")))?;
-        let parsed = validated(source.as_bytes(), None, self.capabilities)?;
-        Ok((source, roles, parsed))
+        let parsed = validated(stored.source.as_bytes(), None, self.capabilities)?;
+        Ok((stored, parsed))
     }
 
     /// The draft of a process.
     pub async fn draft(&self, org: &str, process: &str) -> Result<Draft, Error> {
-        let (_, roles, parsed) = self.stored_draft(org, process).await?;
-        Ok(Draft {
-            process: process.to_owned(),
-            roles: parsed.document().roles().into_iter().map(str::to_owned).collect(),
-            bindings: parse_roles(&roles)?,
-            systems: systems_of(&parsed),
-            notes: Vec::new(),
-        })
+        let (stored, parsed) = self.stored_draft(org, process).await?;
+        Draft::of(&parsed, &stored, Vec::new())
     }
 
     /// Binds a role of a draft to a group. A group that does not exist is refused, and
@@ -295,7 +320,7 @@ impl Admin {
         group: &str,
         force: bool,
     ) -> Result<Draft, Error> {
-        let (source, roles, parsed) = self.stored_draft(org, process).await?;
+        let (mut stored, parsed) = self.stored_draft(org, process).await?;
         let named: Vec<String> = parsed.document().roles().into_iter().map(str::to_owned).collect();
         let mut issues = Vec::new();
         if !named.iter().any(|known| known == role) {
@@ -347,25 +372,25 @@ impl Admin {
             Some(_) => {}
         }
         refuse(issues)?;
-        let mut bindings = parse_roles(&roles)?;
+        let mut bindings = parse_roles(&stored.roles)?;
         bindings.insert(role.to_owned(), group.to_owned());
-        let now = millis(self.now());
+        stored.roles = roles_json(&bindings);
+        self.put_draft(org, process, &stored).await?;
+        Draft::of(&parsed, &stored, notes)
+    }
+
+    /// Writes a draft back.
+    pub(crate) async fn put_draft(&self, org: &str, process: &str, stored: &StoredDraft) -> Result<(), Error> {
         let mut tx = self.store.begin().await?;
-        tx.put_draft(org, process, &source, &roles_json(&bindings), now).await?;
-        tx.commit().await?;
-        Ok(Draft {
-            process: process.to_owned(),
-            roles: named,
-            bindings,
-            systems: systems_of(&parsed),
-            notes,
-        })
+        tx.put_draft(org, process, stored, millis(self.now())).await?;
+        Ok(tx.commit().await?)
     }
 
     /// Publishes a draft as the next version. Refused while a role is unbound.
     pub async fn publish(&self, org: &str, process: &str, request: Option<&Idempotent>) -> Result<Published, Error> {
-        let (source, roles, parsed) = self.stored_draft(org, process).await?;
-        let bindings = parse_roles(&roles)?;
+        let (stored, parsed) = self.stored_draft(org, process).await?;
+        let bindings = parse_roles(&stored.roles)?;
+        let agents = parse_agents(&stored.agents)?;
         let unbound: Vec<String> = parsed
             .document()
             .roles()
@@ -374,10 +399,10 @@ impl Admin {
             .map(|role| format!("role {role}: not bound to a group"))
             .collect();
         refuse(unbound)?;
-        let roles = roles_json(&bindings);
         if let Some(latest) = self.store.version(org, process, None).await?
             && latest.content_hash == parsed.content_hash()
             && parse_roles(&latest.roles)? == bindings
+            && parse_agents(&latest.agents)? == agents
         {
             return Ok(Published {
                 number: latest.number,
@@ -388,10 +413,12 @@ impl Admin {
         let version = NewVersion {
             process: process.to_owned(),
             content_hash: parsed.content_hash().to_owned(),
-            source,
+            source: stored.source,
             frontmatter: parsed.frontmatter().to_string(),
             body: parsed.body().to_owned(),
-            roles,
+            roles: stored.roles,
+            agents: agents_json(&agents),
+            claimants: claimant_rows(&agents),
         };
         let mut tx = self.store.begin().await?;
         let number = tx.publish(org, &version, millis(self.now())).await?;
@@ -624,11 +651,11 @@ fn validated(source: &[u8], folder: Option<&str>, capabilities: Capabilities) ->
 }
 
 /// `invalid`, naming every issue of an admin request.
-fn refused(issues: Vec<String>) -> Error {
+pub(crate) fn refused(issues: Vec<String>) -> Error {
     invalid("the request was refused; nothing changed", issues)
 }
 
-fn refuse(issues: Vec<String>) -> Result<(), Error> {
+pub(crate) fn refuse(issues: Vec<String>) -> Result<(), Error> {
     if issues.is_empty() {
         Ok(())
     } else {
@@ -637,7 +664,7 @@ fn refuse(issues: Vec<String>) -> Result<(), Error> {
 }
 
 /// Ids chosen by admins: 1–64 of `a-z 0-9 _ - .`, starting with a letter or digit.
-fn check_id(what: &str, id: &str, issues: &mut Vec<String>) {
+pub(crate) fn check_id(what: &str, id: &str, issues: &mut Vec<String>) {
     let valid = (1..=64).contains(&id.len())
         && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && id
@@ -657,4 +684,44 @@ fn parse_roles(text: &str) -> Result<BTreeMap<String, String>, Error> {
 
 fn roles_json(bindings: &BTreeMap<String, String>) -> String {
     serde_json::to_string(bindings).unwrap_or_else(|_| "{}".to_owned())
+}
+
+pub(crate) fn parse_agents(text: &str) -> Result<AgentBindings, Error> {
+    serde_json::from_str(text)
+        .map_err(|error| Error::internal(agentprocess_store::Error::Corrupt(format!("agent bindings: {error}"))))
+}
+
+pub(crate) fn agents_json(bindings: &AgentBindings) -> String {
+    serde_json::to_string(bindings).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// A version's agent bindings as the rows `get_work` filters by.
+fn claimant_rows(bindings: &AgentBindings) -> Vec<(String, &'static str, String)> {
+    let mut rows = Vec::new();
+    for (step, claimants) in &bindings.0 {
+        rows.extend(
+            claimants
+                .agents
+                .iter()
+                .map(|agent| (step.clone(), "agent", agent.clone())),
+        );
+        rows.extend(
+            claimants
+                .groups
+                .iter()
+                .map(|group| (step.clone(), "group", group.clone())),
+        );
+    }
+    rows
+}
+
+/// The ids of a process's agent steps, in order.
+pub(crate) fn agent_steps(process: &ValidatedProcess) -> Vec<String> {
+    process
+        .document()
+        .steps
+        .iter()
+        .filter(|step| matches!(step.kind, agentprocess_format::StepKind::Agent(_)))
+        .map(|step| step.id.clone())
+        .collect()
 }

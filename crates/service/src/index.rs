@@ -64,7 +64,10 @@ fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<Wo
         return Vec::new();
     }
     // Ready agent steps carry their get_work item, the same for every agent.
-    let anyone = Actor::Agent { id: String::new() };
+    let anyone = Actor::Agent {
+        id: String::new(),
+        groups: Vec::new(),
+    };
     let items = work_items(run, version, &anyone, settings, run.updated_at);
     let item_of = |step: &str| {
         let work = items.iter().find(|work| crate::work::step_id(run, work) == step)?;
@@ -87,6 +90,7 @@ fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<Wo
             person: None,
             item: None,
             due_at: step.due_at.map(millis),
+            bound_to: None,
         };
         if let Some(item) = &step.work_item {
             let mut entry = row(WorkKind::Item, item.created_at);
@@ -99,6 +103,10 @@ fn work_rows(run: &Run, version: &ProcessVersion, settings: &Settings) -> Vec<Wo
             && matches!(step.state, Some(StepState::Ready | StepState::Claimed))
         {
             let mut entry = row(WorkKind::Agent, step.ready_since.unwrap_or(run.started_at));
+            entry.bound_to = version
+                .agents
+                .covering(&step.id)
+                .map(|(key, _)| format!("{}/{key}", version.number));
             if step.state == Some(StepState::Claimed) {
                 entry.lease_until = step.claim.as_ref().map(|claim| millis(claim.expires_at));
             } else {

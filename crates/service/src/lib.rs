@@ -3,6 +3,7 @@
 pub mod admin;
 mod agent;
 mod check;
+mod claimants;
 mod clock;
 mod cursor;
 mod deadline;
@@ -409,6 +410,7 @@ impl Caller {
         match identity.kind {
             IdentityKind::Agent => Actor::Agent {
                 id: identity.id.clone(),
+                groups: identity.groups.clone(),
             },
             IdentityKind::Person => Actor::Person {
                 person: identity.person.clone().unwrap_or_else(|| identity.id.clone()),

@@ -115,9 +115,16 @@ pub(crate) fn parsed(stored: &StoredVersion) -> Result<ProcessVersion, Error> {
             stored.process, stored.number
         ))
     })?;
+    let agents = serde_json::from_str(&stored.agents).map_err(|error| {
+        retry(format!(
+            "agent bindings of {} v{}: {error}",
+            stored.process, stored.number
+        ))
+    })?;
     Ok(ProcessVersion {
         number: stored.number,
         process,
         roles,
+        agents,
     })
 }

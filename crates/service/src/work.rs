@@ -89,7 +89,7 @@ impl Service {
         let now = self.now();
         let actor = caller.actor();
         let (kind, groups, person) = match &actor {
-            Actor::Agent { .. } => (WorkKind::Agent, Vec::new(), None),
+            Actor::Agent { groups, .. } => (WorkKind::Agent, groups.clone(), None),
             Actor::Person {
                 person,
                 groups,
@@ -107,6 +107,10 @@ impl Service {
             now: millis(now),
             groups,
             person,
+            agent: match &actor {
+                Actor::Agent { id, .. } => Some(id.clone()),
+                Actor::Person { .. } => None,
+            },
             process,
             after: cursor.map(cursor::decode).transpose()?,
             limit,

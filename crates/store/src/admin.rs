@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
-use crate::model::{Identity, IdentityKind, NewVersion, Role, StoredVersion};
+use crate::model::{Identity, IdentityKind, NewVersion, Role, StoredDraft, StoredVersion};
 use crate::{Error, Result};
 
 pub(crate) async fn create_org(
@@ -138,37 +138,39 @@ pub(crate) async fn put_draft(
     connection: &mut AnyConnection,
     org: &str,
     process: &str,
-    source: &str,
-    roles: &str,
+    draft: &StoredDraft,
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        "INSERT INTO drafts (org_id, process, source, roles, updated_at) VALUES ($1, $2, $3, $4, $5) \
+        "INSERT INTO drafts (org_id, process, source, roles, agents, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
          ON CONFLICT (org_id, process) DO UPDATE SET source = excluded.source, roles = excluded.roles, \
-         updated_at = excluded.updated_at",
+         agents = excluded.agents, updated_at = excluded.updated_at",
     )
     .bind(org)
     .bind(process)
-    .bind(source)
-    .bind(roles)
+    .bind(&draft.source)
+    .bind(&draft.roles)
+    .bind(&draft.agents)
     .bind(now)
     .execute(connection)
     .await?;
     Ok(())
 }
 
-pub(crate) async fn draft(
-    connection: &mut AnyConnection,
-    org: &str,
-    process: &str,
-) -> Result<Option<(String, String)>> {
-    let row = sqlx::query("SELECT source, roles FROM drafts WHERE org_id = $1 AND process = $2")
+pub(crate) async fn draft(connection: &mut AnyConnection, org: &str, process: &str) -> Result<Option<StoredDraft>> {
+    let row = sqlx::query("SELECT source, roles, agents FROM drafts WHERE org_id = $1 AND process = $2")
         .bind(org)
         .bind(process)
         .fetch_optional(connection)
         .await?;
-    row.map(|row| Ok((row.try_get("source")?, row.try_get("roles")?)))
-        .transpose()
+    row.map(|row| {
+        Ok(StoredDraft {
+            source: row.try_get("source")?,
+            roles: row.try_get("roles")?,
+            agents: row.try_get("agents")?,
+        })
+    })
+    .transpose()
 }
 
 pub(crate) async fn publish(connection: &mut AnyConnection, org: &str, version: &NewVersion, now: i64) -> Result<u32> {
@@ -182,7 +184,7 @@ pub(crate) async fn publish(connection: &mut AnyConnection, org: &str, version: 
     let number = latest.unwrap_or(0) + 1;
     sqlx::query(
         "INSERT INTO process_versions (org_id, process, number, content_hash, source, frontmatter, body, roles, \
-         published_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+         agents, published_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(org)
     .bind(&version.process)
@@ -192,13 +194,24 @@ pub(crate) async fn publish(connection: &mut AnyConnection, org: &str, version: 
     .bind(&version.frontmatter)
     .bind(&version.body)
     .bind(&version.roles)
+    .bind(&version.agents)
     .bind(now)
-    .execute(connection)
+    .execute(&mut *connection)
     .await?;
+    for (step, kind, who) in &version.claimants {
+        sqlx::query("INSERT INTO agent_bindings (org_id, process, binding, kind, who) VALUES ($1, $2, $3, $4, $5)")
+            .bind(org)
+            .bind(&version.process)
+            .bind(format!("{number}/{step}"))
+            .bind(*kind)
+            .bind(who)
+            .execute(&mut *connection)
+            .await?;
+    }
     u32::try_from(number).map_err(|_| Error::Corrupt(format!("version number {number}")))
 }
 
-const VERSION_COLUMNS: &str = "process, number, content_hash, source, roles, published_at";
+const VERSION_COLUMNS: &str = "process, number, content_hash, source, roles, agents, published_at";
 
 pub(crate) async fn version(
     connection: &mut AnyConnection,
@@ -269,6 +282,7 @@ fn version_row(row: &AnyRow) -> Result<StoredVersion> {
         content_hash: row.try_get("content_hash")?,
         source: row.try_get("source")?,
         roles: row.try_get("roles")?,
+        agents: row.try_get("agents")?,
         published_at: row.try_get("published_at")?,
     })
 }

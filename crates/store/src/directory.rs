@@ -55,6 +55,19 @@ pub struct Group {
     pub members: Vec<String>,
 }
 
+/// The bindings of a draft or a published version, as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bindings {
+    /// The process.
+    pub process: String,
+    /// The version number; `None` for the draft.
+    pub number: Option<i64>,
+    /// Role → group.
+    pub roles: String,
+    /// Step (or `*`) → the agents and groups that may claim it.
+    pub agents: String,
+}
+
 /// An email domain of an organization.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Domain {
@@ -461,21 +474,25 @@ pub(crate) async fn delete_group(connection: &mut AnyConnection, org: &str, id: 
     Ok(done.rows_affected() > 0)
 }
 
-/// Every role binding of the organization's drafts and published versions: (process,
-/// version number or `None` for the draft, bindings as JSON).
-pub(crate) async fn role_bindings(
-    connection: &mut AnyConnection,
-    org: &str,
-) -> Result<Vec<(String, Option<i64>, String)>> {
+/// Every binding of the organization's drafts and published versions: process,
+/// version number (`None` for the draft), role bindings and agent bindings (JSON).
+pub(crate) async fn bindings(connection: &mut AnyConnection, org: &str) -> Result<Vec<Bindings>> {
     let rows = sqlx::query(
-        "SELECT process, CAST(NULL AS BIGINT) AS number, roles FROM drafts WHERE org_id = $1 \
-         UNION ALL SELECT process, number, roles FROM process_versions WHERE org_id = $1",
+        "SELECT process, CAST(NULL AS BIGINT) AS number, roles, agents FROM drafts WHERE org_id = $1 \
+         UNION ALL SELECT process, number, roles, agents FROM process_versions WHERE org_id = $1",
     )
     .bind(org)
     .fetch_all(connection)
     .await?;
     rows.iter()
-        .map(|row| Ok((row.try_get("process")?, row.try_get("number")?, row.try_get("roles")?)))
+        .map(|row| {
+            Ok(Bindings {
+                process: row.try_get("process")?,
+                number: row.try_get("number")?,
+                roles: row.try_get("roles")?,
+                agents: row.try_get("agents")?,
+            })
+        })
         .collect()
 }
 
@@ -857,7 +874,7 @@ pub trait DirectoryTx: Send {
     fn delete_group(&mut self, org: &str, id: &str) -> impl Future<Output = Result<bool>> + Send;
     /// Every role binding of drafts and published versions: (process, version or
     /// `None` for the draft, bindings JSON).
-    fn role_bindings(&mut self, org: &str) -> impl Future<Output = Result<Vec<(String, Option<i64>, String)>>> + Send;
+    fn bindings(&mut self, org: &str) -> impl Future<Output = Result<Vec<Bindings>>> + Send;
     /// Takes an identity out of a group.
     fn remove_member(&mut self, org: &str, group: &str, identity: &str) -> impl Future<Output = Result<()>> + Send;
     /// Adds or updates an email domain.

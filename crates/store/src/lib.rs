@@ -19,8 +19,8 @@ use std::future::Future;
 
 pub use clients::{ClientSecret, Credential, OAuthClient};
 pub use directory::{
-    Audience, AuditFilter, AuditRow, Directory, DirectoryTx, Domain, Group, Organization, Provider, SessionRow,
-    TokenRow,
+    Audience, AuditFilter, AuditRow, Bindings, Directory, DirectoryTx, Domain, Group, Organization, Provider,
+    SessionRow, TokenRow,
 };
 pub use grants::{AuthorizationCode, Grant, Grants, GrantsTx, OAuthApp, RefreshToken, Taken};
 pub use limits::{Limit, LimitLayer, LimitValues, Limits, LimitsTx, OrgLimits};
@@ -29,8 +29,8 @@ pub use messages::{
 };
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
-    NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion,
-    TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
+    NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, StoredDraft, StoredRequest, StoredRun,
+    StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
 };
 pub use retention::Purge;
 pub use sql::{Dialect, SqlStore, SqlTx};
@@ -127,8 +127,8 @@ pub trait Store: Directory + Grants + Limits {
     /// Every version of one process, oldest first.
     fn versions(&self, org: &str, process: &str) -> impl Future<Output = Result<Vec<StoredVersion>>> + Send;
 
-    /// A draft: its PROCESS.md and role bindings (JSON).
-    fn draft(&self, org: &str, process: &str) -> impl Future<Output = Result<Option<(String, String)>>> + Send;
+    /// A draft: its PROCESS.md, role and agent bindings.
+    fn draft(&self, org: &str, process: &str) -> impl Future<Output = Result<Option<StoredDraft>>> + Send;
 
     /// What is recorded under a `requestId`.
     fn request(&self, org: &str, request_id: &str) -> impl Future<Output = Result<Option<StoredRequest>>> + Send;
@@ -324,13 +324,12 @@ pub trait StoreTx: DirectoryTx + GrantsTx + LimitsTx {
     /// Revokes every live bearer token of an identity; returns how many.
     fn revoke_tokens(&mut self, org: &str, identity: &str, now: i64) -> impl Future<Output = Result<u64>> + Send;
 
-    /// Writes a draft (PROCESS.md and role bindings as JSON).
+    /// Writes a draft.
     fn put_draft(
         &mut self,
         org: &str,
         process: &str,
-        source: &str,
-        roles: &str,
+        draft: &StoredDraft,
         now: i64,
     ) -> impl Future<Output = Result<()>> + Send;
 

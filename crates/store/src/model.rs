@@ -115,8 +115,22 @@ pub struct StoredVersion {
     pub source: String,
     /// Role bindings, a JSON object of role → group id.
     pub roles: String,
+    /// Agent bindings, a JSON object of step id (or `*`) → the agents and groups that
+    /// may claim it.
+    pub agents: String,
     /// When it was published.
     pub published_at: i64,
+}
+
+/// A draft as stored: a process being prepared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDraft {
+    /// The PROCESS.md.
+    pub source: String,
+    /// Role bindings, a JSON object of role → group id.
+    pub roles: String,
+    /// Agent bindings as JSON, as [`StoredVersion::agents`].
+    pub agents: String,
 }
 
 /// A version to publish.
@@ -134,6 +148,11 @@ pub struct NewVersion {
     pub body: String,
     /// Role bindings, a JSON object of role → group id.
     pub roles: String,
+    /// Agent bindings as JSON, as [`StoredVersion::agents`].
+    pub agents: String,
+    /// The same agent bindings as rows for `get_work` to filter by: the step id (or
+    /// `*`), then `agent` or `group`, then the agent's or group's id.
+    pub claimants: Vec<(String, &'static str, String)>,
 }
 
 /// A run as stored.
@@ -241,6 +260,9 @@ pub struct WorkRow {
     pub item: Option<String>,
     /// When the step is due, if it has a `due`.
     pub due_at: Option<i64>,
+    /// For an agent step bound to some agents: the binding, as `<version>/<step id or
+    /// *>`; `None`: any agent may claim it.
+    pub bound_to: Option<String>,
 }
 
 /// A position in a list ordered by time, then id: the last row of the previous page.
@@ -291,10 +313,14 @@ pub struct WorkQuery {
     pub kind: WorkKind,
     /// Now, for leases that ended.
     pub now: i64,
-    /// For items: the groups that include the caller.
+    /// The groups that include the caller: for items, those assigned to them; for
+    /// agent steps, those a binding may name.
     pub groups: Vec<String>,
     /// For items: the caller's person value.
     pub person: Option<String>,
+    /// For agent steps: the calling agent's id. Agent steps bound to agents list only
+    /// for an agent the binding names, by id or by one of `groups`.
+    pub agent: Option<String>,
     /// Only this process.
     pub process: Option<String>,
     /// Start after this position.

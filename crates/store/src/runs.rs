@@ -257,11 +257,12 @@ pub(crate) async fn replace_run_in_one_statement(
 }
 
 const WORK_INSERT: &str = "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, \
-    assignee_group, assignee_person, item, due_at) VALUES";
+    assignee_group, assignee_person, item, due_at, bound_to) VALUES";
 
 const WORK_UPSERT: &str = "ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind, \
     since = excluded.since, lease_until = excluded.lease_until, assignee_group = excluded.assignee_group, \
-    assignee_person = excluded.assignee_person, item = excluded.item, due_at = excluded.due_at";
+    assignee_person = excluded.assignee_person, item = excluded.item, due_at = excluded.due_at, \
+    bound_to = excluded.bound_to";
 
 /// Deletes the run's work rows that are gone, and writes the new and changed ones in
 /// one statement.
@@ -302,6 +303,7 @@ fn work_values(query: &mut Query, org_bind: &str, rows: &[WorkRow]) -> String {
                 query.optional_text(work.person.as_deref()),
                 query.optional_text(work.item.as_deref()),
                 query.optional_int(work.due_at),
+                query.optional_text(work.bound_to.as_deref()),
             ];
             format!("({})", values.join(", "))
         })
@@ -474,7 +476,7 @@ fn page<T>(mut items: Vec<T>, limit: u32, key: impl Fn(&T, usize) -> Keyset) -> 
 }
 
 const WORK_COLUMNS: &str =
-    "run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item, due_at";
+    "run_id, step_id, kind, process, since, lease_until, assignee_group, assignee_person, item, due_at, bound_to";
 
 pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQuery) -> Result<Page<WorkRow>> {
     let mut query = Query::new("");
@@ -505,9 +507,10 @@ pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQ
             // The literal lets the planner use the partial index `work_agent` (or
             // `work_agent_by_process`).
             let now = query.int(work.now);
+            let bound = claimable_by(&mut query, &org, work);
             query.push(&format!(
                 "SELECT {WORK_COLUMNS} FROM work_index WHERE org_id = {org} AND kind = 'agent' \
-                 AND (lease_until IS NULL OR lease_until <= {now}){rest}"
+                 AND (lease_until IS NULL OR lease_until <= {now}) AND {bound}{rest}"
             ));
         }
         WorkKind::Item => {
@@ -550,6 +553,27 @@ pub(crate) async fn work(connection: &mut AnyConnection, org: &str, work: &WorkQ
     }))
 }
 
+/// The condition that keeps the agent steps the calling agent may claim: those bound to
+/// nobody, and those whose binding names the agent or one of its groups.
+fn claimable_by(query: &mut Query, org_bind: &str, work: &WorkQuery) -> String {
+    let mut whom = Vec::new();
+    if let Some(agent) = &work.agent {
+        whom.push(format!("(b.kind = 'agent' AND b.who = {})", query.text(agent)));
+    }
+    if !work.groups.is_empty() {
+        let groups: Vec<String> = work.groups.iter().map(|group| query.text(group)).collect();
+        whom.push(format!("(b.kind = 'group' AND b.who IN ({}))", groups.join(", ")));
+    }
+    if whom.is_empty() {
+        return "bound_to IS NULL".to_owned();
+    }
+    format!(
+        "(bound_to IS NULL OR EXISTS (SELECT 1 FROM agent_bindings b WHERE b.org_id = {org_bind} \
+         AND b.process = work_index.process AND b.binding = work_index.bound_to AND ({})))",
+        whom.join(" OR ")
+    )
+}
+
 fn work_row(row: &AnyRow) -> Result<WorkRow> {
     let kind: String = row.try_get("kind")?;
     Ok(WorkRow {
@@ -563,6 +587,7 @@ fn work_row(row: &AnyRow) -> Result<WorkRow> {
         person: row.try_get("assignee_person")?,
         item: row.try_get("item")?,
         due_at: row.try_get("due_at")?,
+        bound_to: row.try_get("bound_to")?,
     })
 }
 

@@ -17,8 +17,8 @@ use crate::health::Health;
 use crate::model::Role;
 use crate::model::{
     AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
-    RunFilter, RunRow, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkLevels,
-    WorkQuery, WorkRow,
+    RunFilter, RunRow, StoredDraft, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook,
+    WorkLevels, WorkQuery, WorkRow,
 };
 use crate::{Result, Store, StoreTx, admin, keepalive, outbox, runs, timers};
 
@@ -288,7 +288,7 @@ impl Store for SqlStore {
         admin::versions(&mut connection, org, process).await
     }
 
-    async fn draft(&self, org: &str, process: &str) -> Result<Option<(String, String)>> {
+    async fn draft(&self, org: &str, process: &str) -> Result<Option<StoredDraft>> {
         let mut connection = self.pool.acquire().await?;
         admin::draft(&mut connection, org, process).await
     }
@@ -507,8 +507,8 @@ impl StoreTx for SqlTx {
         admin::revoke_tokens(&mut self.tx, org, identity, now).await
     }
 
-    async fn put_draft(&mut self, org: &str, process: &str, source: &str, roles: &str, now: i64) -> Result<()> {
-        admin::put_draft(&mut self.tx, org, process, source, roles, now).await
+    async fn put_draft(&mut self, org: &str, process: &str, draft: &StoredDraft, now: i64) -> Result<()> {
+        admin::put_draft(&mut self.tx, org, process, draft, now).await
     }
 
     async fn publish(&mut self, org: &str, version: &NewVersion, now: i64) -> Result<u32> {
@@ -683,8 +683,8 @@ impl DirectoryTx for SqlTx {
         directory::delete_group(&mut self.tx, org, id).await
     }
 
-    async fn role_bindings(&mut self, org: &str) -> Result<Vec<(String, Option<i64>, String)>> {
-        directory::role_bindings(&mut self.tx, org).await
+    async fn bindings(&mut self, org: &str) -> Result<Vec<directory::Bindings>> {
+        directory::bindings(&mut self.tx, org).await
     }
 
     async fn remove_member(&mut self, org: &str, group: &str, identity: &str) -> Result<()> {

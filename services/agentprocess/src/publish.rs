@@ -18,7 +18,12 @@ pub(crate) struct Publish {
     /// Bind a role to a group before publishing, as ROLE=GROUP (repeat for each role).
     #[arg(long = "bind", value_name = "ROLE=GROUP")]
     bindings: Vec<String>,
-    /// Bind even to groups that have no members yet.
+    /// Bind the agent step STEP (or `*`, every agent step without a binding of its
+    /// own) to the agents that alone may claim it, as STEP=WHO[,WHO…] where each WHO is
+    /// `agent:ID` or `group:ID` (repeat for each step). Unbound, any agent may.
+    #[arg(long = "agents", value_name = "STEP=WHO,…")]
+    agents: Vec<String>,
+    /// Bind even to groups that have no members (or no agents) yet.
     #[arg(long)]
     force: bool,
     /// The server's address, such as `https://process.example.com`.
@@ -51,6 +56,10 @@ async fn publish(options: Publish) -> Result<ExitCode> {
             anyhow::bail!("--bind {binding:?}: write ROLE=GROUP");
         };
         bindings.push((role.trim().to_owned(), group.trim().to_owned()));
+    }
+    let mut agent_bindings = Vec::new();
+    for binding in &options.agents {
+        agent_bindings.push(agent_binding(binding, options.force)?);
     }
     let source = source(&options.path)?;
     let bytes = std::fs::read(&source.file).with_context(|| format!("cannot read {}", source.file.display()))?;
@@ -91,16 +100,24 @@ async fn publish(options: Publish) -> Result<ExitCode> {
         .await?;
         if status.is_success() {
             println!("  role {role} → group {group}");
-            for note in body["notes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|note| note.as_str())
-            {
-                println!("    {note}");
-            }
+            print_notes(&body);
         } else {
             eprintln!("role {role}: {}", refusal(&body));
+            failed = true;
+        }
+    }
+    for (step, body) in &agent_bindings {
+        let (status, reply) = send(
+            client
+                .put(format!("{base}/processes/{process}/draft/agent-steps/{step}"))
+                .json(body),
+        )
+        .await?;
+        if status.is_success() {
+            println!("  agent step {step} → {}", who_of(body));
+            print_notes(&reply);
+        } else {
+            eprintln!("agent step {step}: {}", refusal(&reply));
             failed = true;
         }
     }
@@ -123,4 +140,46 @@ async fn publish(options: Publish) -> Result<ExitCode> {
         published["contentHash"].as_str().unwrap_or_default()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the server said to know about a binding just made.
+fn print_notes(draft: &Value) {
+    for note in draft["notes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|note| note.as_str())
+    {
+        println!("    {note}");
+    }
+}
+
+/// `STEP=agent:ID,group:ID` as the step and the body of its binding.
+fn agent_binding(text: &str, force: bool) -> Result<(String, Value)> {
+    let Some((step, whom)) = text.split_once('=') else {
+        anyhow::bail!("--agents {text:?}: write STEP=agent:ID or STEP=group:ID (several joined by commas)");
+    };
+    let (mut agents, mut groups) = (Vec::new(), Vec::new());
+    for who in whom.split(',').map(str::trim).filter(|who| !who.is_empty()) {
+        match who.split_once(':') {
+            Some(("agent", id)) => agents.push(id.trim().to_owned()),
+            Some(("group", id)) => groups.push(id.trim().to_owned()),
+            _ => anyhow::bail!("--agents {text:?}: {who:?} is neither agent:ID nor group:ID"),
+        }
+    }
+    let body = json!({ "agents": agents, "groups": groups, "force": force });
+    Ok((step.trim().to_owned(), body))
+}
+
+/// Agents and groups of a binding's body, as the flag spells them.
+fn who_of(body: &Value) -> String {
+    let named = |key: &str, kind: &str| {
+        body[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|id| id.as_str().map(|id| format!("{kind}:{id}")))
+            .collect::<Vec<_>>()
+    };
+    [named("agents", "agent"), named("groups", "group")].concat().join(", ")
 }

@@ -8,6 +8,7 @@ use crate::support::{Bench, agent, fixture, sample_inputs, version_of};
 fn other_agent() -> Actor {
     Actor::Agent {
         id: "a_other".to_owned(),
+        groups: Vec::new(),
     }
 }
 
@@ -93,6 +94,51 @@ fn claim_errors() {
         bench.claim(&person, "validate").expect_err("people do not claim").code,
         Code::Forbidden
     );
+}
+
+#[test]
+fn a_step_bound_to_other_agents_is_forbidden_to_the_rest_and_claimed_by_its_own() {
+    let mut bench = invoice();
+    let bound = |agents: &[&str], groups: &[&str]| agentprocess_engine::Claimants {
+        agents: agents.iter().map(|agent| (*agent).to_owned()).collect(),
+        groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+    };
+    bench.version.agents.0.insert("*".to_owned(), bound(&["a_other"], &[]));
+    let refused = bench.claim(&agent(), "validate").expect_err("bound to another agent");
+    assert_eq!(refused.code, Code::Forbidden);
+    assert_eq!(
+        refused.issues,
+        vec![
+            "stepId: the organization binds validate of invoice-approval to the agent a_other; \
+             agent a_screener is not among them"
+                .to_owned()
+        ]
+    );
+    assert_eq!(
+        bench.view()["steps"][0]["state"],
+        "ready",
+        "a refused claim changes nothing"
+    );
+    // A binding of the step itself wins over the one of every step.
+    bench
+        .version
+        .agents
+        .0
+        .insert("validate".to_owned(), bound(&[], &["screeners"]));
+    assert_eq!(
+        bench
+            .claim(&other_agent(), "validate")
+            .expect_err("not in the group")
+            .code,
+        Code::Forbidden
+    );
+    let in_group = Actor::Agent {
+        id: "a_new".to_owned(),
+        groups: vec!["screeners".to_owned()],
+    };
+    bench
+        .claim(&in_group, "validate")
+        .expect("a member of the bound group claims");
 }
 
 #[test]

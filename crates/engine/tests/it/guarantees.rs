@@ -110,7 +110,14 @@ fn apply(bench: &mut Bench, op: &Op, tokens: &mut Vec<String>) -> Result<(), Too
                     Work::Decidable { .. } => None,
                 })
                 .collect();
-            let callers = [agent(), Actor::Agent { id: "a_other".into() }, person(&bench.version)];
+            let callers = [
+                agent(),
+                Actor::Agent {
+                    id: "a_other".into(),
+                    groups: Vec::new(),
+                },
+                person(&bench.version),
+            ];
             let (step, caller) = match pick(&ready, *step).filter(|_| *aim) {
                 Some(step) => (step, agent()),
                 None => (

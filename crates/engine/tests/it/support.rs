@@ -54,6 +54,7 @@ pub(crate) fn version_of(source: &str) -> ProcessVersion {
         number: 1,
         process,
         roles,
+        agents: agentprocess_engine::AgentBindings::default(),
     }
 }
 
@@ -86,6 +87,7 @@ pub(crate) fn person(version: &ProcessVersion) -> Actor {
 pub(crate) fn agent() -> Actor {
     Actor::Agent {
         id: "a_screener".to_owned(),
+        groups: Vec::new(),
     }
 }
 

@@ -1,9 +1,11 @@
-//! Processes: import a PROCESS.md as a draft, bind its roles to groups, publish it as
-//! a numbered version with its content hash, read versions and compare two.
+//! Processes: import a PROCESS.md as a draft, bind its roles to groups and its agent
+//! steps to agents, publish it as a numbered version with its content hash, read
+//! versions and compare two.
 
 use std::sync::Arc;
 
-use agentprocess_operations::processes::{Binding, Diff, unpack};
+use agentprocess_engine::{Claimants, EVERY_AGENT_STEP};
+use agentprocess_operations::processes::{AgentBinding, Binding, Diff, unpack};
 use agentprocess_service::admin::{Draft, Published};
 use agentprocess_store::StoredVersion;
 use axum::Json;
@@ -26,6 +28,7 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
         .routes(needs::<AdminWrites>(routes!(import)))
         .routes(needs::<OperatorReads>(routes!(draft)))
         .routes(needs::<AdminWrites>(routes!(bind)))
+        .routes(needs::<AdminWrites>(routes!(bind_agents, unbind_agents)))
         .routes(needs::<AdminWrites>(routes!(publish)))
         .routes(needs::<MemberReads>(routes!(versions)))
         .routes(needs::<MemberReads>(routes!(version)))
@@ -73,6 +76,8 @@ pub(super) struct DiffView {
     from: VersionRef,
     to: VersionRef,
     roles_changed: bool,
+    /// Whether the agents bound to its agent steps differ.
+    agents_changed: bool,
     /// A unified diff of the two PROCESS.md texts.
     diff: String,
 }
@@ -83,11 +88,30 @@ pub(super) struct RoleView {
     group: Option<String>,
 }
 
+/// Who may claim an agent step.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct AgentStepView {
+    step: String,
+    /// Agent ids that may claim it; with `groups` empty too, any agent may.
+    agents: Vec<String>,
+    /// Groups whose agents may claim it.
+    groups: Vec<String>,
+    /// `step` when bound on its own, `all` when it follows the binding of every
+    /// agent step, `none` when any agent of the organization may claim it.
+    #[schema(pattern = "^(step|all|none)$")]
+    bound_by: &'static str,
+}
+
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct DraftView {
     process: String,
     roles: Vec<RoleView>,
+    /// Every agent step and who may claim it.
+    agent_steps: Vec<AgentStepView>,
+    /// The binding of every agent step without one of its own (`*`), if any.
+    all_agent_steps: Option<ClaimantsView>,
     /// What the organization must connect before running it; shown, never checked.
     requires_systems: Vec<String>,
     /// Whether every role is bound, so it can be published.
@@ -108,12 +132,47 @@ impl From<Draft> for DraftView {
                 group: draft.bindings.get(role).cloned(),
             })
             .collect();
+        let agent_steps = draft
+            .agent_steps
+            .iter()
+            .map(|step| {
+                let (claimants, bound_by) = match draft.agents.covering(step) {
+                    Some((key, claimants)) if key == step => (claimants.clone(), "step"),
+                    Some((_, claimants)) => (claimants.clone(), "all"),
+                    None => (Claimants::default(), "none"),
+                };
+                AgentStepView {
+                    step: step.clone(),
+                    agents: claimants.agents,
+                    groups: claimants.groups,
+                    bound_by,
+                }
+            })
+            .collect();
         Self {
             publishable: roles.iter().all(|role| role.group.is_some()),
             process: draft.process,
             roles,
+            agent_steps,
+            all_agent_steps: draft.agents.0.get(EVERY_AGENT_STEP).map(ClaimantsView::of),
             requires_systems: draft.systems,
             notes: draft.notes,
+        }
+    }
+}
+
+/// Agents and groups of agents.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct ClaimantsView {
+    agents: Vec<String>,
+    groups: Vec<String>,
+}
+
+impl ClaimantsView {
+    fn of(claimants: &Claimants) -> Self {
+        Self {
+            agents: claimants.agents.clone(),
+            groups: claimants.groups.clone(),
         }
     }
 }
@@ -126,6 +185,9 @@ pub(super) struct VersionView {
     content_hash: String,
     published_at: String,
     roles: Value,
+    /// Agent step id, or `*` for every agent step without its own, → the agents and
+    /// groups that may claim it. Empty: any agent of the organization.
+    agents: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     frontmatter: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,6 +202,7 @@ impl VersionView {
             content_hash: version.content_hash.clone(),
             published_at: time_text(version.published_at),
             roles: serde_json::from_str(&version.roles).unwrap_or(Value::Null),
+            agents: serde_json::from_str(&version.agents).unwrap_or(Value::Null),
             frontmatter: None,
             body: None,
         }
@@ -248,6 +311,42 @@ pub(super) async fn bind(
     Ok(Json(DraftView::from(draft)))
 }
 
+/// `{step}` is an agent step's id, or `*` for every agent step without a binding of
+/// its own. Unbound, any agent of the organization may claim the step.
+#[utoipa::path(
+    put,
+    path = "/api/v1/processes/{name}/draft/agent-steps/{step}",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("step" = String, Path, description = "An agent step's id, or * for every agent step")),
+    request_body = agentprocess_operations::processes::AgentBinding,
+    responses((status = 200, description = "The draft", body = DraftView))
+)]
+pub(super) async fn bind_agents(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((name, step)): Path<(String, String)>,
+    Body(binding): Body<AgentBinding>,
+) -> Result<Json<DraftView>, ApiError> {
+    let draft = web.operations.bind_agents(&caller, (&name, &step), &binding).await?;
+    Ok(Json(DraftView::from(draft)))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/processes/{name}/draft/agent-steps/{step}",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("step" = String, Path, description = "An agent step's id, or * for every agent step")),
+    responses((status = 200, description = "The draft", body = DraftView))
+)]
+pub(super) async fn unbind_agents(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((name, step)): Path<(String, String)>,
+) -> Result<Json<DraftView>, ApiError> {
+    let draft = web.operations.unbind_agents(&caller, (&name, &step)).await?;
+    Ok(Json(DraftView::from(draft)))
+}
+
 #[utoipa::path(
     post,
     path = "/api/v1/processes/{name}/publish",
@@ -344,6 +443,7 @@ pub(super) async fn diff(
     Ok(Json(DiffView {
         process: name,
         roles_changed: from.roles != to.roles,
+        agents_changed: from.agents != to.agents,
         from: VersionRef {
             number: from.number,
             content_hash: from.content_hash,

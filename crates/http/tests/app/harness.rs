@@ -165,9 +165,15 @@ impl TestApp {
 
     /// Adds an agent.
     pub(crate) async fn with_agent(self, id: &str) -> Self {
+        self.with_agent_in(id, &[]).await
+    }
+
+    /// Adds an agent in `groups` (made when missing).
+    pub(crate) async fn with_agent_in(self, id: &str, groups: &[&str]) -> Self {
+        let groups: Vec<String> = groups.iter().map(|group| (*group).to_owned()).collect();
         self.service
             .admin()
-            .create_identity(&self.org, None, id, id, None, &[])
+            .create_identity(&self.org, None, id, id, None, &groups)
             .await
             .expect("agent");
         self

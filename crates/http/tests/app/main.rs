@@ -2,6 +2,7 @@
 //! conflict, refused then retried, the run lock) and the REST surface.
 
 mod admin_pages;
+mod agent_bindings;
 mod checks;
 mod deadline;
 mod direct;

@@ -277,6 +277,7 @@ Check the vendor name and the expected annual spend.
             content_hash: String::new(),
             source: SOURCE.to_owned(),
             roles: r#"{"finance": "finance"}"#.to_owned(),
+            agents: "{}".to_owned(),
             published_at: 0,
         })
         .expect("a version")

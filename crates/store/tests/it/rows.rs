@@ -243,6 +243,7 @@ async fn merged_items(db: &TestDb) {
         now: 0,
         groups: vec!["finance".to_owned(), "legal".to_owned()],
         person: Some("ann@example.com".to_owned()),
+        agent: None,
         process: None,
         after: None,
         limit: 2,
@@ -290,6 +291,7 @@ async fn work(db: &TestDb) {
         now,
         groups: Vec::new(),
         person: None,
+        agent: None,
         process: None,
         after: None,
         limit: 10,
@@ -358,6 +360,79 @@ async fn work(db: &TestDb) {
 
 use agentprocess_store::WorkRow;
 
+on_both!(
+    agent_steps_bound_to_agents_list_only_for_the_agents_and_groups_named,
+    bound_agent_steps
+);
+async fn bound_agent_steps(db: &TestDb) {
+    let store = &db.store;
+    let mut tx = store.begin().await.expect("begin");
+    let version = NewVersion {
+        process: "p".to_owned(),
+        content_hash: "h".to_owned(),
+        source: String::new(),
+        frontmatter: "{}".to_owned(),
+        body: String::new(),
+        roles: "{}".to_owned(),
+        agents: r#"{"*":{"agents":["collector"]},"write":{"groups":["erp"]}}"#.to_owned(),
+        claimants: vec![
+            ("*".to_owned(), "agent", "collector".to_owned()),
+            ("write".to_owned(), "group", "erp".to_owned()),
+        ],
+    };
+    assert_eq!(tx.publish("o", &version, 1).await.expect("publish"), 1);
+    let mut run = run_row("r_1", "p", RunState::Active, 100, &[]);
+    let bound = |step: &str, since, binding: Option<&str>| WorkRow {
+        bound_to: binding.map(str::to_owned),
+        ..work_row("r_1", step, WorkKind::Agent, since)
+    };
+    run.work = vec![
+        bound("collect", 100, Some("1/*")),
+        bound("write", 200, Some("1/write")),
+        bound("anyone", 300, None),
+    ];
+    tx.put_run("o", &run, true, None).await.expect("put");
+    tx.commit().await.expect("commit");
+    let steps = |agent: &str, groups: &[&str]| {
+        let query = WorkQuery {
+            kind: WorkKind::Agent,
+            now: 0,
+            groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+            person: None,
+            agent: Some(agent.to_owned()),
+            process: None,
+            after: None,
+            limit: 10,
+        };
+        async move {
+            let page = store.work("o", &query).await.expect("work");
+            page.items.into_iter().map(|row| row.step_id).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(steps("collector", &[]).await, ["collect", "anyone"]);
+    assert_eq!(steps("writer", &["erp"]).await, ["write", "anyone"]);
+    assert_eq!(steps("collector", &["erp"]).await, ["collect", "write", "anyone"]);
+    assert_eq!(steps("stranger", &["sales"]).await, ["anyone"]);
+    // The binding is read back with the version, and a version names its own rows.
+    let stored = store
+        .version("o", "p", Some(1))
+        .await
+        .expect("read")
+        .expect("a version");
+    assert_eq!(stored.agents, version.agents);
+    let other = WorkQuery {
+        kind: WorkKind::Agent,
+        now: 0,
+        groups: vec!["erp".to_owned()],
+        person: None,
+        agent: Some("collector".to_owned()),
+        process: None,
+        after: None,
+        limit: 10,
+    };
+    assert!(store.work("other", &other).await.expect("work").items.is_empty());
+}
+
 on_both!(identities_tokens_and_versions_round_trip, identities_and_versions);
 async fn identities_and_versions(db: &TestDb) {
     let store = &db.store;
@@ -376,6 +451,8 @@ async fn identities_and_versions(db: &TestDb) {
             frontmatter: "{}".to_owned(),
             body: String::new(),
             roles: "{}".to_owned(),
+            agents: "{}".to_owned(),
+            claimants: Vec::new(),
         };
         tx.publish("o", &version, 2).await.expect("publish");
     }

@@ -36,6 +36,7 @@ pub(crate) fn work_row(run: &str, step: &str, kind: WorkKind, since: i64) -> Wor
         person: None,
         item: None,
         due_at: None,
+        bound_to: None,
     }
 }
 

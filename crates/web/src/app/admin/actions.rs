@@ -37,6 +37,8 @@ enum Kind {
     Number,
     /// Comma-separated, each trimmed, blanks dropped; an empty field is an empty list.
     List,
+    /// Every value sent under the name (a set of checkboxes), blanks dropped.
+    Each,
 }
 
 /// One admin action.
@@ -123,6 +125,20 @@ const ACTIONS: &[Action] = &[
         name: "bind-role",
         names: &["process", "role"],
         fields: &[("group", "group", Kind::Text), ("force", "force", Kind::Flag)],
+    },
+    Action {
+        name: "bind-agents",
+        names: &["process", "step"],
+        fields: &[
+            ("agents", "agent", Kind::Each),
+            ("groups", "group", Kind::Each),
+            ("force", "force", Kind::Flag),
+        ],
+    },
+    Action {
+        name: "unbind-agents",
+        names: &["process", "step"],
+        fields: &[],
     },
     Action {
         name: "publish",
@@ -246,6 +262,11 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
             .map(|(_, value)| value.trim());
         let raw = match kind {
             Kind::Flag => sent_values.next_back(),
+            Kind::Each => {
+                let each: Vec<&str> = sent_values.filter(|value| !value.is_empty()).collect();
+                fields.insert((*key).to_owned(), json!(each));
+                continue;
+            }
             _ => sent_values.next(),
         };
         let value = match (kind, raw) {
@@ -254,7 +275,7 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
             // An empty list is sent: it clears what was there.
             (Kind::List, Some("")) => json!([]),
             (_, Some("")) => continue,
-            (Kind::Text, Some(value)) => json!(value),
+            (Kind::Text | Kind::Each, Some(value)) => json!(value),
             (Kind::Number, Some(value)) => value
                 .parse::<u64>()
                 .map_or_else(|_| json!(value), |number| json!(number)),
@@ -362,6 +383,14 @@ async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, S
             operations
                 .bind_role(acting, (name(0), name(1)), &command(action, form)?)
                 .await?;
+        }
+        "bind-agents" => {
+            operations
+                .bind_agents(acting, (name(0), name(1)), &command(action, form)?)
+                .await?;
+        }
+        "unbind-agents" => {
+            operations.unbind_agents(acting, (name(0), name(1))).await?;
         }
         "publish" => {
             operations.publish(acting, name(0), key).await?;

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use agentprocess_auth::Role;
+use agentprocess_engine::{Claimants, EVERY_AGENT_STEP};
 use agentprocess_operations::audit::AuditQuery;
+use agentprocess_service::admin::Draft;
+use agentprocess_store::{Group, Identity};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -401,6 +404,7 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
         .unwrap_or_default();
     let draft = web.operations.draft(&caller.acting, &process).await?;
     let groups = web.operations.groups(&caller.acting).await?;
+    let agents = web.operations.agents(&caller.acting).await?;
     let publishable = draft.roles.iter().all(|role| draft.bindings.contains_key(role));
     // Groups filled from the provider's claim are bound while empty; groups kept by
     // hand need members, or a binding that says it may wait.
@@ -442,6 +446,7 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
                 }
             }
         }
+        (agent_steps(form, &process, &draft, &agents, &groups))
         h2 { "Publish" }
         @if publishable {
             (form.button("publish", &format!("Publish {process}"), &[("process", &process)]))
@@ -449,6 +454,66 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
             p { "Bind every role to a group first." }
         }
     })
+}
+
+/// Who may claim the draft's agent steps: one form for every agent step at once, then
+/// one per step, each ticking the agents and groups that may.
+fn agent_steps(form: &Form<'_>, process: &str, draft: &Draft, agents: &[Identity], groups: &[Group]) -> Markup {
+    let active: Vec<&Identity> = agents.iter().filter(|agent| agent.deactivated_at.is_none()).collect();
+    let every = draft.agents.0.get(EVERY_AGENT_STEP);
+    let one = |key: &str, title: Markup, bound: Option<&Claimants>, follows: Option<&Claimants>| {
+        let id = if key == EVERY_AGENT_STEP { "all" } else { key };
+        html! {
+            form method="post" action="/admin/do/bind-agents" class="agent-step" {
+                (form.hidden())
+                input type="hidden" name="process" value=(process);
+                input type="hidden" name="step" value=(key);
+                fieldset {
+                    legend { (title) }
+                    @match (bound, follows) {
+                        (Some(claimants), _) => p { "Only " (claimants.described()) " may claim it." },
+                        (None, Some(claimants)) => p class="quiet" { "As every agent step: only " (claimants.described()) "." },
+                        (None, None) => p class="quiet" { "Any agent of the organization may claim it." },
+                    }
+                    @if active.is_empty() && groups.is_empty() { p { "The organization has no agents or groups yet." } }
+                    @for agent in &active {
+                        @let checked = bound.is_some_and(|claimants| claimants.agents.contains(&agent.id));
+                        div {
+                            input id=(format!("agent-{id}-{}", agent.id)) type="checkbox" name="agent" value=(agent.id) checked[checked];
+                            label class="inline" for=(format!("agent-{id}-{}", agent.id)) { "agent " code { (agent.id) } }
+                        }
+                    }
+                    @for group in groups {
+                        @let checked = bound.is_some_and(|claimants| claimants.groups.contains(&group.id));
+                        div {
+                            input id=(format!("group-{id}-{}", group.id)) type="checkbox" name="group" value=(group.id) checked[checked];
+                            label class="inline" for=(format!("group-{id}-{}", group.id)) { "the agents of group " code { (group.id) } }
+                        }
+                    }
+                    div {
+                        input id=(format!("force-agents-{id}")) type="checkbox" name="force" value="true";
+                        label class="inline" for=(format!("force-agents-{id}")) { "Bind even to a group with no agents yet" }
+                    }
+                }
+                button type="submit" { "Bind" }
+            }
+            @if bound.is_some() {
+                (form.button("unbind-agents", "Remove this binding", &[("process", process), ("step", key)]))
+            }
+        }
+    };
+    html! {
+        h2 { "Agent steps" }
+        @if draft.agent_steps.is_empty() {
+            p { "The process has no agent steps." }
+        } @else {
+            p { "Unbound, any agent of the organization may claim an agent step. Bound, only the agents ticked, and the agents of the groups ticked, are offered it and may claim it." }
+            (one(EVERY_AGENT_STEP, html! { "Every agent step without a binding of its own" }, every, None))
+            @for step in &draft.agent_steps {
+                (one(step, html! { "Agent step " code { (step) } }, draft.agents.0.get(step), every))
+            }
+        }
+    }
 }
 
 async fn webhooks(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
