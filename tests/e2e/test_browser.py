@@ -100,6 +100,22 @@ steps:
 Look the change over.
 """
 
+VENDOR = """---
+name: vendor-records
+description: An agent collects a vendor's documents, another writes the vendor to the ERP.
+steps:
+  - id: collect_documents
+    agent: Collect the vendor's tax form and bank letter.
+  - id: write_erp
+    agent: Write the vendor record in the ERP.
+  - id: done
+    finish: recorded
+---
+# Vendor records
+
+The agent that collects the documents never writes the ERP record.
+"""
+
 # A 1×1 PNG: the quote.
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -114,6 +130,8 @@ def site():
     (folder / "equipment-request" / "PROCESS.md").write_text(PROCESS)
     (folder / "quick-check").mkdir()
     (folder / "quick-check" / "PROCESS.md").write_text(QUICK)
+    (folder / "vendor-records").mkdir()
+    (folder / "vendor-records" / "PROCESS.md").write_text(VENDOR)
     started = servers.start_sqlite(processes=folder)
     yield started
     servers.drop(started)
@@ -413,7 +431,7 @@ def test_the_admin_pages_pass_axe_and_fit_a_phone(site, chromium):
         page = watched.page
         sign_in(watched, site, "admin")
         for path in ("/admin", "/admin/people", "/admin/agents", "/admin/processes",
-                     "/admin/processes/equipment-request", "/admin/messages", "/admin/policies", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
+                     "/admin/processes/equipment-request", "/admin/processes/vendor-records", "/admin/messages", "/admin/policies", "/admin/webhooks", "/admin/audit", "/admin/sign-in"):
             response = page.goto(path)
             assert response.status == 200, f"{path}: {response.status}"
             accessible(watched, f"{path} at {viewport[0]} px")
@@ -533,3 +551,58 @@ def test_people_choose_what_they_hear_of_and_operators_see_what_is_overdue(site,
         sign_in(watched, site, person)
         assert watched.page.get_by_role("link", name="Check it").is_visible() == offered, person
         browser.close()
+
+
+def test_an_admin_binds_an_agent_step_to_one_agent_and_no_other_agent_may_claim_it(site, chromium):
+    browser = context(chromium, site)
+    watched = Watched(browser.new_page())
+    page = watched.page
+    sign_in(watched, site, "admin")
+    page.goto("/admin/processes/vendor-records")
+    step = page.locator("form.agent-step", has=page.get_by_text("Agent step write_erp"))
+    assert step.get_by_text("Any agent of the organization may claim it.").is_visible()
+    step.get_by_label("agent agent-2").check()
+    step.get_by_role("button", name="Bind").click()
+    page.wait_for_url(re.compile(r"/admin/processes/vendor-records"))
+    step = page.locator("form.agent-step", has=page.get_by_text("Agent step write_erp"))
+    assert step.get_by_text("Only the agent agent-2 may claim it.").is_visible()
+    assert step.get_by_label("agent agent-2").is_checked()
+    accessible(watched, "the draft page with an agent step bound")
+    page.get_by_role("button", name="Publish vendor-records").click()
+    page.wait_for_url(re.compile(r"/admin/processes/vendor-records"))
+    page.locator("form.agent-step", has=page.get_by_text("Agent step write_erp")).scroll_into_view_if_needed()
+    screenshot(page, "admin-agent-steps")
+    browser.close()
+    for viewport in ((390, 844),):
+        browser = context(chromium, site, viewport=viewport)
+        watched = Watched(browser.new_page())
+        sign_in(watched, site, "admin")
+        watched.page.goto("/admin/processes/vendor-records")
+        fits(watched.page, "the draft page's agent steps on a phone")
+        browser.close()
+
+    # The version published from the page holds: agent-1 collects, and is neither
+    # offered nor allowed the ERP step; agent-2 is offered it and claims it.
+    one, two = site.tokens["agent-1"], site.tokens["agent-2"]
+    started = call(site.base, one, "start_run", {"process": "vendor-records", "inputs": {},
+                                                  "requestId": str(uuid.uuid4())})
+    assert started["ok"], started
+    run = started["data"]["run"]["id"]
+    claimed = call(site.base, one, "claim", {"runId": run, "stepId": "collect_documents",
+                                              "requestId": str(uuid.uuid4())})
+    assert claimed["ok"], claimed
+    submitted = call(site.base, one, "submit", {"token": claimed["data"]["token"], "output": {}, "evidence": [],
+                                                 "summary": "Collected both documents.",
+                                                 "requestId": str(uuid.uuid4())})
+    assert submitted["ok"], submitted
+
+    def offered(token: str) -> list[str]:
+        work = call(site.base, token, "get_work", {"process": "vendor-records"})
+        return [item["stepId"] for item in work["data"]["items"] if item["runId"] == run]
+
+    assert offered(one) == [] and offered(two) == ["write_erp"]
+    refused = call(site.base, one, "claim", {"runId": run, "stepId": "write_erp", "requestId": str(uuid.uuid4())})
+    assert refused["error"]["code"] == "forbidden", refused
+    assert "to the agent agent-2; agent agent-1 is not among them" in refused["error"]["issues"][0], refused
+    claimed = call(site.base, two, "claim", {"runId": run, "stepId": "write_erp", "requestId": str(uuid.uuid4())})
+    assert claimed["ok"], claimed

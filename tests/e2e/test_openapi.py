@@ -142,7 +142,7 @@ def build_organization(site: Site):
     notification = admin.api("GET", "/webhooks/deliveries").json()["items"][0]["notification"]
     values = {"id": None, "member": bob_id, "domain": "acme.test", "name": "purchase-order", "role": role,
               "number": "1", "token": agent_token["id"], "notification": notification,
-              "client": client["clientId"], "secret": client["secrets"][0]["id"], "group": "finance"}
+              "client": client["clientId"], "secret": client["secrets"][0]["id"], "group": "finance", "step": "*"}
     ann_id = admin.api("GET", "/session").json()["member"]["id"]
     # /members/{id} names the admin: a member may read their own entry, not another's.
     ids = {"members": ann_id, "groups": "finance", "agents": "bot", "tokens": api_token["id"],
@@ -174,6 +174,7 @@ BODIES = {
     ("POST", "/api/v1/agents/{id}/clients"): {},
     ("POST", "/api/v1/agents/{id}/tokens/{token}/rotate"): {"overlapSeconds": 0},
     ("PUT", "/api/v1/processes/{name}/draft/roles/{role}"): {"group": "finance"},
+    ("PUT", "/api/v1/processes/{name}/draft/agent-steps/{step}"): {"agents": ["bot"]},
     ("POST", "/api/v1/runs/{id}/cancel"): {"reason": "sweep"},
     ("POST", "/api/v1/webhooks"): {"url": "https://hooks.example.com/b"},
     ("POST", "/api/v1/apps"): {"name": "n", "redirectUris": ["https://inbox.example.com/cb2"]},

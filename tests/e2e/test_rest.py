@@ -180,17 +180,31 @@ def test_agentprocess_publish_imports_binds_and_publishes(site):
     folder = EXAMPLES / "customer-refund"
     roles = [entry["role"] for entry in upload(admin, folder).json()["roles"]]
 
-    def publish(*bindings: str) -> subprocess.CompletedProcess:
+    admin.api("POST", "/agents", {"id": "refund-bot"})
+    admin.api("POST", "/agents", {"id": "payments-bot"})
+
+    def publish(*bindings: str, agents: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
         arguments = [str(servers.BIN / "agentprocess"), "publish", str(folder), "--url", site.last, "--token", token]
         for binding in bindings:
             arguments += ["--bind", binding]
+        for binding in agents:
+            arguments += ["--agents", binding]
         return subprocess.run(arguments, capture_output=True, text=True, timeout=60)
 
     typo = publish(*(f"{role}=suport" for role in roles))
     assert typo.returncode == 1 and 'group "suport": the organization has no such group' in typo.stderr, typo.stderr
-    done = publish(*(f"{role}=support" for role in roles))
+    # Agent steps bound too: every one to refund-bot, paying to payments-bot alone.
+    agents = ("*=agent:refund-bot", "pay=agent:payments-bot")
+    wrong = publish(*(f"{role}=support" for role in roles), agents=("pay=agent:payment-bot",))
+    assert wrong.returncode == 1 and 'agent "payment-bot": the organization has no such agent' in wrong.stderr, \
+        wrong.stderr
+    done = publish(*(f"{role}=support" for role in roles), agents=agents)
     assert done.returncode == 0, done.stderr
+    assert "agent step pay → agent:payments-bot" in done.stdout, done.stdout
     assert done.stdout.strip().endswith(f"customer-refund version 1: {hash_of(folder)}"), done.stdout
+    version = bearer(site.last, token, "GET", "/processes/customer-refund/versions/1").json()
+    assert version["agents"] == {"*": {"agents": ["refund-bot"], "groups": []},
+                                 "pay": {"agents": ["payments-bot"], "groups": []}}, version
     read_only = admin.api("POST", "/tokens", {"name": "ro", "scope": "read"}).json()["token"]
     denied = subprocess.run([str(servers.BIN / "agentprocess"), "publish", str(folder), "--url", site.last,
                              "--token", read_only], capture_output=True, text=True, timeout=60)

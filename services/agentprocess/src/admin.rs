@@ -148,6 +148,26 @@ enum Action {
         #[arg(long)]
         force: bool,
     },
+    /// Bind an agent step of a draft (or `*`, every agent step without its own binding)
+    /// to the agents that alone may claim it; unbound, any agent may.
+    BindAgents {
+        /// The organization.
+        #[arg(long)]
+        org: String,
+        /// The process.
+        process: String,
+        /// The agent step's id, or `*`.
+        step: String,
+        /// An agent that may claim it (repeat for each).
+        #[arg(long = "agent")]
+        agents: Vec<String>,
+        /// A group whose agents may claim it (repeat for each).
+        #[arg(long = "group")]
+        groups: Vec<String>,
+        /// Bind even to a group that has no agents yet.
+        #[arg(long)]
+        force: bool,
+    },
     /// Publish a draft as the next version.
     Publish {
         /// The organization.
@@ -463,6 +483,21 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
         } => {
             let draft = admin.bind_role(&org, &process, &role, &group, force).await?;
             println!("role {role} of {process} bound to group {group}");
+            for note in &draft.notes {
+                println!("  {note}");
+            }
+        }
+        Action::BindAgents {
+            org,
+            process,
+            step,
+            agents,
+            groups,
+            force,
+        } => {
+            let claimants = agentprocess_engine::Claimants { agents, groups };
+            let draft = admin.bind_agents(&org, &process, &step, &claimants, force).await?;
+            println!("agent step {step} of {process} bound to {}", claimants.described());
             for note in &draft.notes {
                 println!("  {note}");
             }

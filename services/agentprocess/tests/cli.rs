@@ -274,6 +274,44 @@ fn admin_publishes_once_every_role_is_bound_and_versions_only_on_change() {
     assert!(text(&again.stdout).contains("version 1 (unchanged)"));
     let versions = db.run(&["versions", "--org", "acme", "invoice-approval"]);
     assert_eq!(text(&versions.stdout).lines().count(), 1);
+    // Binding the agent steps to one agent is a change of its own: version 2.
+    let agent = db.run(&["create-identity", "--org", "acme", "--kind", "agent", "matcher"]);
+    assert!(agent.status.success(), "{}", text(&agent.stderr));
+    let nobody = db.run(&[
+        "bind-agents",
+        "--org",
+        "acme",
+        "invoice-approval",
+        "*",
+        "--agent",
+        "matchr",
+    ]);
+    assert!(
+        text(&nobody.stderr).contains("agent \"matchr\": the organization has no such agent"),
+        "{}",
+        text(&nobody.stderr)
+    );
+    let bound = db.run(&[
+        "bind-agents",
+        "--org",
+        "acme",
+        "invoice-approval",
+        "*",
+        "--agent",
+        "matcher",
+    ]);
+    assert!(bound.status.success(), "{}", text(&bound.stderr));
+    assert!(
+        text(&bound.stdout).contains("agent step * of invoice-approval bound to the agent matcher"),
+        "{}",
+        text(&bound.stdout)
+    );
+    let second = db.run(&["publish", "--org", "acme", "invoice-approval"]);
+    assert!(
+        text(&second.stdout).starts_with("invoice-approval version 2: "),
+        "{}",
+        text(&second.stderr)
+    );
 }
 
 #[test]

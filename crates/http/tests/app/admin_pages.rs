@@ -25,7 +25,7 @@ A manager signs it off.
 ";
 
 /// The form fields every admin form carries, from the page it is on.
-fn base(page: &Page, back: &str) -> Vec<(String, String)> {
+pub(crate) fn base(page: &Page, back: &str) -> Vec<(String, String)> {
     vec![
         ("csrf".to_owned(), csrf_of(&page.text)),
         ("back".to_owned(), back.to_owned()),
@@ -40,7 +40,7 @@ fn rand_suffix(page: &str) -> String {
     format!("{}-{}", page.len(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-fn with(mut fields: Vec<(String, String)>, more: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn with(mut fields: Vec<(String, String)>, more: &[(&str, &str)]) -> Vec<(String, String)> {
     fields.extend(more.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())));
     fields
 }

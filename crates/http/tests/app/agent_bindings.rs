@@ -3,13 +3,15 @@
 //! at once in words; the version keeps the bindings; `get_work` offers each step only
 //! to the agents it names, and a `claim` by any other agent is `forbidden` and changes
 //! nothing. A group bound to an agent step stays; a binding removed lets any agent
-//! claim again.
+//! claim again. The draft's admin page binds with a box ticked per agent and group.
 
 use agentprocess_auth::Role;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::admin_pages::{base, with};
 use crate::harness::{TestApp, on_both};
+use crate::people_oauth::Browser;
 
 const VENDOR_RECORDS: &str = "---
 name: vendor-records
@@ -280,5 +282,83 @@ async fn bound(app: TestApp) -> TestApp {
         .await;
     assert_eq!(audit.0, StatusCode::OK, "{}", audit.1);
     assert_eq!(audit.1["items"].as_array().map(Vec::len), Some(2), "{}", audit.1);
+    app
+}
+
+on_both!(an_admin_binds_agent_steps_on_the_draft_page, bound_on_the_page);
+async fn bound_on_the_page(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &["staff"])
+        .await
+        .with_agent("collector")
+        .await
+        .with_agent_in("writer", &["erp"])
+        .await
+        .with_dev_sign_in();
+    let admin = app.api_token("ann", "admin").await;
+    let (status, _) = app
+        .import(&admin, "vendor-records/PROCESS.md", VENDOR_RECORDS.as_bytes())
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let mut ann = Browser::signed_in(&app, "ann").await;
+    let back = "/admin/processes/vendor-records";
+    let page = ann.get(&app, back).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(page.text.contains("Agent steps"), "{}", page.text);
+    assert!(
+        page.text.contains("Any agent of the organization may claim it."),
+        "{}",
+        page.text
+    );
+    // Two boxes ticked under one name: both are bound.
+    let ticked = [
+        ("process", "vendor-records"),
+        ("step", "write_erp"),
+        ("agent", "writer"),
+        ("group", "erp"),
+    ];
+    let bound = ann
+        .post_pairs(&app, "/admin/do/bind-agents", &with(base(&page, back), &ticked))
+        .await;
+    assert_eq!(bound.location, back, "{}", bound.text);
+    let (_, draft) = app
+        .rest(&admin, Method::GET, "/processes/vendor-records/draft", None)
+        .await;
+    assert_eq!(
+        steps_of(&draft)[1],
+        (
+            "write_erp".to_owned(),
+            json!(["writer"]),
+            json!(["erp"]),
+            "step".to_owned()
+        )
+    );
+    let page = ann.get(&app, back).await;
+    assert!(
+        page.text.contains("Only the agent writer, the group erp may claim it."),
+        "{}",
+        page.text
+    );
+    // Nothing ticked is refused in words, and the binding stays.
+    let nothing = [("process", "vendor-records"), ("step", "write_erp")];
+    let refused = ann
+        .post_pairs(&app, "/admin/do/bind-agents", &with(base(&page, back), &nothing))
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    assert!(
+        refused.text.contains("name at least one agent or group"),
+        "{}",
+        refused.text
+    );
+    let removed = ann
+        .post_pairs(&app, "/admin/do/unbind-agents", &with(base(&page, back), &nothing))
+        .await;
+    assert_eq!(removed.location, back, "{}", removed.text);
+    let (_, draft) = app
+        .rest(&admin, Method::GET, "/processes/vendor-records/draft", None)
+        .await;
+    assert_eq!(draft["agentSteps"][1]["boundBy"], "none");
     app
 }
