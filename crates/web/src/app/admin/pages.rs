@@ -490,6 +490,8 @@ fn agent_steps(form: &Form<'_>, process: &str, draft: &Draft, agents: &[Identity
                             label class="inline" for=(format!("group-{id}-{}", group.id)) { "the agents of group " code { (group.id) } }
                         }
                     }
+                }
+                @if !groups.is_empty() {
                     div {
                         input id=(format!("force-agents-{id}")) type="checkbox" name="force" value="true";
                         label class="inline" for=(format!("force-agents-{id}")) { "Bind even to a group with no agents yet" }
