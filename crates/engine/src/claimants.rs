@@ -32,10 +32,10 @@ impl Claimants {
         self.agents.is_empty() && self.groups.is_empty()
     }
 
-    /// Who it admits, in words: "the agent a, the group g".
+    /// Who it admits, in words: "the agent a, the agents of group g".
     pub fn described(&self) -> String {
         let agents = self.agents.iter().map(|agent| format!("the agent {agent}"));
-        let groups = self.groups.iter().map(|group| format!("the group {group}"));
+        let groups = self.groups.iter().map(|group| format!("the agents of group {group}"));
         agents.chain(groups).collect::<Vec<_>>().join(", ")
     }
 }
@@ -58,11 +58,6 @@ impl AgentBindings {
     pub fn admits(&self, step: &str, id: &str, groups: &[String]) -> bool {
         self.covering(step)
             .is_none_or(|(_, claimants)| claimants.admits(id, groups))
-    }
-
-    /// Whether nothing is bound.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 

@@ -113,6 +113,10 @@ impl Admin {
         self
     }
 
+    pub(crate) fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
     pub(crate) fn now(&self) -> jiff::Timestamp {
         self.clock.now()
     }
@@ -634,7 +638,11 @@ fn systems_of(process: &ValidatedProcess) -> Vec<String> {
 }
 
 /// The process, or every issue in the format library's words with line and column.
-fn validated(source: &[u8], folder: Option<&str>, capabilities: Capabilities) -> Result<ValidatedProcess, Error> {
+pub(crate) fn validated(
+    source: &[u8],
+    folder: Option<&str>,
+    capabilities: Capabilities,
+) -> Result<ValidatedProcess, Error> {
     let options = Options { capabilities, folder };
     agentprocess_format::validate(source, &options).map_err(|refusal| {
         refused(

@@ -4,17 +4,21 @@
 //! `get_work` lists the step only for those it names.
 
 use agentprocess_engine::{Claimants, EVERY_AGENT_STEP};
-use agentprocess_store::{Directory as _, IdentityKind, Store as _};
+use agentprocess_format::ValidatedProcess;
+use agentprocess_store::{DirectoryTx as _, IdentityKind, SqlTx, Store as _, StoreTx as _, StoredDraft};
 
-use crate::Error;
-use crate::admin::{Admin, Draft, agents_json, check_id, parse_agents, refuse};
-use crate::not_found;
+use crate::admin::{Admin, Draft, agents_json, parse_agents, refuse, validated};
+use crate::{Error, millis, not_found};
+
+/// The most agents, and the most groups, one binding names.
+const MOST_NAMED: usize = 100;
 
 impl Admin {
     /// Binds agent step `step` of a draft (or every agent step without a binding of
     /// its own, for `*`) to `claimants`. Each agent must be an active agent of the
     /// organization and each group must exist; a group with no agent in it is refused
-    /// unless `force` (the step would wait for nobody).
+    /// unless `force` (the step would wait for nobody). Read, checked and written under
+    /// the organization's lock, which deleting a group takes too.
     pub async fn bind_agents(
         &self,
         org: &str,
@@ -23,17 +27,17 @@ impl Admin {
         claimants: &Claimants,
         force: bool,
     ) -> Result<Draft, Error> {
-        let (mut stored, parsed) = self.stored_draft(org, process).await?;
+        let identities = self.store.identities(org).await?;
+        let mut tx = self.store.begin().await?;
+        let (mut stored, parsed) = self.locked_draft(&mut tx, org, process).await?;
         let steps = crate::admin::agent_steps(&parsed);
         let mut issues = Vec::new();
-        if step != EVERY_AGENT_STEP && !steps.iter().any(|known| known == step) {
+        if steps.is_empty() {
+            issues.push(format!("step {step:?}: {process} has no agent steps"));
+        } else if step != EVERY_AGENT_STEP && !steps.iter().any(|known| known == step) {
             issues.push(format!(
                 "step {step:?}: not an agent step of {process} (its agent steps: {}; or * for every one)",
-                if steps.is_empty() {
-                    "none".to_owned()
-                } else {
-                    steps.join(", ")
-                }
+                steps.join(", ")
             ));
         }
         if claimants.is_empty() {
@@ -43,10 +47,12 @@ impl Admin {
                     .to_owned(),
             );
         }
-        let mut notes = Vec::new();
-        let identities = self.store.identities(org).await?;
+        for (what, named) in [("agents", &claimants.agents), ("groups", &claimants.groups)] {
+            if named.len() > MOST_NAMED {
+                issues.push(format!("{what}: {} named, at most {MOST_NAMED}", named.len()));
+            }
+        }
         for agent in &claimants.agents {
-            check_id("agent id", agent, &mut issues);
             match identities.iter().find(|identity| &identity.id == agent) {
                 None => issues.push(format!("agent {agent:?}: the organization has no such agent")),
                 Some(identity) if identity.kind != IdentityKind::Agent => {
@@ -58,11 +64,19 @@ impl Admin {
                 Some(_) => {}
             }
         }
-        let groups = self.store.group_list(org).await?;
+        let groups = tx.group_list(org).await?;
+        let mut notes = Vec::new();
         for group in &claimants.groups {
-            check_id("group id", group, &mut issues);
             let Some(known) = groups.iter().find(|known| &known.id == group) else {
-                issues.push(format!("group {group:?}: the organization has no such group"));
+                let ids: Vec<&str> = groups.iter().map(|known| known.id.as_str()).collect();
+                issues.push(format!(
+                    "group {group:?}: the organization has no such group (it has: {})",
+                    if ids.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        ids.join(", ")
+                    }
+                ));
                 continue;
             };
             let has_agents = identities.iter().any(|identity| {
@@ -85,22 +99,44 @@ impl Admin {
         let mut bindings = parse_agents(&stored.agents)?;
         bindings.0.insert(step.to_owned(), sorted(claimants));
         stored.agents = agents_json(&bindings);
-        self.put_draft(org, process, &stored).await?;
+        tx.put_draft(org, process, &stored, millis(self.now())).await?;
+        tx.commit().await?;
         Draft::of(&parsed, &stored, notes)
     }
 
     /// Removes the binding of agent step `step` (or of `*`), so that it follows the
     /// binding of every step, or any agent may claim it. Nothing bound: nothing changes.
     pub async fn unbind_agents(&self, org: &str, process: &str, step: &str) -> Result<Draft, Error> {
-        let (mut stored, parsed) = self.stored_draft(org, process).await?;
+        let mut tx = self.store.begin().await?;
+        let (mut stored, parsed) = self.locked_draft(&mut tx, org, process).await?;
         let mut bindings = parse_agents(&stored.agents)?;
         if bindings.0.remove(step).is_some() {
             stored.agents = agents_json(&bindings);
-            self.put_draft(org, process, &stored).await?;
+            tx.put_draft(org, process, &stored, millis(self.now())).await?;
+            tx.commit().await?;
         } else if step != EVERY_AGENT_STEP && !crate::admin::agent_steps(&parsed).iter().any(|known| known == step) {
             return Err(not_found(format!("{process} has no agent step {step:?}")));
         }
         Draft::of(&parsed, &stored, Vec::new())
+    }
+
+    /// A draft and the process it validates as, read after taking the organization's
+    /// lock in `tx`.
+    async fn locked_draft(
+        &self,
+        tx: &mut SqlTx,
+        org: &str,
+        process: &str,
+    ) -> Result<(StoredDraft, ValidatedProcess), Error> {
+        tx.lock_org(org)
+            .await?
+            .ok_or_else(|| not_found("there is no such organization".to_owned()))?;
+        let stored = tx
+            .draft(org, process)
+            .await?
+            .ok_or_else(|| not_found(format!("there is no draft of process {process:?}")))?;
+        let parsed = validated(stored.source.as_bytes(), None, self.capabilities())?;
+        Ok((stored, parsed))
     }
 }
 

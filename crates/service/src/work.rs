@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_engine::{Actor, ProcessVersion, Run, StepState, Work, work_items};
+use agentprocess_engine::{Actor, AgentBindings, ProcessVersion, Run, StepState, Work, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
 use agentprocess_views::{AgentWork, Page, PersonWork, WorkEntry};
 use serde_json::{Map, Value};
@@ -144,7 +144,9 @@ impl Service {
         let mut items = Vec::with_capacity(page.items.len());
         for row in &page.items {
             if let Some(item) = stored_item(row) {
-                items.push(WorkEntry::Agent(item));
+                if self.admits(caller, &item).await? {
+                    items.push(WorkEntry::Agent(item));
+                }
                 continue;
             }
             // Rows and runs are written together: a run missing here went between the
@@ -156,8 +158,10 @@ impl Service {
                 .into_iter()
                 .find(|work| step_id(run, work) == row.step_id)
                 .and_then(|work| WorkEntry::of(run, version, work));
-            // An item a policy keeps from the caller is not offered to them.
+            // An item a policy keeps from the caller is not offered to them, nor an
+            // agent step its binding keeps from the calling agent.
             let kept_from_them = match &found {
+                Some(WorkEntry::Agent(item)) => !admitted(&version.agents, &actor, &item.step_id),
                 Some(WorkEntry::Person(item)) => Self::permitted(
                     &policies,
                     run,
@@ -178,6 +182,26 @@ impl Service {
             next_cursor: page.next.as_ref().map(cursor::encode),
         };
         Ok((page, facts))
+    }
+}
+
+impl Service {
+    /// Whether the calling agent may claim the step of `item`, by its version's
+    /// binding. The store's filter already holds this; a row written without its
+    /// binding (by a server older than agent bindings, during a rolling update) must
+    /// not offer the step to an agent whose claim would be refused.
+    async fn admits(&self, caller: &Caller, item: &AgentWork) -> Result<bool, Error> {
+        let version = self
+            .process_version(caller.org(), &item.process, Some(item.version))
+            .await?;
+        Ok(admitted(&version.agents, &caller.actor(), &item.step_id))
+    }
+}
+
+fn admitted(agents: &AgentBindings, actor: &Actor, step: &str) -> bool {
+    match actor {
+        Actor::Agent { id, groups } => agents.admits(step, id, groups),
+        Actor::Person { .. } => true,
     }
 }
 

@@ -872,8 +872,7 @@ pub trait DirectoryTx: Send {
     fn group_list(&mut self, org: &str) -> impl Future<Output = Result<Vec<Group>>> + Send;
     /// Removes a group and its memberships; whether it existed.
     fn delete_group(&mut self, org: &str, id: &str) -> impl Future<Output = Result<bool>> + Send;
-    /// Every role binding of drafts and published versions: (process, version or
-    /// `None` for the draft, bindings JSON).
+    /// Every binding, of roles and of agent steps, of drafts and published versions.
     fn bindings(&mut self, org: &str) -> impl Future<Output = Result<Vec<Bindings>>> + Send;
     /// Takes an identity out of a group.
     fn remove_member(&mut self, org: &str, group: &str, identity: &str) -> impl Future<Output = Result<()>> + Send;

@@ -324,6 +324,9 @@ pub trait StoreTx: DirectoryTx + GrantsTx + LimitsTx {
     /// Revokes every live bearer token of an identity; returns how many.
     fn revoke_tokens(&mut self, org: &str, identity: &str, now: i64) -> impl Future<Output = Result<u64>> + Send;
 
+    /// A draft, read inside the transaction.
+    fn draft(&mut self, org: &str, process: &str) -> impl Future<Output = Result<Option<StoredDraft>>> + Send;
+
     /// Writes a draft.
     fn put_draft(
         &mut self,

@@ -507,6 +507,10 @@ impl StoreTx for SqlTx {
         admin::revoke_tokens(&mut self.tx, org, identity, now).await
     }
 
+    async fn draft(&mut self, org: &str, process: &str) -> Result<Option<StoredDraft>> {
+        admin::draft(&mut self.tx, org, process).await
+    }
+
     async fn put_draft(&mut self, org: &str, process: &str, draft: &StoredDraft, now: i64) -> Result<()> {
         admin::put_draft(&mut self.tx, org, process, draft, now).await
     }

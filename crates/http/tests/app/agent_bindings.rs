@@ -118,7 +118,7 @@ async fn bound(app: TestApp) -> TestApp {
             "agent \"max\": is a person; only agents claim agent steps",
             "group \"staff\": has no active agents, so the steps bound to it would wait for none; \
              add agents first, or bind with force",
-            "group \"missing\": the organization has no such group",
+            "group \"missing\": the organization has no such group (it has: erp, staff)",
         ]
     );
     let (status, empty) = app
@@ -210,6 +210,18 @@ async fn bound(app: TestApp) -> TestApp {
     assert_eq!(offered(&app, &collector).await, ["collect_documents"]);
     assert!(offered(&app, &writer).await.is_empty());
     assert!(offered(&app, &stranger).await.is_empty());
+    // A row written without its binding, as by an older server during a rolling
+    // update, still offers the step to its own agents alone.
+    {
+        use sqlx::Connection as _;
+        let mut connection = sqlx::AnyConnection::connect(app.database_url()).await.expect("connect");
+        sqlx::query("UPDATE work_index SET bound_to = NULL")
+            .execute(&mut connection)
+            .await
+            .expect("unbound rows");
+    }
+    assert!(offered(&app, &stranger).await.is_empty(), "left out by its version");
+    assert_eq!(offered(&app, &collector).await, ["collect_documents"]);
     let refused = claim(&app, &stranger, &run, "collect_documents", "c-stranger").await;
     assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
     assert_eq!(
@@ -337,7 +349,8 @@ async fn bound_on_the_page(app: TestApp) -> TestApp {
     );
     let page = ann.get(&app, back).await;
     assert!(
-        page.text.contains("Only the agent writer, the group erp may claim it."),
+        page.text
+            .contains("Only the agent writer, the agents of group erp may claim it."),
         "{}",
         page.text
     );

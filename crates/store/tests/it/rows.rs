@@ -390,8 +390,21 @@ async fn bound_agent_steps(db: &TestDb) {
         bound("collect", 100, Some("1/*")),
         bound("write", 200, Some("1/write")),
         bound("anyone", 300, None),
+        // Claimed, its lease ended by the time of the queries below.
+        WorkRow {
+            lease_until: Some(0),
+            ..bound("lapsed", 400, Some("1/write"))
+        },
     ];
     tx.put_run("o", &run, true, None).await.expect("put");
+    // Another organization's step of a process of the same name and version, bound
+    // with no binding rows of its own: the bindings of "o" admit no agent to it.
+    let mut theirs = run_row("r_2", "p", RunState::Active, 100, &[]);
+    theirs.work = vec![WorkRow {
+        run_id: "r_2".to_owned(),
+        ..bound("collect", 100, Some("1/*"))
+    }];
+    tx.put_run("other", &theirs, true, None).await.expect("put");
     tx.commit().await.expect("commit");
     let steps = |agent: &str, groups: &[&str]| {
         let query = WorkQuery {
@@ -410,8 +423,11 @@ async fn bound_agent_steps(db: &TestDb) {
         }
     };
     assert_eq!(steps("collector", &[]).await, ["collect", "anyone"]);
-    assert_eq!(steps("writer", &["erp"]).await, ["write", "anyone"]);
-    assert_eq!(steps("collector", &["erp"]).await, ["collect", "write", "anyone"]);
+    assert_eq!(steps("writer", &["erp"]).await, ["write", "anyone", "lapsed"]);
+    assert_eq!(
+        steps("collector", &["erp"]).await,
+        ["collect", "write", "anyone", "lapsed"]
+    );
     assert_eq!(steps("stranger", &["sales"]).await, ["anyone"]);
     // The binding is read back with the version, and a version names its own rows.
     let stored = store

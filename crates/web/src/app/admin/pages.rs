@@ -459,10 +459,17 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
 /// Who may claim the draft's agent steps: one form for every agent step at once, then
 /// one per step, each ticking the agents and groups that may.
 fn agent_steps(form: &Form<'_>, process: &str, draft: &Draft, agents: &[Identity], groups: &[Group]) -> Markup {
-    let active: Vec<&Identity> = agents.iter().filter(|agent| agent.deactivated_at.is_none()).collect();
     let every = draft.agents.0.get(EVERY_AGENT_STEP);
-    let one = |key: &str, title: Markup, bound: Option<&Claimants>, follows: Option<&Claimants>| {
-        let id = if key == EVERY_AGENT_STEP { "all" } else { key };
+    // Numbered, not named: ids of steps, agents and groups may run into each other.
+    let one = |number: usize, key: &str, title: Markup, bound: Option<&Claimants>, follows: Option<&Claimants>| {
+        // A bound agent keeps its box after it is deactivated, so saving the form
+        // does not drop it unseen.
+        let offered: Vec<&Identity> = agents
+            .iter()
+            .filter(|agent| {
+                agent.deactivated_at.is_none() || bound.is_some_and(|claimants| claimants.agents.contains(&agent.id))
+            })
+            .collect();
         html! {
             form method="post" action="/admin/do/bind-agents" class="agent-step" {
                 (form.hidden())
@@ -475,26 +482,31 @@ fn agent_steps(form: &Form<'_>, process: &str, draft: &Draft, agents: &[Identity
                         (None, Some(claimants)) => p class="quiet" { "As every agent step: only " (claimants.described()) "." },
                         (None, None) => p class="quiet" { "Any agent of the organization may claim it." },
                     }
-                    @if active.is_empty() && groups.is_empty() { p { "The organization has no agents or groups yet." } }
-                    @for agent in &active {
+                    @if offered.is_empty() && groups.is_empty() { p { "The organization has no agents or groups yet." } }
+                    @for (index, agent) in offered.iter().enumerate() {
                         @let checked = bound.is_some_and(|claimants| claimants.agents.contains(&agent.id));
+                        @let id = format!("step-{number}-agent-{index}");
                         div {
-                            input id=(format!("agent-{id}-{}", agent.id)) type="checkbox" name="agent" value=(agent.id) checked[checked];
-                            label class="inline" for=(format!("agent-{id}-{}", agent.id)) { "agent " code { (agent.id) } }
+                            input id=(id) type="checkbox" name="agent" value=(agent.id) checked[checked];
+                            label class="inline" for=(id) {
+                                "agent " code { (agent.id) }
+                                @if agent.deactivated_at.is_some() { " (deactivated)" }
+                            }
                         }
                     }
-                    @for group in groups {
+                    @for (index, group) in groups.iter().enumerate() {
                         @let checked = bound.is_some_and(|claimants| claimants.groups.contains(&group.id));
+                        @let id = format!("step-{number}-group-{index}");
                         div {
-                            input id=(format!("group-{id}-{}", group.id)) type="checkbox" name="group" value=(group.id) checked[checked];
-                            label class="inline" for=(format!("group-{id}-{}", group.id)) { "the agents of group " code { (group.id) } }
+                            input id=(id) type="checkbox" name="group" value=(group.id) checked[checked];
+                            label class="inline" for=(id) { "the agents of group " code { (group.id) } }
                         }
                     }
                 }
                 @if !groups.is_empty() {
                     div {
-                        input id=(format!("force-agents-{id}")) type="checkbox" name="force" value="true";
-                        label class="inline" for=(format!("force-agents-{id}")) { "Bind even to a group with no agents yet" }
+                        input id=(format!("step-{number}-force")) type="checkbox" name="force" value="true";
+                        label class="inline" for=(format!("step-{number}-force")) { "Bind even to a group with no agents yet" }
                     }
                 }
                 button type="submit" { "Bind" }
@@ -510,9 +522,9 @@ fn agent_steps(form: &Form<'_>, process: &str, draft: &Draft, agents: &[Identity
             p { "The process has no agent steps." }
         } @else {
             p { "Unbound, any agent of the organization may claim an agent step. Bound, only the agents ticked, and the agents of the groups ticked, are offered it and may claim it." }
-            (one(EVERY_AGENT_STEP, html! { "Every agent step without a binding of its own" }, every, None))
-            @for step in &draft.agent_steps {
-                (one(step, html! { "Agent step " code { (step) } }, draft.agents.0.get(step), every))
+            (one(0, EVERY_AGENT_STEP, html! { "Every agent step without a binding of its own" }, every, None))
+            @for (index, step) in draft.agent_steps.iter().enumerate() {
+                (one(index + 1, step, html! { "Agent step " code { (step) } }, draft.agents.0.get(step), every))
             }
         }
     }
