@@ -99,21 +99,33 @@ pub(crate) async fn identity(connection: &mut AnyConnection, org: &str, id: &str
     identity_row(&row, groups).map(Some)
 }
 
+/// Every identity of an organization, by id, with its groups: two reads, whatever
+/// the number of identities.
 pub(crate) async fn identities(connection: &mut AnyConnection, org: &str) -> Result<Vec<Identity>> {
-    let ids = sqlx::query("SELECT id FROM identities WHERE org_id = $1 ORDER BY id")
-        .bind(org)
-        .fetch_all(&mut *connection)
-        .await?
-        .iter()
-        .map(|row| row.try_get::<String, _>("id"))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut found = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(identity) = identity(connection, org, &id).await? {
-            found.push(identity);
-        }
+    let rows = sqlx::query(
+        "SELECT org_id, id, kind, role, person, name, deactivated_at FROM identities WHERE org_id = $1 ORDER BY id",
+    )
+    .bind(org)
+    .fetch_all(&mut *connection)
+    .await?;
+    let mut groups: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    for membership in
+        sqlx::query("SELECT identity_id, group_id FROM memberships WHERE org_id = $1 ORDER BY identity_id, group_id")
+            .bind(org)
+            .fetch_all(&mut *connection)
+            .await?
+    {
+        groups
+            .entry(membership.try_get("identity_id")?)
+            .or_default()
+            .push(membership.try_get("group_id")?);
     }
-    Ok(found)
+    rows.iter()
+        .map(|row| {
+            let id: String = row.try_get("id")?;
+            identity_row(row, groups.remove(&id).unwrap_or_default())
+        })
+        .collect()
 }
 
 fn identity_row(row: &AnyRow, groups: Vec<String>) -> Result<Identity> {

@@ -472,7 +472,12 @@ async fn identities_and_versions(db: &TestDb) {
         };
         tx.publish("o", &version, 2).await.expect("publish");
     }
+    let zed = crate::support::person("o", "zed", Role::Member, &[]);
+    tx.create_identity(&zed, 1).await.expect("identity");
     tx.commit().await.expect("commit");
+    // Every identity with its own groups, by id.
+    assert_eq!(store.identities("o").await.expect("read"), [ann.clone(), zed]);
+    assert!(store.identities("other").await.expect("read").is_empty());
 
     assert_eq!(
         store.identity_by_token("hash-1", 2).await.expect("read"),
