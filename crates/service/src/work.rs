@@ -88,8 +88,8 @@ impl Service {
     ) -> Result<(Page<WorkEntry>, Facts), Error> {
         let now = self.now();
         let actor = caller.actor();
-        let (kind, groups, person) = match &actor {
-            Actor::Agent { groups, .. } => (WorkKind::Agent, groups.clone(), None),
+        let (kind, groups, person, agent) = match &actor {
+            Actor::Agent { id, groups } => (WorkKind::Agent, groups.clone(), None, Some(id.clone())),
             Actor::Person {
                 person,
                 groups,
@@ -99,7 +99,7 @@ impl Service {
                 if *operator {
                     groups.push(self.settings.engine.escalation_group.clone());
                 }
-                (WorkKind::Item, groups, Some(person.to_lowercase()))
+                (WorkKind::Item, groups, Some(person.to_lowercase()), None)
             }
         };
         let query = WorkQuery {
@@ -107,10 +107,7 @@ impl Service {
             now: millis(now),
             groups,
             person,
-            agent: match &actor {
-                Actor::Agent { id, .. } => Some(id.clone()),
-                Actor::Person { .. } => None,
-            },
+            agent,
             process,
             after: cursor.map(cursor::decode).transpose()?,
             limit,
@@ -144,7 +141,7 @@ impl Service {
         let mut items = Vec::with_capacity(page.items.len());
         for row in &page.items {
             if let Some(item) = stored_item(row) {
-                if self.admits(caller, &item).await? {
+                if self.admits(caller.org(), &actor, &item).await? {
                     items.push(WorkEntry::Agent(item));
                 }
                 continue;
@@ -190,11 +187,9 @@ impl Service {
     /// binding. The store's filter already holds this; a row written without its
     /// binding (by a server older than agent bindings, during a rolling update) must
     /// not offer the step to an agent whose claim would be refused.
-    async fn admits(&self, caller: &Caller, item: &AgentWork) -> Result<bool, Error> {
-        let version = self
-            .process_version(caller.org(), &item.process, Some(item.version))
-            .await?;
-        Ok(admitted(&version.agents, &caller.actor(), &item.step_id))
+    async fn admits(&self, org: &str, actor: &Actor, item: &AgentWork) -> Result<bool, Error> {
+        let version = self.process_version(org, &item.process, Some(item.version)).await?;
+        Ok(admitted(&version.agents, actor, &item.step_id))
     }
 }
 
