@@ -340,18 +340,7 @@ async fn take_of_organization(
     let org_bind = take.text(org);
     let now_bind = take.int(now);
     let hold_bind = take.int(hold_until);
-    let listed = keys
-        .iter()
-        .map(|(notification, channel, recipient)| {
-            format!(
-                "({}, {}, {})",
-                take.text(notification),
-                take.text(channel),
-                take.text(recipient)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let listed = key_rows(&mut take, keys);
     let digest_of = if digests.is_empty() {
         String::new()
     } else {
@@ -374,18 +363,17 @@ async fn take_of_organization(
     }
     let mut read = Query::new("");
     let org_bind = read.text(org);
-    let listed = rows
+    let taken = rows
         .iter()
         .map(|row| {
-            Ok(format!(
-                "({}, {}, {})",
-                read.text(&row.try_get::<String, _>("notification_id")?),
-                read.text(&row.try_get::<String, _>("channel")?),
-                read.text(&row.try_get::<String, _>("recipient")?)
+            Ok((
+                row.try_get("notification_id")?,
+                row.try_get("channel")?,
+                row.try_get("recipient")?,
             ))
         })
-        .collect::<Result<Vec<_>>>()?
-        .join(", ");
+        .collect::<Result<Vec<Key>>>()?;
+    let listed = key_rows(&mut read, &taken);
     read.push(&format!(
         "SELECT m.org_id, m.notification_id, m.channel, m.recipient, m.kind, m.digest, m.attempts, m.sent, \
          n.run_id, n.body, n.created_at FROM messages m \
@@ -394,6 +382,14 @@ async fn take_of_organization(
          ORDER BY n.created_at, m.notification_id"
     ));
     read.fetch(connection).await?.iter().map(taken_message).collect()
+}
+
+/// `($n, $m, $k), …` for message keys.
+fn key_rows(query: &mut Query, keys: &[Key]) -> String {
+    query.text_rows(
+        keys.iter()
+            .map(|(notification, channel, recipient)| [notification.as_str(), channel.as_str(), recipient.as_str()]),
+    )
 }
 
 fn taken_message(row: &AnyRow) -> Result<TakenMessage> {

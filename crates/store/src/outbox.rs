@@ -213,7 +213,7 @@ async fn take_of_organization(
     let org_bind = take.text(org);
     let now_bind = take.int(now);
     let hold_bind = take.int(hold_until);
-    let listed = key_list(&mut take, keys);
+    let listed = key_rows(&mut take, keys);
     take.push(&format!(
         "UPDATE deliveries SET next_at = {hold_bind}, attempts = attempts + 1, updated_at = {now_bind} \
          WHERE org_id = {org_bind} AND status = 'pending' AND next_at <= {now_bind} \
@@ -229,7 +229,7 @@ async fn take_of_organization(
         .collect::<Result<Vec<(String, String)>>>()?;
     let mut read = Query::new("");
     let org_bind = read.text(org);
-    let listed = key_list(&mut read, &taken);
+    let listed = key_rows(&mut read, &taken);
     read.push(&format!(
         "SELECT d.org_id, d.notification_id, d.webhook_id, d.attempts, w.url, w.secret, n.body, n.trace_parent \
          FROM deliveries d \
@@ -241,11 +241,11 @@ async fn take_of_organization(
 }
 
 /// `($n, $m), …` for (notification, webhook) pairs.
-fn key_list(query: &mut Query, keys: &[(String, String)]) -> String {
-    keys.iter()
-        .map(|(notification, webhook)| format!("({}, {})", query.text(notification), query.text(webhook)))
-        .collect::<Vec<_>>()
-        .join(", ")
+fn key_rows(query: &mut Query, keys: &[(String, String)]) -> String {
+    query.text_rows(
+        keys.iter()
+            .map(|(notification, webhook)| [notification.as_str(), webhook.as_str()]),
+    )
 }
 
 fn delivery(row: &AnyRow) -> Result<Delivery> {

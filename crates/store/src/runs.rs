@@ -369,6 +369,20 @@ impl Query {
         format!("${}", self.binds.len())
     }
 
+    /// `($n, $m, …), …`: each row's values bound as text, for a row-value `IN` list.
+    pub(crate) fn text_rows<'a, R: IntoIterator<Item = &'a str>>(
+        &mut self,
+        rows: impl IntoIterator<Item = R>,
+    ) -> String {
+        rows.into_iter()
+            .map(|row| {
+                let values: Vec<String> = row.into_iter().map(|value| self.text(value)).collect();
+                format!("({})", values.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub(crate) fn push(&mut self, fragment: &str) {
         self.sql.push_str(fragment);
     }
