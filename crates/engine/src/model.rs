@@ -72,6 +72,34 @@ pub struct Run {
 }
 
 impl Run {
+    /// A live run of version `version` of `process`, started by `started_by` (an agent:
+    /// no initiator) at `at`, with `steps`, no inputs, nothing held and nothing decided
+    /// yet. Its other fields are set with struct update syntax.
+    pub fn new(
+        id: impl Into<String>,
+        (process, version): (&str, u32),
+        started_by: &str,
+        at: Timestamp,
+        steps: Vec<StepRun>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            process: process.to_owned(),
+            version,
+            mode: Mode::Live,
+            started_by: started_by.to_owned(),
+            initiator: None,
+            started_at: at,
+            updated_at: at,
+            end: None,
+            inputs: Map::new(),
+            steps,
+            events: Vec::new(),
+            completions: 0,
+            decided: Vec::new(),
+        }
+    }
+
     /// The step with this id.
     pub fn step(&self, id: &str) -> Option<&StepRun> {
         self.steps.iter().find(|step| step.id == id)

@@ -61,21 +61,18 @@ pub fn start(version: &ProcessVersion, command: StartRun, context: &mut Context<
         Actor::Person { person, .. } => Some(person.clone()),
         Actor::Agent { .. } => None,
     };
+    let steps = document.steps.iter().map(|step| StepRun::new(&step.id)).collect();
     let mut run = Run {
-        id: command.id,
-        process: document.name.clone(),
-        version: version.number,
         mode: command.mode,
-        started_by: context.actor.name().to_owned(),
         initiator,
-        started_at: context.now,
-        updated_at: context.now,
-        end: None,
         inputs: command.inputs,
-        steps: document.steps.iter().map(|step| StepRun::new(&step.id)).collect(),
-        events: Vec::new(),
-        completions: 0,
-        decided: Vec::new(),
+        ..Run::new(
+            command.id,
+            (&document.name, version.number),
+            context.actor.name(),
+            context.now,
+            steps,
+        )
     };
     let mut machine = Machine::new(&mut run, version, context.now, context.ids);
     if !document.steps.is_empty() {

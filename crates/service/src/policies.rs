@@ -122,20 +122,9 @@ mod tests {
         });
         let at = jiff::Timestamp::UNIX_EPOCH;
         let started_by_ann = Run {
-            id: "r".to_owned(),
-            process: "p".to_owned(),
-            version: 1,
-            mode: agentprocess_engine::Mode::Live,
-            started_by: "ann@x.test".to_owned(),
             initiator: Some("ann@x.test".to_owned()),
-            started_at: at,
-            updated_at: at,
-            end: None,
-            inputs: serde_json::Map::new(),
-            steps: vec![first, StepRun::new("second")],
-            events: Vec::new(),
             completions: 1,
-            decided: Vec::new(),
+            ..Run::new("r", ("p", 1), "ann@x.test", at, vec![first, StepRun::new("second")])
         };
         let second = &started_by_ann.steps[1];
         let all = Policies {

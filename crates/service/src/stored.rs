@@ -344,7 +344,7 @@ pub(crate) struct Change<'a> {
 
 #[cfg(test)]
 mod tests {
-    use agentprocess_engine::{Mode, Record, Run, StepRun, StepState};
+    use agentprocess_engine::{Record, Run, StepRun, StepState};
     use agentprocess_store::StoredRun;
     use jiff::Timestamp;
     use serde_json::{Map, Value, json};
@@ -365,20 +365,15 @@ mod tests {
     /// A run of two steps with `inputs`, read as the wire reads them (numbers kept as written).
     fn run(inputs: &str) -> Run {
         Run {
-            id: "r_1".to_owned(),
-            process: "p".to_owned(),
-            version: 1,
-            mode: Mode::Live,
-            started_by: "a@example.com".to_owned(),
             initiator: Some("a@example.com".to_owned()),
-            started_at: at(0),
-            updated_at: at(0),
-            end: None,
             inputs: agentprocess_format::exact::parse_object(inputs).expect("inputs"),
-            steps: vec![StepRun::new("first"), StepRun::new("second")],
-            events: Vec::new(),
-            completions: 0,
-            decided: Vec::new(),
+            ..Run::new(
+                "r_1",
+                ("p", 1),
+                "a@example.com",
+                at(0),
+                vec![StepRun::new("first"), StepRun::new("second")],
+            )
         }
     }
 

@@ -294,21 +294,16 @@ Check the vendor name and the expected annual spend.
             escalation: None,
         });
         Run {
-            id: "r_1".to_owned(),
-            process: "vendor".to_owned(),
-            version: 3,
-            mode: agentprocess_engine::Mode::Live,
-            started_by: "ann@x.test".to_owned(),
             initiator: Some("ann@x.test".to_owned()),
-            started_at: at,
-            updated_at: at,
-            end: None,
             inputs: serde_json::from_str(r#"{"vendorName": "Acme <Tools>", "expectedAnnualSpend": 42000.50}"#)
                 .expect("inputs"),
-            steps: vec![approval, StepRun::new("done")],
-            events: Vec::new(),
-            completions: 0,
-            decided: Vec::new(),
+            ..Run::new(
+                "r_1",
+                ("vendor", 3),
+                "ann@x.test",
+                at,
+                vec![approval, StepRun::new("done")],
+            )
         }
     }
 
