@@ -10,7 +10,7 @@ use agentprocess_engine::{AgentBindings, EVERY_AGENT_STEP, PersonFormat};
 use agentprocess_format::{Capabilities, Options, ValidatedProcess};
 use agentprocess_store::{
     Audience, DeliveryRecord, DirectoryTx as _, Identity, IdentityKind, Limit, LimitLayer, LimitValues, LimitsTx as _,
-    NewVersion, OrgLimits, Role, Store, StoreTx, StoredDraft, StoredVersion, TokenRow, Webhook,
+    NewVersion, OrgLimits, Role, SqlTx, Store, StoreTx, StoredDraft, StoredVersion, TokenRow, Webhook,
 };
 
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
@@ -111,10 +111,6 @@ impl Admin {
     pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
         self.capabilities = capabilities;
         self
-    }
-
-    pub(crate) fn capabilities(&self) -> Capabilities {
-        self.capabilities
     }
 
     pub(crate) fn now(&self) -> jiff::Timestamp {
@@ -262,7 +258,11 @@ impl Admin {
     ) -> Result<Draft, Error> {
         let process = validated(source, folder, self.capabilities)?;
         let name = process.document().name.clone();
-        let (roles, agents) = match self.store.draft(org, &name).await? {
+        // Under the organization's lock, as bindings are made: a binding made while
+        // the text is replaced is kept or refused, never lost.
+        let mut tx = self.store.begin().await?;
+        lock(&mut tx, org).await?;
+        let (roles, agents) = match tx.draft(org, &name).await? {
             Some(previous) => (parse_roles(&previous.roles)?, parse_agents(&previous.agents)?),
             None => (BTreeMap::new(), AgentBindings::default()),
         };
@@ -284,7 +284,6 @@ impl Admin {
             roles: roles_json(&roles),
             agents: agents_json(&agents),
         };
-        let mut tx = self.store.begin().await?;
         tx.put_draft(org, &name, &stored, millis(self.now())).await?;
         let draft = Draft::of(&process, &stored, Vec::new())?;
         remember(request, &mut tx, org, &draft, millis(self.now())).await?;
@@ -293,11 +292,7 @@ impl Admin {
     }
 
     /// A draft as stored and the process it validates as.
-    pub(crate) async fn stored_draft(
-        &self,
-        org: &str,
-        process: &str,
-    ) -> Result<(StoredDraft, ValidatedProcess), Error> {
+    async fn stored_draft(&self, org: &str, process: &str) -> Result<(StoredDraft, ValidatedProcess), Error> {
         let stored = self
             .store
             .draft(org, process)
@@ -324,7 +319,8 @@ impl Admin {
         group: &str,
         force: bool,
     ) -> Result<Draft, Error> {
-        let (mut stored, parsed) = self.stored_draft(org, process).await?;
+        let mut tx = self.store.begin().await?;
+        let (mut stored, parsed) = self.locked_draft(&mut tx, org, process).await?;
         let named: Vec<String> = parsed.document().roles().into_iter().map(str::to_owned).collect();
         let mut issues = Vec::new();
         if !named.iter().any(|known| known == role) {
@@ -334,27 +330,16 @@ impl Admin {
             ));
         }
         check_id("group id", group, &mut issues);
-        let groups = self.store.group_list(org).await?;
+        let groups = tx.group_list(org).await?;
         // An organization whose groups come from its provider's groups claim fills a
         // group as its people sign in: nobody may have signed in yet.
-        let claim = match self.store.organization(org).await? {
+        let claim = match tx.organization(org).await? {
             Some(organization) => organization.groups_claim,
             None => None,
         };
         let mut notes = Vec::new();
         match groups.iter().find(|known| known.id == group) {
-            None => issues.push(format!(
-                "group {group:?}: the organization has no such group (it has: {})",
-                if groups.is_empty() {
-                    "none".to_owned()
-                } else {
-                    groups
-                        .iter()
-                        .map(|known| known.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            )),
+            None => issues.push(no_such_group(group, &groups)),
             Some(known) if known.members.is_empty() => match &claim {
                 Some(claim) => notes.push(format!(
                     "group {group:?} has no members yet: the identity provider's {claim:?} claim fills it \
@@ -379,15 +364,27 @@ impl Admin {
         let mut bindings = parse_roles(&stored.roles)?;
         bindings.insert(role.to_owned(), group.to_owned());
         stored.roles = roles_json(&bindings);
-        self.put_draft(org, process, &stored).await?;
+        tx.put_draft(org, process, &stored, millis(self.now())).await?;
+        tx.commit().await?;
         Draft::of(&parsed, &stored, notes)
     }
 
-    /// Writes a draft back.
-    pub(crate) async fn put_draft(&self, org: &str, process: &str, stored: &StoredDraft) -> Result<(), Error> {
-        let mut tx = self.store.begin().await?;
-        tx.put_draft(org, process, stored, millis(self.now())).await?;
-        Ok(tx.commit().await?)
+    /// A draft and the process it validates as, read after taking the organization's
+    /// lock in `tx`: a binding read, checked and written under it cannot race another
+    /// binding of the draft, nor the deletion of a group it names (which takes it too).
+    pub(crate) async fn locked_draft(
+        &self,
+        tx: &mut SqlTx,
+        org: &str,
+        process: &str,
+    ) -> Result<(StoredDraft, ValidatedProcess), Error> {
+        lock(tx, org).await?;
+        let stored = tx
+            .draft(org, process)
+            .await?
+            .ok_or_else(|| not_found(format!("there is no draft of process {process:?}")))?;
+        let parsed = validated(stored.source.as_bytes(), None, self.capabilities)?;
+        Ok((stored, parsed))
     }
 
     /// Publishes a draft as the next version. Refused while a role is unbound.
@@ -659,7 +656,28 @@ pub(crate) fn validated(
 }
 
 /// `invalid`, naming every issue of an admin request.
-pub(crate) fn refused(issues: Vec<String>) -> Error {
+/// Takes the organization's lock in `tx`, which drafts are changed under.
+async fn lock(tx: &mut SqlTx, org: &str) -> Result<(), Error> {
+    tx.lock_org(org)
+        .await?
+        .ok_or_else(|| not_found("there is no such organization".to_owned()))?;
+    Ok(())
+}
+
+/// The refusal of a group the organization does not have, naming those it has.
+pub(crate) fn no_such_group(group: &str, groups: &[agentprocess_store::Group]) -> String {
+    let ids: Vec<&str> = groups.iter().map(|known| known.id.as_str()).collect();
+    format!(
+        "group {group:?}: the organization has no such group (it has: {})",
+        if ids.is_empty() {
+            "none".to_owned()
+        } else {
+            ids.join(", ")
+        }
+    )
+}
+
+fn refused(issues: Vec<String>) -> Error {
     invalid("the request was refused; nothing changed", issues)
 }
 
@@ -672,7 +690,7 @@ pub(crate) fn refuse(issues: Vec<String>) -> Result<(), Error> {
 }
 
 /// Ids chosen by admins: 1–64 of `a-z 0-9 _ - .`, starting with a letter or digit.
-pub(crate) fn check_id(what: &str, id: &str, issues: &mut Vec<String>) {
+fn check_id(what: &str, id: &str, issues: &mut Vec<String>) {
     let valid = (1..=64).contains(&id.len())
         && id.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && id

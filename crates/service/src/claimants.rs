@@ -4,10 +4,9 @@
 //! `get_work` lists the step only for those it names.
 
 use agentprocess_engine::{Claimants, EVERY_AGENT_STEP};
-use agentprocess_format::ValidatedProcess;
-use agentprocess_store::{DirectoryTx as _, IdentityKind, SqlTx, Store as _, StoreTx as _, StoredDraft};
+use agentprocess_store::{DirectoryTx as _, IdentityKind, Store as _, StoreTx as _};
 
-use crate::admin::{Admin, Draft, agents_json, parse_agents, refuse, validated};
+use crate::admin::{Admin, Draft, agents_json, no_such_group, parse_agents, refuse};
 use crate::{Error, millis, not_found};
 
 /// The most agents, and the most groups, one binding names.
@@ -68,15 +67,7 @@ impl Admin {
         let mut notes = Vec::new();
         for group in &claimants.groups {
             let Some(known) = groups.iter().find(|known| &known.id == group) else {
-                let ids: Vec<&str> = groups.iter().map(|known| known.id.as_str()).collect();
-                issues.push(format!(
-                    "group {group:?}: the organization has no such group (it has: {})",
-                    if ids.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        ids.join(", ")
-                    }
-                ));
+                issues.push(no_such_group(group, &groups));
                 continue;
             };
             let has_agents = identities.iter().any(|identity| {
@@ -118,25 +109,6 @@ impl Admin {
             return Err(not_found(format!("{process} has no agent step {step:?}")));
         }
         Draft::of(&parsed, &stored, Vec::new())
-    }
-
-    /// A draft and the process it validates as, read after taking the organization's
-    /// lock in `tx`.
-    async fn locked_draft(
-        &self,
-        tx: &mut SqlTx,
-        org: &str,
-        process: &str,
-    ) -> Result<(StoredDraft, ValidatedProcess), Error> {
-        tx.lock_org(org)
-            .await?
-            .ok_or_else(|| not_found("there is no such organization".to_owned()))?;
-        let stored = tx
-            .draft(org, process)
-            .await?
-            .ok_or_else(|| not_found(format!("there is no draft of process {process:?}")))?;
-        let parsed = validated(stored.source.as_bytes(), None, self.capabilities())?;
-        Ok((stored, parsed))
     }
 }
 
