@@ -621,6 +621,9 @@ async fn policies(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
             }
             button type="submit" { "Save the policies" }
         }
+        h2 { "Which agents claim which steps" }
+        p { "Any agent of the organization may claim any agent step unless the process binds it to some agents: on each "
+            a href="/admin/processes" { "process's draft page" } ", under Agent steps, before it is published." }
     })
 }
 
