@@ -15,9 +15,8 @@ use agentprocess_views::RunView;
 
 use crate::stored::Change;
 use crate::stored::Loaded;
-use crate::write::Write;
+use crate::write::{Hold, Write};
 use crate::{Caller, Error, Service, Tool, retry};
-use agentprocess_store::SqlTx;
 
 /// The model recorded on an `error` verdict when no evaluator is configured.
 const NO_EVALUATOR: &str = "none";
@@ -136,7 +135,7 @@ impl Service {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn conclude(
         &self,
-        mut tx: SqlTx,
+        mut tx: Hold,
         caller: &Caller,
         write: &Write,
         tool: Tool,
@@ -150,7 +149,7 @@ impl Service {
         match submitted {
             Submitted::Accepted(transition) => {
                 if let Some((kind, detail)) = audited {
-                    self.audit(&mut tx, caller, kind, &run.id, detail).await?;
+                    self.audit(&mut tx, caller, kind, &run.id, detail);
                 }
                 let change = Change {
                     before: Some(run),
@@ -171,12 +170,13 @@ impl Service {
                     transition: &kept,
                     version,
                 };
-                self.save(&mut tx, caller.org(), change).await?;
-                tx.commit().await.map_err(retry)?;
+                self.save(tx, caller.org(), change).await?;
                 Err(error.into())
             }
             Submitted::Check(material) => {
-                tx.rollback().await.map_err(retry)?;
+                if let Some(tx) = tx.into_tx() {
+                    tx.rollback().await.map_err(retry)?;
+                }
                 Ok(Concluded::Ask(material))
             }
         }

@@ -9,9 +9,8 @@ use agentprocess_views::{ToolResult, UploadResult};
 use hmac::{KeyInit, Mac};
 
 use crate::ids::{hex, random_id, sha256_hex};
-use crate::write::{Write, fresh};
+use crate::write::{Hold, Write, fresh};
 use crate::{Caller, Error, Limit, Service, Tool, forbidden, invalid, millis, retry};
-use agentprocess_store::SqlTx;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -59,7 +58,7 @@ impl Service {
         if !issues.is_empty() {
             return Err(invalid("the upload was refused; nothing was stored", issues));
         }
-        let mut tx = fresh!(
+        let mut hold = fresh!(
             self.open(caller, write, Tool::Upload, (Limit::StoredBytes, bytes.len() as u64))
                 .await?
         );
@@ -81,13 +80,14 @@ impl Service {
             uploaded_by: caller.identity.id.clone(),
             created_at: millis(self.now()),
         };
+        let tx = self.transaction(&mut hold, caller.org()).await?;
         tx.put_upload(caller.org(), &record).await.map_err(retry)?;
         let result = UploadResult {
             id: upload.id,
             sha256: upload.sha256,
             bytes: upload.bytes,
         };
-        self.finish(tx, caller, write, Tool::Upload, None, result).await
+        self.finish(hold, caller, write, Tool::Upload, None, result).await
     }
 
     /// Checks every file item against the stored bytes: it must exist in this
@@ -95,12 +95,14 @@ impl Service {
     /// `sha256`; the rest give issues in the spec's words.
     pub(crate) async fn verify_files(
         &self,
-        tx: &mut SqlTx,
+        hold: &mut Hold,
         org: &str,
         evidence: &mut [EvidenceItem],
     ) -> Result<Vec<String>, Error> {
         let mut issues = Vec::new();
         for item in evidence.iter_mut().filter(|item| item.kind == EvidenceKind::File) {
+            // The upload's row stays locked to the end, with the run's.
+            let tx = self.transaction(hold, org).await?;
             let reference = item.reference.clone();
             // Cited from now on, so never swept (even if this submission is refused:
             // it will likely be cited again).

@@ -6,7 +6,7 @@ use agentprocess_views::RunView;
 
 use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
-use crate::write::{Locked, Target, Write, fresh};
+use crate::write::{Locked, Opened, Target, Write, on_run};
 use crate::{Caller, Error, Policies, Service, Tool};
 use agentprocess_store::Directory;
 
@@ -26,28 +26,33 @@ impl Service {
         }
         let mut checked = None;
         for _ in 0..CHECK_ROUNDS {
-            let Locked { mut tx, run, version } =
-                fresh!(self.open_run(caller, write, Tool::Decide, Target::Run(run_id)).await?);
-            Self::permitted(
-                &policies,
-                &run,
-                &version,
-                &decide.work_item,
-                caller.identity.person.as_deref(),
-            )?;
-            let mut decide = decide.clone();
-            let file_issues = self
-                .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
-                .await?;
-            let actor = caller.actor();
-            let mut ids = RunIds { run: run.id.clone() };
-            let now = self.now();
-            let mut context = self.context(now, &actor, &mut ids);
-            let submitted =
-                agentprocess_engine::decide(&run, &version, decide, file_issues, checked.as_ref(), &mut context)?;
-            let audited = Some((agentprocess_auth::audit::AuditEvent::RunDecided, audited.clone()));
-            let concluded = self
-                .conclude(
+            let concluded = on_run!(|lock| {
+                let opened = self
+                    .open_run(caller, write, Tool::Decide, Target::Run(run_id), lock)
+                    .await?;
+                let Locked { mut tx, run, version } = match opened {
+                    Opened::Fresh(locked) => locked,
+                    Opened::Replay(view) => return Ok(Concluded::Done(Box::new(view))),
+                };
+                Self::permitted(
+                    &policies,
+                    &run,
+                    &version,
+                    &decide.work_item,
+                    caller.identity.person.as_deref(),
+                )?;
+                let mut decide = decide.clone();
+                let file_issues = self
+                    .verify_files(&mut tx, caller.org(), &mut decide.submission.evidence)
+                    .await?;
+                let actor = caller.actor();
+                let mut ids = RunIds { run: run.id.clone() };
+                let now = self.now();
+                let mut context = self.context(now, &actor, &mut ids);
+                let submitted =
+                    agentprocess_engine::decide(&run, &version, decide, file_issues, checked.as_ref(), &mut context)?;
+                let audited = Some((agentprocess_auth::audit::AuditEvent::RunDecided, audited.clone()));
+                self.conclude(
                     tx,
                     caller,
                     write,
@@ -56,7 +61,8 @@ impl Service {
                     submitted,
                     audited,
                 )
-                .await?;
+                .await
+            })?;
             match concluded {
                 Concluded::Done(view) => return Ok(*view),
                 Concluded::Ask(material) => checked = Some(self.ask(&material).await),

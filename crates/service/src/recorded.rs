@@ -137,6 +137,7 @@ pub(crate) fn rebuild<R: ToolResult>(
         id: row.id,
         doc: row.doc,
         pieces,
+        revision: 0,
     })?;
     if let Some(data) = result.run_data_mut() {
         *data = RunData::of(&run);

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::ids::{RunIds, random_id};
 use crate::index::value_hash;
 use crate::stored::Change;
-use crate::write::{Locked, Target, Write, fresh, no_run};
+use crate::write::{Locked, Target, Write, fresh, no_run, on_run};
 use crate::{Caller, Error, Limit, Service, Tool, cursor, retry};
 use agentprocess_auth::audit::AuditEvent;
 
@@ -196,23 +196,26 @@ impl Service {
 
     /// `cancel`.
     pub async fn cancel(&self, caller: &Caller, run_id: &str, reason: &str, write: &Write) -> Result<RunView, Error> {
-        let Locked { mut tx, run, version } =
-            fresh!(self.open_run(caller, write, Tool::Cancel, Target::Run(run_id)).await?);
-        let now = self.now();
-        let actor = caller.actor();
-        let mut ids = RunIds { run: run.id.clone() };
-        let mut context = self.context(now, &actor, &mut ids);
-        let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
-        let audited = serde_json::Map::from_iter([("reason".to_owned(), json!(reason))]);
-        self.audit(&mut tx, caller, AuditEvent::RunCancelled, &run.id, audited)
-            .await?;
-        let change = Change {
-            before: Some(&run),
-            transition: &transition,
-            version: &version,
-        };
-        let view = RunView::of(&transition.run, &version, now);
-        self.finish(tx, caller, write, Tool::Cancel, Some(change), view).await
+        on_run!(|lock| {
+            let Locked { mut tx, run, version } = fresh!(
+                self.open_run(caller, write, Tool::Cancel, Target::Run(run_id), lock)
+                    .await?
+            );
+            let now = self.now();
+            let actor = caller.actor();
+            let mut ids = RunIds { run: run.id.clone() };
+            let mut context = self.context(now, &actor, &mut ids);
+            let transition = agentprocess_engine::cancel(&run, &version, reason, &mut context)?;
+            let audited = serde_json::Map::from_iter([("reason".to_owned(), json!(reason))]);
+            self.audit(&mut tx, caller, AuditEvent::RunCancelled, &run.id, audited);
+            let change = Change {
+                before: Some(&run),
+                transition: &transition,
+                version: &version,
+            };
+            let view = RunView::of(&transition.run, &version, now);
+            self.finish(tx, caller, write, Tool::Cancel, Some(change), view).await
+        })
     }
 
     /// `send_event`: the engine takes it from an agent or an operator.
@@ -224,27 +227,30 @@ impl Service {
         data: Map<String, Value>,
         write: &Write,
     ) -> Result<EventResult, Error> {
-        let Locked { tx, run, version } = fresh!(
-            self.open_run(caller, write, Tool::SendEvent, Target::Run(run_id))
-                .await?
-        );
-        let actor = caller.actor();
-        let mut ids = RunIds { run: run.id.clone() };
-        let mut context = self.context(self.now(), &actor, &mut ids);
-        let (transition, consumed_by) = agentprocess_engine::send_event(&run, &version, name, data, &mut context)?;
-        let change = Change {
-            before: Some(&run),
-            transition: &transition,
-            version: &version,
-        };
-        self.finish(
-            tx,
-            caller,
-            write,
-            Tool::SendEvent,
-            Some(change),
-            EventResult { consumed_by },
-        )
-        .await
+        on_run!(|lock| {
+            let Locked { tx, run, version } = fresh!(
+                self.open_run(caller, write, Tool::SendEvent, Target::Run(run_id), lock)
+                    .await?
+            );
+            let actor = caller.actor();
+            let mut ids = RunIds { run: run.id.clone() };
+            let mut context = self.context(self.now(), &actor, &mut ids);
+            let (transition, consumed_by) =
+                agentprocess_engine::send_event(&run, &version, name, data.clone(), &mut context)?;
+            let change = Change {
+                before: Some(&run),
+                transition: &transition,
+                version: &version,
+            };
+            self.finish(
+                tx,
+                caller,
+                write,
+                Tool::SendEvent,
+                Some(change),
+                EventResult { consumed_by },
+            )
+            .await
+        })
     }
 }

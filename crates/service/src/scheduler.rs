@@ -261,7 +261,10 @@ impl Service {
             };
             let span = fire_span(entry, late, taken.trace_parent.as_deref());
             let (run, version, transition, written) = async {
-                let (run, version) = self.parse_run(&mut tx, &entry.org, &stored).await?;
+                let run = crate::stored::load(&stored).map_err(retry)?;
+                let version = self
+                    .process_version_in(&mut tx, &entry.org, &run.process, Some(run.version))
+                    .await?;
                 let mut ids = RunIds { run: run.id.clone() };
                 let transition = timer_fired(&run, &version, &entry.timer_id, now, &mut ids);
                 let change = Change {
@@ -269,7 +272,7 @@ impl Service {
                     transition: &transition,
                     version: &version,
                 };
-                let written = self.save(&mut tx, &entry.org, change).await?;
+                let written = self.save_in(&mut tx, (&entry.org, stored.revision), change).await?;
                 Ok::<_, Error>((run, version, transition, written))
             }
             .instrument(span)

@@ -409,6 +409,7 @@ mod tests {
             id: run.id.clone(),
             doc: written.doc,
             pieces: kept.clone(),
+            revision: 0,
         };
         let loaded = load(&stored).expect("load");
         assert_eq!(*loaded, *run, "what was written reads back");
@@ -512,6 +513,7 @@ mod tests {
             id: whole.id.clone(),
             doc: serde_json::to_string(&whole).expect("json"),
             pieces: Vec::new(),
+            revision: 0,
         };
         let loaded = load(&stored).expect("load");
         assert_eq!(*loaded, whole);
@@ -533,6 +535,7 @@ mod tests {
             id: big.id.clone(),
             doc: written.doc,
             pieces: Vec::new(),
+            revision: 0,
         };
         let error = load(&stored).expect_err("no pieces");
         assert_eq!(error.to_string(), "run r_1: piece 0 is missing");

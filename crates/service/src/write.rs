@@ -1,18 +1,29 @@
-//! The path of every write: lock the run and read what its `requestId` recorded (a
-//! replay answers from there), apply the engine, write the run, its index rows and
-//! timers, record the result under the `requestId`, commit.
+//! The path of every write: read the run and what its `requestId` recorded (a replay
+//! answers from there), apply the engine, then write the run with its index rows,
+//! timers, notifications, audit entries and the result under the `requestId`, at once.
 //!
-//! The `requestId` row is written last, with the result. Its primary key decides a
-//! race between two writes with one `requestId`: the second's insert waits for the
-//! first to commit, finds the row, and the second rolls back everything it did and
-//! answers with the first's result (or `conflict`, if its arguments differ). If the
-//! first rolled back instead, the second's insert succeeds. Either way there is one
-//! effect, and a failed call leaves nothing behind.
+//! A write first reads its run without a lock and writes only if the run's revision is
+//! still the one it read: on PostgreSQL one statement, its own transaction, so a write
+//! costs one round trip after the read. If another write changed the run meanwhile,
+//! nothing was written, and the write is made again ([`on_run`]) holding the run's
+//! lock from the start (`SELECT … FOR UPDATE`), under which nothing can change it. A
+//! write that needs a transaction before it writes (one citing uploads) takes the lock
+//! then, and goes on only if the run is still as read.
+//!
+//! The `requestId`'s record is written with the change. Its primary key decides a race
+//! between two writes with one `requestId`: the second's insert waits for the first to
+//! commit and fails, nothing of the second is written, and it answers with the first's
+//! result (or `conflict`, if its arguments differ). If the first failed instead, the
+//! second's insert succeeds. Either way there is one effect, and a failed call leaves
+//! nothing behind.
 
 use std::sync::Arc;
 
 use agentprocess_engine::{Code, Effect, ProcessVersion, ToolError, Transition};
-use agentprocess_store::{DirectoryTx as _, NewRequest, RunRow, Store, StoreTx, StoredRequest, StoredRun, TimerRow};
+use agentprocess_store::{
+    AuditRow, Directory as _, DirectoryTx as _, NewRequest, RunRow, RunWrite, Store, StoreTx, StoredRequest, StoredRun,
+    TimerRow, WriteOutcome,
+};
 use agentprocess_timers::Entry;
 use agentprocess_views::ToolResult;
 use serde_json::Value;
@@ -79,9 +90,77 @@ macro_rules! fresh {
 }
 pub(crate) use fresh;
 
-/// A write's transaction holding its run's lock.
-pub(crate) struct Locked<T> {
-    pub(crate) tx: T,
+/// What a write holds between reading its run and writing it.
+pub(crate) struct Hold {
+    /// Its transaction, when it holds one (with the run's lock, when it names a run).
+    tx: Option<SqlTx>,
+    /// The run's id and the revision it was read at; `None` for a new run.
+    run: Option<(String, i64)>,
+    /// Entries for the audit log, written with the change.
+    audit: Vec<AuditRow>,
+}
+
+impl Hold {
+    fn new(tx: Option<SqlTx>, run: Option<(String, i64)>) -> Self {
+        Self {
+            tx,
+            run,
+            audit: Vec::new(),
+        }
+    }
+
+    /// The transaction, once the write is done with it.
+    pub(crate) fn into_tx(self) -> Option<SqlTx> {
+        self.tx
+    }
+}
+
+/// When a write on a run takes the run's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lock {
+    /// Only if it needs a transaction before it writes (to cite uploads). Otherwise it
+    /// writes at once, and only if the run is still as it was read.
+    Later,
+    /// Before reading the run, so that nothing changes it under the write.
+    Now,
+}
+
+/// A write whose run another write changed since it was read; it is made again.
+#[derive(Debug, thiserror::Error)]
+#[error("the run changed while the write was made")]
+pub(crate) struct RunChanged;
+
+fn run_changed() -> Error {
+    Error::internal(RunChanged)
+}
+
+/// Whether a write failed only because its run changed since it was read.
+pub(crate) fn is_run_changed(error: &Error) -> bool {
+    matches!(error, Error::Internal(cause) if cause.is::<RunChanged>())
+}
+
+/// Makes a write on a run: first on the run as read, without a lock; if another write
+/// changed the run meanwhile, once more holding the run's lock from the start, under
+/// which nothing can change it. The body opens its run with `$lock`.
+macro_rules! on_run {
+    (|$lock:ident| $body:expr) => {{
+        let mut attempt = $crate::write::Lock::Later;
+        loop {
+            let $lock = attempt;
+            match async { $body }.await {
+                Err(error) if attempt == $crate::write::Lock::Later && $crate::write::is_run_changed(&error) => {
+                    attempt = $crate::write::Lock::Now;
+                }
+                done => break done,
+            }
+        }
+    }};
+}
+pub(crate) use on_run;
+
+/// A write's run as read, and what it holds.
+pub(crate) struct Locked {
+    pub(crate) tx: Hold,
     pub(crate) run: Loaded,
     pub(crate) version: Arc<ProcessVersion>,
 }
@@ -102,7 +181,7 @@ impl Service {
         write: &Write,
         tool: Tool,
         adds: (Limit, u64),
-    ) -> Result<Opened<SqlTx, R>, Error> {
+    ) -> Result<Opened<Hold, R>, Error> {
         if let Some(stored) = self
             .store
             .request(caller.org(), &write.request_id)
@@ -112,21 +191,23 @@ impl Service {
             return self.answer(caller, write, tool, stored).await.map(Opened::Replay);
         }
         // After the replay (a write already made is answered whatever the cap), before
-        // the transaction (so the count does not wait on a second connection).
+        // the write (so the count does not wait on a second connection).
         let (limit, amount) = adds;
         self.within_cap(caller.org(), limit, amount).await?;
-        Ok(Opened::Fresh(self.store.begin().await.map_err(retry)?))
+        Ok(Opened::Fresh(Hold::new(None, None)))
     }
 
-    /// Starts a write on the run the call names, by id or by claim token: locks it
-    /// and, in the same round trip, reads what the `requestId` recorded.
+    /// Starts a write on the run the call names, by id or by claim token: reads it
+    /// (with its lock, for [`Lock::Now`]) and, in the same round trip, what the
+    /// `requestId` recorded.
     pub(crate) async fn open_run<R: ToolResult>(
         &self,
         caller: &Caller,
         write: &Write,
         tool: Tool,
         target: Target<'_>,
-    ) -> Result<Opened<Locked<SqlTx>, R>, Error> {
+        lock: Lock,
+    ) -> Result<Opened<Locked, R>, Error> {
         // A token of another shape, or naming no run of this organization, does not
         // verify: `invalid`, not `not_found`.
         let unverified = || {
@@ -139,11 +220,20 @@ impl Service {
             Target::Run(run_id) => run_id,
             Target::Token(token) => token_run(token).ok_or_else(unverified)?,
         };
-        let mut tx = self.store.begin().await.map_err(retry)?;
-        let locked = crate::observe::run_lock(run_id, tx.lock_run(caller.org(), run_id, Some(&write.request_id)))
-            .await
-            .map_err(retry)?;
-        let Some((stored, recorded)) = locked else {
+        let org = caller.org();
+        let (tx, read) = match lock {
+            Lock::Later => {
+                let read = self.store.run_for_write(org, run_id, &write.request_id);
+                (None, read.await.map_err(retry)?)
+            }
+            Lock::Now => {
+                let mut tx = self.store.begin().await.map_err(retry)?;
+                let locked = crate::observe::run_lock(run_id, tx.lock_run(org, run_id, Some(&write.request_id)));
+                let read = locked.await.map_err(retry)?;
+                (Some(tx), read)
+            }
+        };
+        let Some((stored, recorded)) = read else {
             return Err(match target {
                 Target::Run(_) => no_run(run_id),
                 Target::Token(_) => unverified(),
@@ -151,26 +241,50 @@ impl Service {
         };
         if let Some(recorded) = recorded {
             // A replay needs no lock, and may read the run's pieces (on SQLite, through
-            // the one connection this transaction holds).
+            // the one connection a transaction would hold).
             drop(tx);
             return self.answer(caller, write, tool, recorded).await.map(Opened::Replay);
         }
-        let (run, version) = self.parse_run(&mut tx, caller.org(), &stored).await?;
+        let mut tx = Hold::new(tx, Some((stored.id.clone(), stored.revision)));
+        let (run, version) = self.parse_run(&mut tx, org, &stored).await?;
         Ok(Opened::Fresh(Locked { tx, run, version }))
     }
 
-    /// The run a locked row holds, and its process version.
+    /// The run a stored row holds, and its process version.
     pub(crate) async fn parse_run(
         &self,
-        tx: &mut SqlTx,
+        hold: &mut Hold,
         org: &str,
         stored: &StoredRun,
     ) -> Result<(Loaded, Arc<ProcessVersion>), Error> {
         let run = crate::stored::load(stored).map_err(retry)?;
-        let version = self
-            .process_version_in(tx, org, &run.process, Some(run.version))
-            .await?;
+        let version = match &mut hold.tx {
+            Some(tx) => {
+                self.process_version_in(tx, org, &run.process, Some(run.version))
+                    .await?
+            }
+            None => self.process_version(org, &run.process, Some(run.version)).await?,
+        };
         Ok((run, version))
+    }
+
+    /// The write's transaction, begun now if it has none. A write on a run then takes
+    /// the run's lock, and goes on only if the run is still as it was read.
+    pub(crate) async fn transaction<'h>(&self, hold: &'h mut Hold, org: &str) -> Result<&'h mut SqlTx, Error> {
+        if hold.tx.is_none() {
+            let mut tx = self.store.begin().await.map_err(retry)?;
+            if let Some((run_id, revision)) = &hold.run {
+                let locked = crate::observe::run_lock(run_id, tx.lock_run(org, run_id, None));
+                let locked = locked.await.map_err(retry)?;
+                if locked.is_none_or(|(run, _)| run.revision != *revision) {
+                    return Err(run_changed());
+                }
+            }
+            hold.tx = Some(tx);
+        }
+        hold.tx
+            .as_mut()
+            .ok_or_else(|| retry("a transaction just begun is gone"))
     }
 
     /// What an earlier write with this `requestId` answered: its result for the same
@@ -205,35 +319,174 @@ impl Service {
         Ok(self.present(caller.org(), result))
     }
 
-    /// Writes a change for a write that records no result (a refused submission, a
-    /// timer); returns what [`Service::committed`] needs to know after commit.
-    pub(crate) async fn save(&self, tx: &mut SqlTx, org: &str, change: Change<'_>) -> Result<Written, Error> {
-        let (row, _, deliveries) = self.prepare_change(tx, org, change).await?;
-        let recorded = tx
-            .put_run(org, &row, change.before.is_none(), None)
+    /// The answer of a write whose `requestId` another write recorded first.
+    async fn replay<R: ToolResult>(&self, caller: &Caller, write: &Write, tool: Tool) -> Result<R, Error> {
+        let recorded = self
+            .store
+            .request(caller.org(), &write.request_id)
             .await
             .map_err(retry)?;
-        Ok(Written { recorded, deliveries })
+        let recorded = recorded.ok_or_else(|| retry("a recorded requestId vanished"))?;
+        self.answer(caller, write, tool, recorded).await
     }
 
-    /// Writes the change's timers and notifications, and makes the run's row (new when
-    /// `before` is `None`) with its index rows; returns the row, whether the run keeps
-    /// pieces, and how many webhook deliveries the notifications made.
-    async fn prepare_change(
+    /// Writes a change that records no result (a refused submission) and commits it;
+    /// returns what [`Service::committed`] needs to know after commit.
+    pub(crate) async fn save(&self, hold: Hold, org: &str, change: Change<'_>) -> Result<Written, Error> {
+        match self.write_change(hold, org, change, None).await? {
+            WriteOutcome::Written { deliveries } => Ok(Written { deliveries }),
+            WriteOutcome::RunChanged => Err(run_changed()),
+            WriteOutcome::AlreadyRecorded => Err(retry("a write that records no requestId was taken for a replay")),
+        }
+    }
+
+    /// Writes a timer's change in the scheduler's transaction, which holds the run's
+    /// lock; the scheduler commits it.
+    pub(crate) async fn save_in(
         &self,
         tx: &mut SqlTx,
-        org: &str,
+        (org, revision): (&str, i64),
         change: Change<'_>,
-    ) -> Result<(RunRow, bool, u64), Error> {
-        let deliveries = self.apply_effects(tx, org, change.transition).await?;
-        let (row, apart) = run_row(
+    ) -> Result<Written, Error> {
+        let (row, _) = self.run_row(&change)?;
+        let outgoing = self.outgoing(Some(&mut *tx), org, change.transition).await?;
+        let trace_parent = trace_parent();
+        let write = self.run_write(
+            org,
+            &row,
+            Some(revision),
+            change.transition,
+            &outgoing,
+            trace_parent.as_deref(),
+        );
+        match tx.write_run(org, &write).await.map_err(retry)? {
+            WriteOutcome::Written { deliveries } => Ok(Written { deliveries }),
+            WriteOutcome::RunChanged => Err(retry("a run changed while its lock was held")),
+            WriteOutcome::AlreadyRecorded => Err(retry("a timer's write was taken for a replay")),
+        }
+    }
+
+    /// The row to write for a change, and whether the run keeps pieces.
+    fn run_row(&self, change: &Change<'_>) -> Result<(RunRow, bool), Error> {
+        run_row(
             change.before,
             &change.transition.run,
             change.version,
             &self.settings.engine,
         )
-        .map_err(retry)?;
-        Ok((row, apart, deliveries))
+        .map_err(retry)
+    }
+
+    /// Writes `change` with what goes with it (timers, notifications, the audit
+    /// entries, `request`): in the write's transaction, committed when written, or
+    /// without one, at once.
+    async fn write_change(
+        &self,
+        mut hold: Hold,
+        org: &str,
+        change: Change<'_>,
+        request: Option<(&RunRow, NewRequest<'_>)>,
+    ) -> Result<WriteOutcome, Error> {
+        let own_row;
+        let (row, request) = match request {
+            Some((row, request)) => (row, Some(request)),
+            None => {
+                own_row = self.run_row(&change)?.0;
+                (&own_row, None)
+            }
+        };
+        let outgoing = self.outgoing(hold.tx.as_mut(), org, change.transition).await?;
+        let trace_parent = trace_parent();
+        let revision = hold.run.as_ref().map(|(_, revision)| *revision);
+        let mut write = self.run_write(
+            org,
+            row,
+            revision,
+            change.transition,
+            &outgoing,
+            trace_parent.as_deref(),
+        );
+        write.audit = std::mem::take(&mut hold.audit);
+        write.request = request;
+        let Some(mut tx) = hold.tx else {
+            return self.store.write_run(org, &write).await.map_err(retry);
+        };
+        let outcome = tx.write_run(org, &write).await.map_err(retry)?;
+        if let WriteOutcome::Written { .. } = outcome {
+            tx.commit().await.map_err(retry)?;
+        }
+        Ok(outcome)
+    }
+
+    /// The store's write of a change: the run's row and the change's timers and
+    /// notifications. `revision`: the one the run was read at (`None`: a new run).
+    fn run_write<'a>(
+        &self,
+        org: &str,
+        row: &'a RunRow,
+        revision: Option<i64>,
+        transition: &'a Transition,
+        outgoing: &'a [Outgoing],
+        trace_parent: Option<&'a str>,
+    ) -> RunWrite<'a> {
+        let run = &transition.run;
+        let mut write = RunWrite {
+            row,
+            revision,
+            timers: Vec::new(),
+            cancelled: Vec::new(),
+            notifications: Vec::new(),
+            audit: Vec::new(),
+            request: None,
+        };
+        for effect in &transition.effects {
+            match effect {
+                Effect::ScheduleTimer(timer) => write.schedule(TimerRow {
+                    org: org.to_owned(),
+                    run_id: run.id.clone(),
+                    timer_id: timer.id.clone(),
+                    fire_at: millis(timer.at),
+                    trace_parent: trace_parent.map(str::to_owned),
+                }),
+                Effect::CancelTimer { id } => write.cancel(id),
+                Effect::Notify(_) => {}
+            }
+        }
+        let now = millis(self.now());
+        write.notifications = outgoing
+            .iter()
+            .map(|outgoing| outgoing.row(run, now, trace_parent))
+            .collect();
+        write
+    }
+
+    /// The notifications of a transition, each with the notice that its work item
+    /// went to no member when it went to a person who is not one.
+    async fn outgoing(
+        &self,
+        mut tx: Option<&mut SqlTx>,
+        org: &str,
+        transition: &Transition,
+    ) -> Result<Vec<Outgoing>, Error> {
+        let run = &transition.run;
+        let mut outgoing = Vec::new();
+        for effect in &transition.effects {
+            let Effect::Notify(notification) = effect else {
+                continue;
+            };
+            outgoing.push(Outgoing::new(org, run, notification, &self.settings.public_url));
+            if let Some((step, work_item, person)) = crate::notify::person_of(run, notification) {
+                let member = match tx.as_deref_mut() {
+                    Some(tx) => tx.identity_by_person(org, person).await,
+                    None => self.store.identity_by_person(org, person).await,
+                };
+                if member.map_err(retry)?.is_none() {
+                    tracing::warn!(%org, run = %run.id, %step, %person, "a work item went to no member");
+                    outgoing.push(Outgoing::unassignable(org, run, step, work_item, person));
+                }
+            }
+        }
+        Ok(outgoing)
     }
 
     /// How the credential in the record of `write` is sealed.
@@ -252,58 +505,16 @@ impl Service {
         }
     }
 
-    /// Writes timer rows and notifications; returns how many webhook deliveries the
-    /// notifications made.
-    async fn apply_effects(&self, tx: &mut SqlTx, org: &str, transition: &Transition) -> Result<u64, Error> {
-        let run = &transition.run;
-        let mut deliveries = 0;
-        // A timer (and a webhook delivery) continues the trace of the call that caused it.
-        let trace_parent = agentprocess_telemetry::context::traceparent(&tracing::Span::current());
-        for effect in &transition.effects {
-            match effect {
-                Effect::ScheduleTimer(timer) => {
-                    let row = TimerRow {
-                        org: org.to_owned(),
-                        run_id: run.id.clone(),
-                        timer_id: timer.id.clone(),
-                        fire_at: millis(timer.at),
-                        trace_parent: trace_parent.clone(),
-                    };
-                    tx.schedule_timer(&row).await.map_err(retry)?;
-                }
-                Effect::CancelTimer { id } => {
-                    tx.remove_timer(org, &run.id, id).await.map_err(retry)?;
-                }
-                Effect::Notify(notification) => {
-                    let mut outgoing = vec![Outgoing::new(org, run, notification, &self.settings.public_url)];
-                    if let Some((step, work_item, person)) = crate::notify::person_of(run, notification)
-                        && tx.identity_by_person(org, person).await.map_err(retry)?.is_none()
-                    {
-                        tracing::warn!(%org, run = %run.id, %step, %person, "a work item went to no member");
-                        outgoing.push(Outgoing::unassignable(org, run, step, work_item, person));
-                    }
-                    for outgoing in &outgoing {
-                        deliveries += tx
-                            .add_notification(org, &outgoing.row(run, millis(self.now()), trace_parent.as_deref()))
-                            .await
-                            .map_err(retry)?;
-                    }
-                }
-            }
-        }
-        Ok(deliveries)
-    }
-
-    /// Appends to the audit log in the write's transaction, so the entry and the change
-    /// commit or roll back together.
-    pub(crate) async fn audit(
+    /// An entry for the audit log, written with the change (so they commit or fail
+    /// together).
+    pub(crate) fn audit(
         &self,
-        tx: &mut SqlTx,
+        hold: &mut Hold,
         caller: &Caller,
         kind: agentprocess_auth::audit::AuditEvent,
         run: &str,
         mut detail: serde_json::Map<String, Value>,
-    ) -> Result<(), Error> {
+    ) {
         if let Some(at) = caller.signed_in_at
             && let Ok(at) = jiff::Timestamp::from_millisecond(at)
         {
@@ -314,7 +525,7 @@ impl Service {
             address: caller.address.clone(),
         };
         let entry = agentprocess_auth::audit::entry(&actor, kind, Some(run), detail, millis(self.now()));
-        tx.append_audit(caller.org(), &entry).await.map_err(retry)
+        hold.audit.push(entry);
     }
 
     /// After a change committed: counts it, mirrors its timers in the queue (a lost
@@ -371,72 +582,70 @@ impl Service {
         }
     }
 
-    /// Writes the change (if any), records the result under the `requestId`, commits,
-    /// and presents the result. If another write with the same `requestId` committed
-    /// first, this one is rolled back and answers as a replay of that one.
+    /// Writes the change (if any) with the result recorded under the `requestId`,
+    /// commits, and presents the result. If another write with the same `requestId`
+    /// was recorded first, nothing is written and this one answers as a replay of
+    /// that one.
     pub(crate) async fn finish<R: ToolResult>(
         &self,
-        mut tx: SqlTx,
+        mut hold: Hold,
         caller: &Caller,
         write: &Write,
         tool: Tool,
         change: Option<Change<'_>>,
         mut result: R,
     ) -> Result<R, Error> {
+        let org = caller.org();
         let recorded_hash = write.recorded_hash(caller);
-        let written = match change {
+        let outcome = match change {
             Some(change) => {
-                let (row, apart, deliveries) = self.prepare_change(&mut tx, caller.org(), change).await?;
+                let (row, apart) = self.run_row(&change)?;
                 // The run data of a run that keeps pieces is recorded by reference.
                 let reference = apart.then(|| RunRowRef {
                     id: row.id.clone(),
                     doc: row.doc.clone(),
                 });
-                let text = crate::recorded::text(&mut result, reference.as_ref(), &self.sealing(caller.org(), write))
-                    .map_err(retry)?;
+                let text =
+                    crate::recorded::text(&mut result, reference.as_ref(), &self.sealing(org, write)).map_err(retry)?;
                 let request = self.new_request(write, tool, &recorded_hash, &text);
-                Written {
-                    recorded: tx
-                        .put_run(caller.org(), &row, change.before.is_none(), Some(&request))
-                        .await
-                        .map_err(retry)?,
-                    deliveries,
-                }
+                self.write_change(hold, org, change, Some((&row, request))).await?
             }
             None => {
-                let text =
-                    crate::recorded::text(&mut result, None, &self.sealing(caller.org(), write)).map_err(retry)?;
+                let text = crate::recorded::text(&mut result, None, &self.sealing(org, write)).map_err(retry)?;
                 let request = self.new_request(write, tool, &recorded_hash, &text);
-                Written {
-                    recorded: tx.record_request(caller.org(), &request).await.map_err(retry)?,
-                    deliveries: 0,
+                let tx = self.transaction(&mut hold, org).await?;
+                let recorded = tx.record_request(org, &request).await.map_err(retry)?;
+                match hold.into_tx() {
+                    Some(tx) if recorded => {
+                        tx.commit().await.map_err(retry)?;
+                        WriteOutcome::Written { deliveries: 0 }
+                    }
+                    _ => WriteOutcome::AlreadyRecorded,
                 }
             }
         };
-        if !written.recorded {
-            drop(tx);
-            let recorded = self
-                .store
-                .request(caller.org(), &write.request_id)
-                .await
-                .map_err(retry)?;
-            let recorded = recorded.ok_or_else(|| retry("a recorded requestId vanished"))?;
-            return self.answer(caller, write, tool, recorded).await;
+        match outcome {
+            WriteOutcome::Written { deliveries } => {
+                if let Some(change) = change {
+                    self.committed(org, &change, Written { deliveries });
+                }
+                Ok(self.present(org, result))
+            }
+            WriteOutcome::AlreadyRecorded => self.replay(caller, write, tool).await,
+            WriteOutcome::RunChanged => Err(run_changed()),
         }
-        tx.commit().await.map_err(retry)?;
-        if let Some(change) = change {
-            self.committed(caller.org(), &change, written);
-        }
-        Ok(self.present(caller.org(), result))
     }
+}
+
+/// The `traceparent` of the current call: a timer (and a webhook delivery) continues
+/// the trace of the call that caused it.
+fn trace_parent() -> Option<String> {
+    agentprocess_telemetry::context::traceparent(&tracing::Span::current())
 }
 
 /// What writing a change did.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Written {
-    /// Whether the request was recorded (`false`: another write with the same
-    /// `requestId` committed first).
-    pub(crate) recorded: bool,
     /// Webhook deliveries its notifications made.
     pub(crate) deliveries: u64,
 }

@@ -709,21 +709,20 @@ fn token_row(row: &AnyRow) -> Result<TokenRow> {
     })
 }
 
+pub(crate) const AUDIT_INSERT: &str = "INSERT INTO audit_log (org_id, id, at, actor, kind, target, detail, address)";
+
 pub(crate) async fn append_audit(connection: &mut AnyConnection, org: &str, entry: &AuditRow) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO audit_log (org_id, id, at, actor, kind, target, detail, address) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(org)
-    .bind(&entry.id)
-    .bind(entry.at)
-    .bind(&entry.actor)
-    .bind(&entry.kind)
-    .bind(entry.target.as_deref())
-    .bind(&entry.detail)
-    .bind(entry.address.as_deref())
-    .execute(connection)
-    .await?;
+    sqlx::query(&format!("{AUDIT_INSERT} VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
+        .bind(org)
+        .bind(&entry.id)
+        .bind(entry.at)
+        .bind(&entry.actor)
+        .bind(&entry.kind)
+        .bind(entry.target.as_deref())
+        .bind(&entry.detail)
+        .bind(entry.address.as_deref())
+        .execute(connection)
+        .await?;
     Ok(())
 }
 

@@ -29,8 +29,9 @@ pub use messages::{
 };
 pub use model::{
     AttemptResult, Delivery, DeliveryRecord, DeliveryStatus, Identity, IdentityKind, Keyset, NewNotification,
-    NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, StoredDraft, StoredRequest, StoredRun,
-    StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
+    NewRequest, NewUpload, NewVersion, Page, Piece, Role, RunFilter, RunRow, RunWrite, StoredDraft, StoredRequest,
+    StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
+    WriteOutcome,
 };
 pub use retention::Purge;
 pub use sql::{Dialect, SqlStore, SqlTx};
@@ -132,6 +133,21 @@ pub trait Store: Directory + Grants + Limits {
 
     /// What is recorded under a `requestId`.
     fn request(&self, org: &str, request_id: &str) -> impl Future<Output = Result<Option<StoredRequest>>> + Send;
+
+    /// A run as last committed, without locking it, with what is recorded under
+    /// `request_id`, in one round trip (two when the run has pieces): what a write
+    /// made with [`Store::write_run`] starts from.
+    fn run_for_write(
+        &self,
+        org: &str,
+        id: &str,
+        request_id: &str,
+    ) -> impl Future<Output = Result<Option<(StoredRun, Option<StoredRequest>)>>> + Send;
+
+    /// Writes a run and what goes with it at once, if the run still has the revision
+    /// the write names: on PostgreSQL in one statement that is its own transaction
+    /// (one round trip), on SQLite in a transaction of its own.
+    fn write_run(&self, org: &str, write: &RunWrite<'_>) -> impl Future<Output = Result<WriteOutcome>> + Send;
 
     /// A run as last committed, without locking it.
     fn run(&self, org: &str, id: &str) -> impl Future<Output = Result<Option<StoredRun>>> + Send;
@@ -243,17 +259,11 @@ pub trait StoreTx: DirectoryTx + GrantsTx + LimitsTx {
         request_id: Option<&str>,
     ) -> impl Future<Output = Result<Option<(StoredRun, Option<StoredRequest>)>>> + Send;
 
-    /// Writes a new run or replaces one, with its input and work index rows, and
-    /// records `request` with it (see [`StoreTx::record_request`]). Returns `false`
-    /// when the request was already recorded; the caller then rolls back. On
-    /// PostgreSQL a replaced run, its work rows and the request go in one statement.
-    fn put_run(
-        &mut self,
-        org: &str,
-        run: &RunRow,
-        new: bool,
-        request: Option<&NewRequest<'_>>,
-    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Writes a new run or replaces one, with its input and work index rows, timers,
+    /// notifications, audit entries and the request's record, in this transaction (on
+    /// PostgreSQL, in one statement). Unless it answers
+    /// [`Written`](WriteOutcome::Written), the caller rolls back.
+    fn write_run(&mut self, org: &str, write: &RunWrite<'_>) -> impl Future<Output = Result<WriteOutcome>> + Send;
 
     /// Adds or moves a timer.
     fn schedule_timer(&mut self, timer: &TimerRow) -> impl Future<Output = Result<()>> + Send;

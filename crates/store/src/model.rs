@@ -164,6 +164,9 @@ pub struct StoredRun {
     pub doc: String,
     /// The run's pieces, by number.
     pub pieces: Vec<Piece>,
+    /// How many times the row was written since it was made: a write made on what was
+    /// read names it ([`RunWrite::revision`]).
+    pub revision: i64,
 }
 
 /// A part of a run kept apart from its row: written once, never changed, read with the
@@ -203,6 +206,59 @@ pub struct RunRow {
     pub work: Vec<WorkRow>,
     /// Steps whose `get_work` entry is gone since the run was last written.
     pub gone: Vec<String>,
+}
+
+/// One write of a run and of what goes with it, made at once: in one statement on
+/// PostgreSQL, in the caller's transaction on SQLite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunWrite<'a> {
+    /// The run's new row.
+    pub row: &'a RunRow,
+    /// The revision the run had when it was read: the write happens only if it still
+    /// has it. `None`: a new run.
+    pub revision: Option<i64>,
+    /// Timers to add or move. No timer is both here and in [`RunWrite::cancelled`].
+    pub timers: Vec<TimerRow>,
+    /// Timers to remove, by id.
+    pub cancelled: Vec<String>,
+    /// Notifications for the outbox, each with a delivery per webhook endpoint.
+    pub notifications: Vec<NewNotification<'a>>,
+    /// Entries for the audit log.
+    pub audit: Vec<crate::AuditRow>,
+    /// The result to record under the call's `requestId`.
+    pub request: Option<NewRequest<'a>>,
+}
+
+impl RunWrite<'_> {
+    /// Adds or moves a timer (and keeps it if an earlier part of the write removed it).
+    pub fn schedule(&mut self, timer: TimerRow) {
+        self.cancelled.retain(|id| *id != timer.timer_id);
+        self.timers.retain(|kept| kept.timer_id != timer.timer_id);
+        self.timers.push(timer);
+    }
+
+    /// Removes a timer (and drops it if an earlier part of the write added it).
+    pub fn cancel(&mut self, timer_id: &str) {
+        self.timers.retain(|kept| kept.timer_id != timer_id);
+        if !self.cancelled.iter().any(|id| id == timer_id) {
+            self.cancelled.push(timer_id.to_owned());
+        }
+    }
+}
+
+/// How a [`RunWrite`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Written, making this many webhook deliveries.
+    Written {
+        /// Deliveries its notifications made.
+        deliveries: u64,
+    },
+    /// Nothing was written: another write changed the run since it was read.
+    RunChanged,
+    /// Nothing was written: a write with the same `requestId` was recorded first (the
+    /// caller answers as a replay of it). In a transaction, the caller rolls back.
+    AlreadyRecorded,
 }
 
 /// Which list of `get_work` a row belongs to.

@@ -98,6 +98,12 @@ pub(crate) async fn webhooks(connection: &mut AnyConnection, org: &str) -> Resul
 
 /// Puts a notification in the outbox with a pending delivery for each endpoint;
 /// returns how many deliveries.
+pub(crate) const NOTIFICATION_INSERT: &str =
+    "INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent)";
+
+pub(crate) const DELIVERY_INSERT: &str =
+    "INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at)";
+
 pub(crate) async fn add_notification(
     connection: &mut AnyConnection,
     org: &str,
@@ -105,41 +111,20 @@ pub(crate) async fn add_notification(
 ) -> Result<u64> {
     execute_notification(
         connection,
-        "INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &format!("{NOTIFICATION_INSERT} VALUES ($1, $2, $3, $4, $5, $6, $7)"),
         org,
         notification,
     )
     .await?;
-    let deliveries = sqlx::query(
-        "INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
-         SELECT org_id, $2, id, 'pending', 0, $3, $3 FROM webhooks WHERE org_id = $1",
-    )
+    let deliveries = sqlx::query(&format!(
+        "{DELIVERY_INSERT} SELECT org_id, $2, id, 'pending', 0, $3, $3 FROM webhooks WHERE org_id = $1"
+    ))
     .bind(org)
     .bind(notification.id)
     .bind(notification.created_at)
     .execute(connection)
     .await?;
     Ok(deliveries.rows_affected())
-}
-
-/// [`add_notification`] as one statement (PostgreSQL): one round trip.
-pub(crate) async fn add_notification_in_one_statement(
-    connection: &mut AnyConnection,
-    org: &str,
-    notification: &NewNotification<'_>,
-) -> Result<u64> {
-    execute_notification(
-        connection,
-        "WITH n AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at) \
-         INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) \
-         SELECT $1, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
-         FROM n JOIN webhooks w ON w.org_id = $1",
-        org,
-        notification,
-    )
-    .await
 }
 
 /// Runs `sql` with `$1`–`$7` = the notification's organization, id, run, event, body,

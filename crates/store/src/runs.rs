@@ -4,13 +4,13 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use crate::model::{
-    Keyset, NewRequest, NewUpload, Page, Piece, RunFilter, RunRow, StoredRequest, StoredRun, Upload, WorkKind,
-    WorkLevels, WorkQuery, WorkRow,
+    Keyset, NewRequest, NewUpload, Page, Piece, RunFilter, RunRow, RunWrite, StoredRequest, StoredRun, Upload,
+    WorkKind, WorkLevels, WorkQuery, WorkRow, WriteOutcome,
 };
 use crate::{Error, Result};
 
 pub(crate) async fn run(connection: &mut AnyConnection, org: &str, id: &str) -> Result<Option<StoredRun>> {
-    let row = sqlx::query("SELECT id, doc, pieces FROM runs WHERE org_id = $1 AND id = $2")
+    let row = sqlx::query("SELECT id, doc, pieces, revision FROM runs WHERE org_id = $1 AND id = $2")
         .bind(org)
         .bind(id)
         .fetch_optional(&mut *connection)
@@ -29,7 +29,7 @@ pub(crate) async fn runs(connection: &mut AnyConnection, org: &str, ids: &[Strin
     let org_bind = query.text(org);
     let binds: Vec<String> = ids.iter().map(|id| query.text(id)).collect();
     query.push(&format!(
-        "SELECT id, doc, pieces FROM runs WHERE org_id = {org_bind} AND id IN ({})",
+        "SELECT id, doc, pieces, revision FROM runs WHERE org_id = {org_bind} AND id IN ({})",
         binds.join(", ")
     ));
     let found = query
@@ -52,7 +52,7 @@ pub(crate) async fn lock_run(
     lock: &str,
 ) -> Result<Option<(StoredRun, Option<StoredRequest>)>> {
     let row = sqlx::query(&format!(
-        "SELECT r.id, r.doc, r.pieces, i.tool, i.args_hash, i.result FROM runs r \
+        "SELECT r.id, r.doc, r.pieces, r.revision, i.tool, i.args_hash, i.result FROM runs r \
          LEFT JOIN idempotency i ON i.org_id = r.org_id AND i.request_id = $3 \
          WHERE r.org_id = $1 AND r.id = $2{lock}"
     ))
@@ -87,6 +87,7 @@ pub(crate) fn stored_run(row: &AnyRow) -> Result<(StoredRun, i64)> {
         id: row.try_get("id")?,
         doc: row.try_get("doc")?,
         pieces: Vec::new(),
+        revision: row.try_get("revision")?,
     };
     Ok((run, row.try_get("pieces")?))
 }
@@ -132,93 +133,130 @@ fn piece_count(run: &RunRow) -> i64 {
     i64::try_from(run.pieces.len()).unwrap_or(i64::MAX)
 }
 
-/// The insert of a run's new pieces; `None` when it has none.
-fn pieces_insert(query: &mut Query, org_bind: &str, run_bind: &str, pieces: &[Piece]) -> Option<String> {
+/// The tuples of a run's new pieces; `None` when it has none.
+fn pieces_values(query: &mut Query, org_bind: &str, run_bind: &str, pieces: &[Piece]) -> Option<String> {
     if pieces.is_empty() {
         return None;
     }
-    let tuples: Vec<String> = pieces
-        .iter()
-        .map(|piece| {
-            let (number, body) = (query.int(piece.number), query.text(&piece.body));
-            format!("({org_bind}, {run_bind}, {number}, {body})")
-        })
-        .collect();
-    Some(format!(
-        "INSERT INTO run_pieces (org_id, run_id, piece, body) VALUES {}",
-        tuples.join(", ")
-    ))
+    Some(tuples(pieces.iter().map(|piece| {
+        vec![
+            org_bind.to_owned(),
+            run_bind.to_owned(),
+            query.int(piece.number),
+            query.text(&piece.body),
+        ]
+    })))
 }
 
-pub(crate) async fn put_run(connection: &mut AnyConnection, org: &str, run: &RunRow, new: bool) -> Result<()> {
-    if new {
-        sqlx::query(
-            "INSERT INTO runs (org_id, id, process, version, mode, state, started_at, updated_at, doc, pieces) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(org)
-        .bind(&run.id)
-        .bind(&run.process)
-        .bind(i64::from(run.version))
-        .bind(run.mode.as_str())
-        .bind(run.state.as_str())
-        .bind(run.started_at)
-        .bind(run.updated_at)
-        .bind(&run.doc)
-        .bind(piece_count(run))
-        .execute(&mut *connection)
-        .await?;
-        if !run.inputs.is_empty() {
+/// The tuples of a new run's input hashes; `None` when it has no inputs.
+fn inputs_values(query: &mut Query, org_bind: &str, run_bind: &str, run: &RunRow) -> Option<String> {
+    if run.inputs.is_empty() {
+        return None;
+    }
+    let started = query.int(run.started_at);
+    Some(tuples(run.inputs.iter().map(|(field, value_hash)| {
+        vec![
+            org_bind.to_owned(),
+            run_bind.to_owned(),
+            query.text(field),
+            query.text(value_hash),
+            started.clone(),
+        ]
+    })))
+}
+
+/// Writes `write` statement by statement, inside the caller's transaction (SQLite).
+pub(crate) async fn write_in_steps(
+    connection: &mut AnyConnection,
+    org: &str,
+    write: &RunWrite<'_>,
+) -> Result<WriteOutcome> {
+    let run = write.row;
+    match write.revision {
+        None => {
+            sqlx::query(
+                "INSERT INTO runs (org_id, id, process, version, mode, state, started_at, updated_at, doc, pieces) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(org)
+            .bind(&run.id)
+            .bind(&run.process)
+            .bind(i64::from(run.version))
+            .bind(run.mode.as_str())
+            .bind(run.state.as_str())
+            .bind(run.started_at)
+            .bind(run.updated_at)
+            .bind(&run.doc)
+            .bind(piece_count(run))
+            .execute(&mut *connection)
+            .await?;
             let mut query = Query::new("");
-            let (org_bind, run_bind, started) = (query.text(org), query.text(&run.id), query.int(run.started_at));
-            let tuples: Vec<String> = run
-                .inputs
-                .iter()
-                .map(|(field, value_hash)| {
-                    let (field, value_hash) = (query.text(field), query.text(value_hash));
-                    format!("({org_bind}, {run_bind}, {field}, {value_hash}, {started})")
-                })
-                .collect();
-            query.push(&format!(
-                "INSERT INTO run_inputs (org_id, run_id, field, value_hash, started_at) VALUES {}",
-                tuples.join(", ")
-            ));
-            query.fetch(&mut *connection).await?;
+            let (org_bind, run_bind) = (query.text(org), query.text(&run.id));
+            if let Some(values) = inputs_values(&mut query, &org_bind, &run_bind, run) {
+                query.push(&format!("{INPUTS_INSERT} VALUES {values}"));
+                query.fetch(&mut *connection).await?;
+            }
         }
-    } else {
-        let updated = sqlx::query(
-            "UPDATE runs SET state = $3, updated_at = $4, doc = $5, pieces = pieces + $6 WHERE org_id = $1 AND id = $2",
-        )
-        .bind(org)
-        .bind(&run.id)
-        .bind(run.state.as_str())
-        .bind(run.updated_at)
-        .bind(&run.doc)
-        .bind(piece_count(run))
-        .execute(&mut *connection)
-        .await?;
-        if updated.rows_affected() != 1 {
-            return Err(Error::Corrupt(format!("run {} vanished while locked", run.id)));
+        Some(revision) => {
+            let updated = sqlx::query(
+                "UPDATE runs SET state = $3, updated_at = $4, doc = $5, pieces = pieces + $6, revision = revision + 1 \
+                 WHERE org_id = $1 AND id = $2 AND revision = $7",
+            )
+            .bind(org)
+            .bind(&run.id)
+            .bind(run.state.as_str())
+            .bind(run.updated_at)
+            .bind(&run.doc)
+            .bind(piece_count(run))
+            .bind(revision)
+            .execute(&mut *connection)
+            .await?;
+            if updated.rows_affected() != 1 {
+                return Ok(WriteOutcome::RunChanged);
+            }
         }
     }
     let mut query = Query::new("");
     let (org_bind, run_bind) = (query.text(org), query.text(&run.id));
-    if let Some(insert) = pieces_insert(&mut query, &org_bind, &run_bind, &run.pieces) {
-        query.push(&insert);
+    if let Some(values) = pieces_values(&mut query, &org_bind, &run_bind, &run.pieces) {
+        query.push(&format!("{PIECES_INSERT} VALUES {values}"));
         query.fetch(&mut *connection).await?;
     }
-    put_work(connection, org, run).await
+    put_work(connection, org, run).await?;
+    for timer_id in &write.cancelled {
+        crate::timers::remove_timer(connection, org, &run.id, timer_id).await?;
+    }
+    for timer in &write.timers {
+        crate::timers::schedule_timer(connection, timer).await?;
+    }
+    let mut deliveries = 0;
+    for notification in &write.notifications {
+        deliveries += crate::outbox::add_notification(connection, org, notification).await?;
+    }
+    for entry in &write.audit {
+        crate::directory::append_audit(connection, org, entry).await?;
+    }
+    if let Some(request) = &write.request
+        && !record_request(connection, org, request).await?
+    {
+        return Ok(WriteOutcome::AlreadyRecorded);
+    }
+    Ok(WriteOutcome::Written { deliveries })
 }
 
-/// PostgreSQL: the run's new state, its work changes and the request's result in one
-/// statement (data-modifying CTEs), so a write costs one round trip between the lock
-/// and the commit. Returns whether the request was recorded.
-pub(crate) async fn replace_run_in_one_statement(
+/// PostgreSQL: `write` as one statement, which is its own transaction when no other is
+/// open. The run's row comes first (`changed`): inserted, or updated only if its
+/// revision is still the one read, which takes the run's row lock for the rest of the
+/// statement. Every other part reads `changed`, so when the revision moved on nothing
+/// at all is written. The `requestId`'s record is a plain insert: a concurrent write
+/// with the same id makes it wait, and then fail the whole statement if that write
+/// committed.
+pub(crate) async fn write_in_one_statement(
     connection: &mut AnyConnection,
     org: &str,
-    run: &RunRow,
-    request: Option<&NewRequest<'_>>,
-) -> Result<bool> {
+    write: &RunWrite<'_>,
+) -> Result<WriteOutcome> {
+    let run = write.row;
     let mut query = Query::new("");
     let org_bind = query.text(org);
     let run_bind = query.text(&run.id);
@@ -226,38 +264,167 @@ pub(crate) async fn replace_run_in_one_statement(
     let updated_at = query.int(run.updated_at);
     let doc = query.text(&run.doc);
     let added = query.int(piece_count(run));
-    let mut parts = vec![format!(
-        "changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc}, \
-         pieces = pieces + {added} WHERE org_id = {org_bind} AND id = {run_bind} RETURNING 1)"
-    )];
-    if let Some(insert) = pieces_insert(&mut query, &org_bind, &run_bind, &run.pieces) {
-        parts.push(format!("apart AS ({insert} RETURNING 1)"));
+    let mut parts = vec![match write.revision {
+        None => {
+            let (process, version, mode, started_at) = (
+                query.text(&run.process),
+                query.int(i64::from(run.version)),
+                query.text(run.mode.as_str()),
+                query.int(run.started_at),
+            );
+            format!(
+                "changed AS (INSERT INTO runs (org_id, id, process, version, mode, state, started_at, updated_at, \
+                 doc, pieces) VALUES ({org_bind}, {run_bind}, {process}, {version}, {mode}, {state}, {started_at}, \
+                 {updated_at}, {doc}, {added}) RETURNING 1)"
+            )
+        }
+        Some(revision) => {
+            let revision = query.int(revision);
+            format!(
+                "changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc}, \
+                 pieces = pieces + {added}, revision = revision + 1 \
+                 WHERE org_id = {org_bind} AND id = {run_bind} AND revision = {revision} RETURNING 1)"
+            )
+        }
+    }];
+    // Rows to insert only if the run's row was written.
+    let if_changed = |values: String| format!("SELECT v.* FROM changed, (VALUES {values}) AS v");
+    let only_if_changed = "AND EXISTS (SELECT 1 FROM changed)";
+    if write.revision.is_none()
+        && let Some(values) = inputs_values(&mut query, &org_bind, &run_bind, run)
+    {
+        parts.push(format!("inputs AS ({INPUTS_INSERT} {})", if_changed(values)));
+    }
+    if let Some(values) = pieces_values(&mut query, &org_bind, &run_bind, &run.pieces) {
+        parts.push(format!("apart AS ({PIECES_INSERT} {})", if_changed(values)));
     }
     if !run.gone.is_empty() {
         let steps: Vec<String> = run.gone.iter().map(|step| query.text(step)).collect();
         parts.push(format!(
             "gone AS (DELETE FROM work_index WHERE org_id = {org_bind} AND run_id = {run_bind} \
-             AND step_id IN ({}) RETURNING 1)",
+             AND step_id IN ({}) {only_if_changed})",
             steps.join(", ")
         ));
     }
     if !run.work.is_empty() {
         let values = work_values(&mut query, &org_bind, &run.work);
-        parts.push(format!("work AS ({WORK_INSERT} {values} {WORK_UPSERT} RETURNING 1)"));
+        parts.push(format!("work AS ({WORK_INSERT} {} {WORK_UPSERT})", if_changed(values)));
     }
-    let last = match request {
-        Some(request) => format!(
-            "{} RETURNING 1 AS recorded",
-            request_insert(&mut query, &org_bind, request)
-        ),
-        None => "SELECT 1 AS recorded".to_owned(),
+    if !write.cancelled.is_empty() {
+        let ids: Vec<String> = write.cancelled.iter().map(|id| query.text(id)).collect();
+        parts.push(format!(
+            "unset AS (DELETE FROM timers WHERE org_id = {org_bind} AND run_id = {run_bind} \
+             AND timer_id IN ({}) {only_if_changed})",
+            ids.join(", ")
+        ));
+    }
+    if !write.timers.is_empty() {
+        let values = tuples(write.timers.iter().map(|timer| {
+            vec![
+                org_bind.clone(),
+                run_bind.clone(),
+                query.text(&timer.timer_id),
+                query.int(timer.fire_at),
+                query.optional_text(timer.trace_parent.as_deref()),
+            ]
+        }));
+        parts.push(format!(
+            "timed AS ({} {} {})",
+            crate::timers::TIMER_INSERT,
+            if_changed(values),
+            crate::timers::TIMER_UPSERT
+        ));
+    }
+    let deliveries = if write.notifications.is_empty() {
+        "0"
+    } else {
+        let values = tuples(write.notifications.iter().map(|notification| {
+            vec![
+                org_bind.clone(),
+                query.text(notification.id),
+                query.text(notification.run_id),
+                query.text(notification.event),
+                query.text(notification.body),
+                query.int(notification.created_at),
+                query.optional_text(notification.trace_parent),
+            ]
+        }));
+        parts.push(format!(
+            "noticed AS ({} {} RETURNING id, created_at)",
+            crate::outbox::NOTIFICATION_INSERT,
+            if_changed(values)
+        ));
+        parts.push(format!(
+            "delivered AS ({} SELECT {org_bind}, n.id, w.id, 'pending', 0, n.created_at, n.created_at \
+             FROM noticed n JOIN webhooks w ON w.org_id = {org_bind} RETURNING 1)",
+            crate::outbox::DELIVERY_INSERT
+        ));
+        "(SELECT count(*) FROM delivered)"
     };
-    query.push(&format!("WITH {} {last}", parts.join(", ")));
-    Ok(!query.fetch(connection).await?.is_empty())
+    if !write.audit.is_empty() {
+        let values = tuples(write.audit.iter().map(|entry| {
+            vec![
+                org_bind.clone(),
+                query.text(&entry.id),
+                query.int(entry.at),
+                query.text(&entry.actor),
+                query.text(&entry.kind),
+                query.optional_text(entry.target.as_deref()),
+                query.text(&entry.detail),
+                query.optional_text(entry.address.as_deref()),
+            ]
+        }));
+        parts.push(format!(
+            "audited AS ({} {})",
+            crate::directory::AUDIT_INSERT,
+            if_changed(values)
+        ));
+    }
+    if let Some(request) = &write.request {
+        let values = format!("({})", request_values(&mut query, &org_bind, request).join(", "));
+        parts.push(format!("recorded AS ({REQUEST_INSERT} {})", if_changed(values)));
+    }
+    query.push(&format!(
+        "WITH {} SELECT (SELECT count(*) FROM changed) AS changed, {deliveries} AS deliveries",
+        parts.join(", ")
+    ));
+    let rows = match query.fetch(connection).await {
+        Ok(rows) => rows,
+        Err(Error::Database(sqlx::Error::Database(error)))
+            if error.is_unique_violation() && error.constraint() == Some("idempotency_pkey") =>
+        {
+            return Ok(WriteOutcome::AlreadyRecorded);
+        }
+        Err(error) => return Err(error),
+    };
+    let row = rows
+        .first()
+        .ok_or_else(|| Error::Corrupt("a run's write answered no row".to_owned()))?;
+    if row.try_get::<i64, _>("changed")? == 0 {
+        return Ok(WriteOutcome::RunChanged);
+    }
+    let deliveries: i64 = row.try_get("deliveries")?;
+    Ok(WriteOutcome::Written {
+        deliveries: u64::try_from(deliveries).unwrap_or(0),
+    })
+}
+
+const INPUTS_INSERT: &str = "INSERT INTO run_inputs (org_id, run_id, field, value_hash, started_at)";
+
+const PIECES_INSERT: &str = "INSERT INTO run_pieces (org_id, run_id, piece, body)";
+
+const REQUEST_INSERT: &str = "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at)";
+
+/// `(…), (…)`: one parenthesised tuple per row.
+fn tuples(rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    rows.into_iter()
+        .map(|row| format!("({})", row.join(", ")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 const WORK_INSERT: &str = "INSERT INTO work_index (org_id, run_id, step_id, kind, process, since, lease_until, \
-    assignee_group, assignee_person, item, due_at, bound_to) VALUES";
+    assignee_group, assignee_person, item, due_at, bound_to)";
 
 const WORK_UPSERT: &str = "ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind, \
     since = excluded.since, lease_until = excluded.lease_until, assignee_group = excluded.assignee_group, \
@@ -281,7 +448,7 @@ async fn put_work(connection: &mut AnyConnection, org: &str, run: &RunRow) -> Re
     let mut query = Query::new("");
     let org_bind = query.text(org);
     let values = work_values(&mut query, &org_bind, &run.work);
-    query.push(&format!("{WORK_INSERT} {values} {WORK_UPSERT}"));
+    query.push(&format!("{WORK_INSERT} VALUES {values} {WORK_UPSERT}"));
     query.fetch(connection).await?;
     Ok(())
 }
@@ -311,21 +478,16 @@ fn work_values(query: &mut Query, org_bind: &str, rows: &[WorkRow]) -> String {
     tuples.join(", ")
 }
 
-/// The insert that records a request's result, doing nothing if its id is recorded.
-fn request_insert(query: &mut Query, org_bind: &str, request: &NewRequest<'_>) -> String {
-    let values = [
+/// A request's record, in `REQUEST_INSERT`'s column order.
+fn request_values(query: &mut Query, org_bind: &str, request: &NewRequest<'_>) -> Vec<String> {
+    vec![
         org_bind.to_owned(),
         query.text(request.request_id),
         query.text(request.tool),
         query.text(request.args_hash),
         query.text(request.result),
         query.int(request.at),
-    ];
-    format!(
-        "INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) VALUES ({}) \
-         ON CONFLICT (org_id, request_id) DO NOTHING",
-        values.join(", ")
-    )
+    ]
 }
 
 /// SQL built piece by piece, with its binds numbered in order.
@@ -413,7 +575,7 @@ pub(crate) async fn list_runs(
         let field = query.text(field);
         let value = query.text(value);
         query.push(&format!(
-            "SELECT r.id, r.doc, r.pieces, i.started_at AS t FROM run_inputs i JOIN runs r ON r.org_id = i.org_id AND r.id = i.run_id \
+            "SELECT r.id, r.doc, r.pieces, r.revision, i.started_at AS t FROM run_inputs i JOIN runs r ON r.org_id = i.org_id AND r.id = i.run_id \
              WHERE i.org_id = {org_bind} AND i.field = {field} AND i.value_hash = {value}"
         ));
         for (field, value) in rest {
@@ -427,7 +589,7 @@ pub(crate) async fn list_runs(
         ("i.started_at", "i.run_id")
     } else {
         query.push(&format!(
-            "SELECT r.id, r.doc, r.pieces, r.started_at AS t FROM runs r WHERE r.org_id = {org_bind}"
+            "SELECT r.id, r.doc, r.pieces, r.revision, r.started_at AS t FROM runs r WHERE r.org_id = {org_bind}"
         ));
         ("r.started_at", "r.id")
     };
@@ -628,8 +790,10 @@ pub(crate) async fn record_request(
     // commits (then nothing is inserted) or rolls back (then this one is recorded).
     let mut query = Query::new("");
     let org_bind = query.text(org);
-    let insert = request_insert(&mut query, &org_bind, request);
-    query.push(&format!("{insert} RETURNING 1"));
+    let values = request_values(&mut query, &org_bind, request).join(", ");
+    query.push(&format!(
+        "{REQUEST_INSERT} VALUES ({values}) ON CONFLICT (org_id, request_id) DO NOTHING RETURNING 1"
+    ));
     Ok(!query.fetch(connection).await?.is_empty())
 }
 

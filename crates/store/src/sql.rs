@@ -17,8 +17,8 @@ use crate::health::Health;
 use crate::model::Role;
 use crate::model::{
     AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
-    RunFilter, RunRow, StoredDraft, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook,
-    WorkLevels, WorkQuery, WorkRow,
+    RunFilter, RunWrite, StoredDraft, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook,
+    WorkLevels, WorkQuery, WorkRow, WriteOutcome,
 };
 use crate::{Result, Store, StoreTx, admin, keepalive, outbox, runs, timers};
 
@@ -298,6 +298,30 @@ impl Store for SqlStore {
         runs::request(&mut connection, org, request_id).await
     }
 
+    async fn run_for_write(
+        &self,
+        org: &str,
+        id: &str,
+        request_id: &str,
+    ) -> Result<Option<(StoredRun, Option<StoredRequest>)>> {
+        let mut connection = self.pool.acquire().await?;
+        runs::lock_run(&mut connection, org, id, Some(request_id), "").await
+    }
+
+    async fn write_run(&self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
+        if self.dialect == Dialect::Postgres {
+            let mut connection = self.pool.acquire().await?;
+            return runs::write_in_one_statement(&mut connection, org, write).await;
+        }
+        let mut tx = self.begin().await?;
+        let outcome = tx.write_run(org, write).await?;
+        match outcome {
+            WriteOutcome::Written { .. } => tx.commit().await?,
+            WriteOutcome::RunChanged | WriteOutcome::AlreadyRecorded => tx.rollback().await?,
+        }
+        Ok(outcome)
+    }
+
     async fn run(&self, org: &str, id: &str) -> Result<Option<StoredRun>> {
         let mut connection = self.pool.acquire().await?;
         runs::run(&mut connection, org, id).await
@@ -423,14 +447,10 @@ impl StoreTx for SqlTx {
         runs::lock_run(&mut self.tx, org, id, request_id, lock).await
     }
 
-    async fn put_run(&mut self, org: &str, run: &RunRow, new: bool, request: Option<&NewRequest<'_>>) -> Result<bool> {
-        if self.dialect == Dialect::Postgres && !new {
-            return runs::replace_run_in_one_statement(&mut self.tx, org, run, request).await;
-        }
-        runs::put_run(&mut self.tx, org, run, new).await?;
-        match request {
-            Some(request) => runs::record_request(&mut self.tx, org, request).await,
-            None => Ok(true),
+    async fn write_run(&mut self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
+        match self.dialect {
+            Dialect::Postgres => runs::write_in_one_statement(&mut self.tx, org, write).await,
+            Dialect::Sqlite => runs::write_in_steps(&mut self.tx, org, write).await,
         }
     }
 
@@ -461,10 +481,7 @@ impl StoreTx for SqlTx {
     }
 
     async fn add_notification(&mut self, org: &str, notification: &NewNotification<'_>) -> Result<u64> {
-        match self.dialect {
-            Dialect::Postgres => outbox::add_notification_in_one_statement(&mut self.tx, org, notification).await,
-            Dialect::Sqlite => outbox::add_notification(&mut self.tx, org, notification).await,
-        }
+        outbox::add_notification(&mut self.tx, org, notification).await
     }
 
     async fn add_webhook(&mut self, org: &str, webhook: &Webhook) -> Result<()> {

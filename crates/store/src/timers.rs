@@ -6,19 +6,21 @@ use sqlx::{AnyConnection, Row};
 use crate::Result;
 use crate::model::{StoredRun, TakenTimer, TimerRow};
 
+pub(crate) const TIMER_INSERT: &str = "INSERT INTO timers (org_id, run_id, timer_id, fire_at, trace_parent)";
+
+/// A timer set again moves.
+pub(crate) const TIMER_UPSERT: &str = "ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at, \
+    trace_parent = excluded.trace_parent";
+
 pub(crate) async fn schedule_timer(connection: &mut AnyConnection, timer: &TimerRow) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO timers (org_id, run_id, timer_id, fire_at, trace_parent) VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (org_id, run_id, timer_id) DO UPDATE SET fire_at = excluded.fire_at, \
-         trace_parent = excluded.trace_parent",
-    )
-    .bind(&timer.org)
-    .bind(&timer.run_id)
-    .bind(&timer.timer_id)
-    .bind(timer.fire_at)
-    .bind(timer.trace_parent.as_deref())
-    .execute(connection)
-    .await?;
+    sqlx::query(&format!("{TIMER_INSERT} VALUES ($1, $2, $3, $4, $5) {TIMER_UPSERT}"))
+        .bind(&timer.org)
+        .bind(&timer.run_id)
+        .bind(&timer.timer_id)
+        .bind(timer.fire_at)
+        .bind(timer.trace_parent.as_deref())
+        .execute(connection)
+        .await?;
     Ok(())
 }
 
@@ -95,10 +97,10 @@ pub(crate) async fn lock_run_taking_timer(
 ) -> Result<Option<(Option<StoredRun>, Option<TakenTimer>)>> {
     let row = fetch_for_timer(
         &mut *connection,
-        "WITH r AS (SELECT id, doc, pieces FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
+        "WITH r AS (SELECT id, doc, pieces, revision FROM runs WHERE org_id = $1 AND id = $2 FOR UPDATE), \
          t AS (DELETE FROM timers WHERE org_id = $1 AND run_id = $2 AND timer_id = $3 AND fire_at <= $4 \
                AND EXISTS (SELECT 1 FROM r) RETURNING fire_at, trace_parent) \
-         SELECT r.id, r.doc, r.pieces, t.fire_at, t.trace_parent FROM r LEFT JOIN t ON TRUE",
+         SELECT r.id, r.doc, r.pieces, r.revision, t.fire_at, t.trace_parent FROM r LEFT JOIN t ON TRUE",
         [org, run_id, timer_id],
         now,
     )

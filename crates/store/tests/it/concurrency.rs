@@ -10,7 +10,7 @@ use agentprocess_engine::RunState;
 use agentprocess_store::{Dialect, NewRequest, SqlTx, Store, StoreTx};
 use tokio::task::JoinHandle;
 
-use crate::support::{TestDb, run_row};
+use crate::support::{PutRun as _, TestDb, run_row};
 
 /// Waits until some backend of the test's database waits on a lock.
 async fn someone_waits(db: &TestDb) {

@@ -10,3 +10,4 @@ mod retention;
 mod rows;
 mod silence;
 mod support;
+mod writes;

@@ -4,7 +4,7 @@
 use agentprocess_engine::RunState;
 use agentprocess_store::{Piece, RunFilter, Store, StoreTx};
 
-use crate::support::{TestDb, on_both, run_row};
+use crate::support::{PutRun as _, TestDb, on_both, run_row};
 
 fn piece(number: i64, body: &str) -> Piece {
     Piece {

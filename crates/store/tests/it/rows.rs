@@ -7,7 +7,7 @@ use agentprocess_store::{
     RunFilter, Store, StoreTx, TimerRow, Upload, Webhook, WorkKind, WorkQuery,
 };
 
-use crate::support::{TestDb, on_both, run_row, work_row};
+use crate::support::{PutRun as _, TestDb, on_both, run_row, work_row};
 
 on_both!(a_request_id_is_recorded_once_with_its_result, request_ids);
 async fn request_ids(db: &TestDb) {

@@ -1,7 +1,7 @@
 //! Rows for the store's tests; the database per test comes from agentprocess-testkit.
 
 use agentprocess_engine::{Mode, RunState};
-use agentprocess_store::{RunRow, WorkKind, WorkRow};
+use agentprocess_store::{NewRequest, RunRow, RunWrite, SqlTx, StoreTx, WorkKind, WorkRow, WriteOutcome};
 
 pub(crate) use agentprocess_testkit::{TestDb, on_both};
 
@@ -20,6 +20,55 @@ pub(crate) fn run_row(id: &str, process: &str, state: RunState, started_at: i64,
         inputs: inputs.iter().map(|(f, v)| ((*f).to_owned(), (*v).to_owned())).collect(),
         work: Vec::new(),
         gone: Vec::new(),
+    }
+}
+
+/// A write of `row` alone, with `request` (the revision and the rest empty).
+pub(crate) fn bare<'a>(row: &'a RunRow, revision: Option<i64>, request: Option<NewRequest<'a>>) -> RunWrite<'a> {
+    RunWrite {
+        row,
+        revision,
+        timers: Vec::new(),
+        cancelled: Vec::new(),
+        notifications: Vec::new(),
+        audit: Vec::new(),
+        request,
+    }
+}
+
+/// Writing a run row in a test transaction, as the service does: a new run, or one
+/// replaced at the revision it has now.
+pub(crate) trait PutRun {
+    /// Writes `row` (with `request`); whether the request was recorded (always, with
+    /// none).
+    async fn put_run(
+        &mut self,
+        org: &str,
+        row: &RunRow,
+        new: bool,
+        request: Option<&NewRequest<'_>>,
+    ) -> agentprocess_store::Result<bool>;
+}
+
+impl PutRun for SqlTx {
+    async fn put_run(
+        &mut self,
+        org: &str,
+        row: &RunRow,
+        new: bool,
+        request: Option<&NewRequest<'_>>,
+    ) -> agentprocess_store::Result<bool> {
+        let revision = if new {
+            None
+        } else {
+            let (run, _) = self.lock_run(org, &row.id, None).await?.expect("the run to replace");
+            Some(run.revision)
+        };
+        match self.write_run(org, &bare(row, revision, request.cloned())).await? {
+            WriteOutcome::Written { .. } => Ok(true),
+            WriteOutcome::AlreadyRecorded => Ok(false),
+            WriteOutcome::RunChanged => panic!("the run changed under its lock"),
+        }
     }
 }
 
