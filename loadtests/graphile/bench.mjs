@@ -9,11 +9,12 @@
 // adds --jobs no-op jobs before timing, then runs a worker with --concurrency for
 // --seconds and counts `job:success` events. It prints a `RESULT …` line.
 
-import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { EventEmitter } from "node:events";
 import path from "node:path";
 import { parseArgs } from "node:util";
+
+import { cpuSeconds, postgresCpuSeconds } from "../cpu.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -109,23 +110,3 @@ console.log(
     `concurrency=${concurrency} seconds=${elapsed.toFixed(2)} ` +
     `cpu_worker_ms_per_job=${perJob(workerCpu).toFixed(3)} cpu_postgres_ms_per_job=${perJob(postgresCpu).toFixed(3)}`,
 );
-
-function cpuSeconds(usage) {
-  return (usage.user + usage.system) / 1e6;
-}
-
-// CPU seconds used by every process named postgres on this machine (Linux /proc;
-// times in USER_HZ = 100 ticks a second), reaped children included.
-function postgresCpuSeconds() {
-  let ticks = 0;
-  for (const pid of readdirSync("/proc").filter((name) => /^[0-9]+$/.test(name))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") continue;
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop().trim().split(/\s+/);
-      ticks += fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
-    } catch {
-      // The process ended between listing and reading.
-    }
-  }
-  return ticks / 100;
-}

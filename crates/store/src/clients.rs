@@ -1,6 +1,6 @@
 //! OAuth clients and their secrets, and what an access token grants.
 
-use sqlx::{AnyConnection, AnyPool, Row as _};
+use sqlx::{AnyConnection, Row as _};
 
 use crate::Result;
 use crate::model::Identity;
@@ -93,8 +93,10 @@ pub(crate) async fn credential(
 }
 
 /// A live client by its id, with its live secrets.
-pub(crate) async fn client(pool: &AnyPool, id: &str) -> Result<Option<(OAuthClient, Vec<ClientSecret>)>> {
-    let mut connection = pool.acquire().await?;
+pub(crate) async fn client(
+    connection: &mut AnyConnection,
+    id: &str,
+) -> Result<Option<(OAuthClient, Vec<ClientSecret>)>> {
     let row = sqlx::query(&format!(
         "SELECT {CLIENT_COLUMNS} FROM oauth_clients WHERE id = $1 AND revoked_at IS NULL"
     ))
@@ -105,7 +107,7 @@ pub(crate) async fn client(pool: &AnyPool, id: &str) -> Result<Option<(OAuthClie
         return Ok(None);
     };
     let client = client_row(&row)?;
-    let secrets = secrets(&mut connection, id).await?;
+    let secrets = secrets(&mut *connection, id).await?;
     Ok(Some((client, secrets)))
 }
 
@@ -132,11 +134,10 @@ async fn secrets(connection: &mut AnyConnection, client_id: &str) -> Result<Vec<
 
 /// An organization's clients of one identity, with their live secrets, oldest first.
 pub(crate) async fn clients_of(
-    pool: &AnyPool,
+    connection: &mut AnyConnection,
     org: &str,
     identity: &str,
 ) -> Result<Vec<(OAuthClient, Vec<ClientSecret>)>> {
-    let mut connection = pool.acquire().await?;
     let rows = sqlx::query(&format!(
         "SELECT {CLIENT_COLUMNS} FROM oauth_clients WHERE org_id = $1 AND identity_id = $2 ORDER BY created_at, id"
     ))
@@ -147,7 +148,7 @@ pub(crate) async fn clients_of(
     let mut found = Vec::with_capacity(rows.len());
     for row in &rows {
         let client = client_row(row)?;
-        let secrets = secrets(&mut connection, &client.id).await?;
+        let secrets = secrets(&mut *connection, &client.id).await?;
         found.push((client, secrets));
     }
     Ok(found)

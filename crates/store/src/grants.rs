@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use sqlx::{AnyConnection, AnyPool, Row as _};
+use sqlx::{AnyConnection, Row as _};
 
 use crate::sql::{SqlStore, SqlTx};
 use crate::{Error, Result};
@@ -190,22 +190,22 @@ fn grant_row(row: &sqlx::any::AnyRow) -> Result<Grant> {
     })
 }
 
-async fn app(pool: &AnyPool, id: &str) -> Result<Option<OAuthApp>> {
+async fn app(connection: &mut AnyConnection, id: &str) -> Result<Option<OAuthApp>> {
     let row = sqlx::query(&format!(
         "SELECT {APP_COLUMNS} FROM oauth_apps WHERE id = $1 AND revoked_at IS NULL"
     ))
     .bind(id)
-    .fetch_optional(pool)
+    .fetch_optional(connection)
     .await?;
     row.as_ref().map(app_row).transpose()
 }
 
-async fn apps(pool: &AnyPool, org: &str) -> Result<Vec<OAuthApp>> {
+async fn apps(connection: &mut AnyConnection, org: &str) -> Result<Vec<OAuthApp>> {
     let rows = sqlx::query(&format!(
         "SELECT {APP_COLUMNS} FROM oauth_apps WHERE org_id = $1 ORDER BY created_at, id"
     ))
     .bind(org)
-    .fetch_all(pool)
+    .fetch_all(connection)
     .await?;
     rows.iter().map(app_row).collect()
 }
@@ -333,15 +333,15 @@ fn refresh_row(row: &sqlx::any::AnyRow) -> Result<RefreshToken> {
 
 impl Grants for SqlStore {
     async fn oauth_app(&self, id: &str) -> Result<Option<OAuthApp>> {
-        app(self.pool(), id).await
+        app(&mut *self.lend().await?, id).await
     }
 
     async fn oauth_apps(&self, org: &str) -> Result<Vec<OAuthApp>> {
-        apps(self.pool(), org).await
+        apps(&mut *self.lend().await?, org).await
     }
 
     async fn grant(&self, id: &str) -> Result<Option<Grant>> {
-        grant(&mut *self.pool().acquire().await?, id).await
+        grant(&mut *self.lend().await?, id).await
     }
 
     async fn refresh_token(&self, token_hash: &str) -> Result<Option<RefreshToken>> {
@@ -349,7 +349,7 @@ impl Grants for SqlStore {
             "SELECT {REFRESH_COLUMNS} FROM oauth_refresh_tokens WHERE token_hash = $1"
         ))
         .bind(token_hash)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lend().await?)
         .await?;
         row.as_ref().map(refresh_row).transpose()
     }

@@ -6,6 +6,7 @@ mod directory;
 mod grants;
 mod health;
 pub mod keepalive;
+mod lent;
 mod limits;
 mod messages;
 mod model;

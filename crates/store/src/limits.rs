@@ -235,15 +235,15 @@ pub(crate) async fn put_org_limits(
 
 impl Limits for crate::SqlStore {
     async fn org_limits(&self, org: &str) -> Result<OrgLimits> {
-        org_limits(&mut *self.pool().acquire().await?, org).await
+        org_limits(&mut *self.lend().await?, org).await
     }
 
     async fn open_runs(&self, org: &str, at_most: u64) -> Result<u64> {
-        open_runs(&mut *self.pool().acquire().await?, org, at_most).await
+        open_runs(&mut *self.lend().await?, org, at_most).await
     }
 
     async fn stored_bytes(&self, org: &str) -> Result<u64> {
-        stored_bytes(&mut *self.pool().acquire().await?, org).await
+        stored_bytes(&mut *self.lend().await?, org).await
     }
 }
 

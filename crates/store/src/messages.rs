@@ -584,38 +584,38 @@ pub(crate) async fn remove_chat_hook(connection: &mut AnyConnection, org: &str, 
 
 impl Messages for crate::SqlStore {
     async fn unhanded(&self, limit: u32) -> Result<Vec<Unhanded>> {
-        unhanded(&mut *self.pool().acquire().await?, limit).await
+        unhanded(&mut *self.lend().await?, limit).await
     }
 
     async fn hand_over(&self, org: &str, notification_id: &str, messages: &[NewMessage], now: i64) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.lent_tx().await?;
         hand_over(&mut tx, org, notification_id, messages, now).await?;
         tx.commit().await?;
         Ok(())
     }
 
     async fn take_messages(&self, now: i64, hold_until: i64, limit: u32) -> Result<Vec<TakenMessage>> {
-        take_messages(&mut *self.pool().acquire().await?, now, hold_until, limit).await
+        take_messages(&mut *self.lend().await?, now, hold_until, limit).await
     }
 
     async fn settle_message(&self, message: &TakenMessage, outcome: &MessageOutcome, now: i64) -> Result<()> {
-        settle_message(&mut *self.pool().acquire().await?, message, outcome, now).await
+        settle_message(&mut *self.lend().await?, message, outcome, now).await
     }
 
     async fn message_choices(&self, org: &str) -> Result<BTreeMap<String, String>> {
-        message_choices(&mut *self.pool().acquire().await?, org).await
+        message_choices(&mut *self.lend().await?, org).await
     }
 
     async fn chat_hooks(&self, org: &str) -> Result<Vec<ChatHook>> {
-        chat_hooks(&mut *self.pool().acquire().await?, org).await
+        chat_hooks(&mut *self.lend().await?, org).await
     }
 
     async fn messages(&self, org: &str, limit: u32) -> Result<Vec<MessageRecord>> {
-        messages(&mut *self.pool().acquire().await?, org, limit).await
+        messages(&mut *self.lend().await?, org, limit).await
     }
 
     async fn org_policies(&self, org: &str) -> Result<Option<String>> {
-        org_policies(&mut *self.pool().acquire().await?, org).await
+        org_policies(&mut *self.lend().await?, org).await
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyPool, Executor, Transaction};
+use sqlx::{AnyPool, Executor};
 use tracing::Instrument as _;
 
 use crate::clients::{self, ClientSecret, Credential, OAuthClient};
@@ -14,6 +14,7 @@ use crate::directory::{
     SessionRow, TokenRow,
 };
 use crate::health::Health;
+use crate::lent::{Lent, LentTx, Spare};
 use crate::model::Role;
 use crate::model::{
     AttemptResult, Delivery, DeliveryRecord, Identity, NewNotification, NewRequest, NewUpload, NewVersion, Page,
@@ -45,9 +46,12 @@ impl Dialect {
 #[derive(Debug, Clone)]
 pub struct SqlStore {
     /// In an `Arc` so that the pool's health checks can hold it weakly.
-    pool: Arc<AnyPool>,
+    pub(crate) pool: Arc<AnyPool>,
     dialect: Dialect,
     health: Health,
+    /// Connections kept between loans, given back to the pool only when something was
+    /// left unfinished on them (crate::lent).
+    pub(crate) spare: Arc<Spare>,
 }
 
 impl SqlStore {
@@ -132,16 +136,23 @@ impl SqlStore {
         };
         let pool = Arc::new(pool);
         health.watch(&pool);
-        Ok(Self { pool, dialect, health })
+        let spare = Spare::new(health.clone(), dialect == Dialect::Postgres);
+        Ok(Self {
+            pool,
+            dialect,
+            health,
+            spare,
+        })
     }
 
     /// Applies every migration in `migrations/` not yet applied, then (on PostgreSQL)
     /// the storage settings of the queue tables.
     pub async fn migrate(&self) -> Result<()> {
-        MIGRATOR.run(self.pool()).await?;
+        let mut connection = self.lend().await?;
+        MIGRATOR.run(&mut *connection).await?;
         if self.dialect == Dialect::Postgres {
             for statement in POSTGRES_TABLE_SETTINGS {
-                sqlx::query(statement).execute(self.pool()).await?;
+                sqlx::query(statement).execute(&mut *connection).await?;
             }
         }
         Ok(())
@@ -149,10 +160,8 @@ impl SqlStore {
 
     /// Connections open and, of those, idle.
     pub fn pool_stats(&self) -> (u64, u64) {
-        (
-            u64::from(self.pool.size()),
-            u64::try_from(self.pool.num_idle()).unwrap_or(u64::MAX),
-        )
+        let idle = self.pool.num_idle().saturating_add(self.spare.len());
+        (u64::from(self.pool.size()), u64::try_from(idle).unwrap_or(u64::MAX))
     }
 
     /// Connections found dead and replaced since the pool was made (PostgreSQL).
@@ -160,8 +169,14 @@ impl SqlStore {
         self.health.found_dead_count()
     }
 
-    pub(crate) fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// A connection for one piece of work, given back when dropped.
+    pub(crate) async fn lend(&self) -> Result<Lent> {
+        Ok(self.spare.lend(&self.pool).await?)
+    }
+
+    /// A transaction on a lent connection.
+    pub(crate) async fn lent_tx(&self) -> Result<LentTx> {
+        Ok(LentTx::begin(self.lend().await?).await?)
     }
 
     /// Which database this is.
@@ -171,6 +186,7 @@ impl SqlStore {
 
     /// Closes every connection.
     pub async fn close(&self) {
+        self.spare.give_all_back();
         self.pool.close().await;
     }
 }
@@ -205,7 +221,7 @@ impl Store for SqlStore {
     type Tx = SqlTx;
 
     async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(self.pool()).await?;
+        sqlx::query("SELECT 1").execute(&mut *self.lend().await?).await?;
         Ok(())
     }
 
@@ -222,12 +238,13 @@ impl Store for SqlStore {
             }
             Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
         };
-        let tables: i64 = sqlx::query_scalar(exists).fetch_one(self.pool()).await?;
+        let mut connection = self.lend().await?;
+        let tables: i64 = sqlx::query_scalar(exists).fetch_one(&mut *connection).await?;
         let applied: Vec<i64> = if tables == 0 {
             Vec::new()
         } else {
             sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
-                .fetch_all(self.pool())
+                .fetch_all(&mut *connection)
                 .await?
         };
         Ok(MIGRATOR
@@ -239,7 +256,7 @@ impl Store for SqlStore {
     }
 
     async fn work_levels(&self, now: i64) -> Result<WorkLevels> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::work_levels(&mut connection, now).await
     }
 
@@ -250,7 +267,7 @@ impl Store for SqlStore {
             otel.kind = "client",
             db.system.name = self.dialect.system_name(),
         );
-        let tx = self.pool.begin().instrument(span.clone()).await?;
+        let tx = self.lent_tx().instrument(span.clone()).await?;
         Ok(SqlTx {
             tx,
             dialect: self.dialect,
@@ -259,42 +276,42 @@ impl Store for SqlStore {
     }
 
     async fn identity_by_token(&self, token_hash: &str, now: i64) -> Result<Option<Identity>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         clients::identity_by_token(&mut connection, token_hash, now).await
     }
 
     async fn identity(&self, org: &str, id: &str) -> Result<Option<Identity>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         admin::identity(&mut connection, org, id).await
     }
 
     async fn identities(&self, org: &str) -> Result<Vec<Identity>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         admin::identities(&mut connection, org).await
     }
 
     async fn version(&self, org: &str, process: &str, number: Option<u32>) -> Result<Option<StoredVersion>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         admin::version(&mut connection, org, process, number).await
     }
 
     async fn latest_versions(&self, org: &str, after: Option<&str>, limit: u32) -> Result<Vec<StoredVersion>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         admin::latest_versions(&mut connection, org, after, limit).await
     }
 
     async fn versions(&self, org: &str, process: &str) -> Result<Vec<StoredVersion>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         admin::versions(&mut connection, org, process).await
     }
 
     async fn draft(&self, org: &str, process: &str) -> Result<Option<StoredDraft>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         admin::draft(&mut connection, org, process).await
     }
 
     async fn request(&self, org: &str, request_id: &str) -> Result<Option<StoredRequest>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::request(&mut connection, org, request_id).await
     }
 
@@ -304,13 +321,13 @@ impl Store for SqlStore {
         id: &str,
         request_id: &str,
     ) -> Result<Option<(StoredRun, Option<StoredRequest>)>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::lock_run(&mut connection, org, id, Some(request_id), "").await
     }
 
     async fn write_run(&self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
         if self.dialect == Dialect::Postgres {
-            let mut connection = self.pool.acquire().await?;
+            let mut connection = self.lend().await?;
             return runs::write_in_one_statement(&mut connection, org, write).await;
         }
         let mut tx = self.begin().await?;
@@ -323,82 +340,82 @@ impl Store for SqlStore {
     }
 
     async fn run(&self, org: &str, id: &str) -> Result<Option<StoredRun>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::run(&mut connection, org, id).await
     }
 
     async fn runs(&self, org: &str, ids: &[String]) -> Result<Vec<StoredRun>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::runs(&mut connection, org, ids).await
     }
 
     async fn list_runs(&self, org: &str, filter: &RunFilter) -> Result<Page<StoredRun>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::list_runs(&mut connection, org, filter).await
     }
 
     async fn work(&self, org: &str, query: &WorkQuery) -> Result<Page<WorkRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::work(&mut connection, org, query).await
     }
 
     async fn uncited_uploads(&self, before: i64, limit: u32) -> Result<Vec<(String, String)>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::uncited_uploads(&mut connection, before, limit).await
     }
 
     async fn purge(&self, what: crate::Purge, org: Option<&str>, before: i64, limit: u32) -> Result<u64> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         crate::retention::purge(&mut connection, what, org, before, limit).await
     }
 
     async fn organization_ids(&self, after: Option<&str>, limit: u32) -> Result<Vec<String>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         crate::directory::organization_ids(&mut connection, after, limit).await
     }
 
     async fn upload(&self, org: &str, id: &str) -> Result<Option<Upload>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::upload(&mut connection, org, id).await
     }
 
     async fn timers_before(&self, before: i64, after: Option<&TimerRow>, limit: u32) -> Result<Vec<TimerRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         timers::timers_before(&mut connection, before, after, limit).await
     }
 
     async fn run_timers(&self, org: &str, run_id: &str) -> Result<Vec<TimerRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         timers::run_timers(&mut connection, org, run_id).await
     }
 
     async fn next_timer_at(&self) -> Result<Option<i64>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         timers::next_timer_at(&mut connection).await
     }
 
     async fn overdue(&self, org: &str, now: i64, limit: u32) -> Result<Vec<WorkRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         runs::overdue(&mut connection, org, now, limit).await
     }
 
     async fn webhooks(&self, org: &str) -> Result<Vec<Webhook>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         outbox::webhooks(&mut connection, org).await
     }
 
     async fn take_deliveries(&self, now: i64, hold_until: i64, limit: u32) -> Result<Vec<Delivery>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         outbox::take_deliveries(&mut connection, now, hold_until, limit).await
     }
 
     async fn record_attempt(&self, delivery: &Delivery, result: &AttemptResult) -> Result<()> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         outbox::record_attempt(&mut connection, delivery, result).await
     }
 
     async fn deliveries(&self, org: &str, limit: u32) -> Result<Vec<DeliveryRecord>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         outbox::deliveries(&mut connection, org, limit).await
     }
 }
@@ -406,7 +423,7 @@ impl Store for SqlStore {
 /// A transaction of [`SqlStore`].
 #[derive(Debug)]
 pub struct SqlTx {
-    tx: Transaction<'static, Any>,
+    tx: LentTx,
     dialect: Dialect,
     _span: tracing::Span,
 }
@@ -549,81 +566,81 @@ impl StoreTx for SqlTx {
 
 impl Directory for SqlStore {
     async fn organization(&self, org: &str) -> Result<Option<Organization>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::organization(&mut connection, OrgKey::Id, org).await
     }
 
     async fn organization_by_slug(&self, slug: &str) -> Result<Option<Organization>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::organization(&mut connection, OrgKey::Slug, slug).await
     }
 
     async fn org_of_verified_domain(&self, domain: &str) -> Result<Option<String>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::org_of_verified_domain(&mut connection, domain).await
     }
 
     async fn provider(&self, org: &str) -> Result<Option<Provider>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::provider(&mut connection, org).await
     }
 
     async fn login(&self, org: &str, issuer: &str, subject: &str) -> Result<Option<Identity>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::login(&mut connection, org, issuer, subject).await
     }
 
     async fn identity_by_person(&self, org: &str, person: &str) -> Result<Option<Identity>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::identity_by_person(&mut connection, org, person).await
     }
 
     async fn groups(&self, org: &str) -> Result<Vec<String>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::groups(&mut connection, org).await
     }
 
     async fn domains(&self, org: &str) -> Result<Vec<Domain>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::domains(&mut connection, org).await
     }
 
     async fn group_list(&self, org: &str) -> Result<Vec<Group>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::group_list(&mut connection, org).await
     }
 
     async fn session(&self, id_hash: &str, now: i64) -> Result<Option<SessionRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::session(&mut connection, id_hash, now).await
     }
 
     async fn token_by_hash(&self, token_hash: &str) -> Result<Option<TokenRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::token_by_hash(&mut connection, token_hash).await
     }
 
     async fn tokens(&self, org: &str, audience: Audience) -> Result<Vec<TokenRow>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::tokens(&mut connection, org, audience).await
     }
 
     async fn audit(&self, org: &str, filter: &AuditFilter) -> Result<(Vec<AuditRow>, bool)> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         directory::audit(&mut connection, org, filter).await
     }
 
     async fn credential(&self, token_hash: &str, now: i64) -> Result<Option<Credential>> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.lend().await?;
         clients::credential(&mut connection, token_hash, now).await
     }
 
     async fn oauth_client(&self, id: &str) -> Result<Option<(OAuthClient, Vec<ClientSecret>)>> {
-        clients::client(self.pool(), id).await
+        clients::client(&mut *self.lend().await?, id).await
     }
 
     async fn oauth_clients(&self, org: &str, identity: &str) -> Result<Vec<(OAuthClient, Vec<ClientSecret>)>> {
-        clients::clients_of(self.pool(), org, identity).await
+        clients::clients_of(&mut *self.lend().await?, org, identity).await
     }
 }
 

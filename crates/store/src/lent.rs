@@ -1,0 +1,291 @@
+//! Connections lent from the pool and taken back without a round trip.
+//!
+//! sqlx 0.8 tests every connection given back to its pool with a round trip (a `Sync`
+//! and the server's `ReadyForQuery`), whatever the connection did: in the agent loop,
+//! once the writes were one statement each, that was every other round trip. The test
+//! is there for connections left mid-way: a transaction dropped unfinished (its
+//! `ROLLBACK` is queued, and sent only by the next round trip, so its locks would be
+//! held meanwhile) or a statement abandoned before its answer.
+//!
+//! So on PostgreSQL a connection that comes back clean (no transaction open, and no
+//! abandoned work suspected: [`Health::suspected`]) is kept here, still checked out of
+//! sqlx's pool, and lent again as it is. Any other goes back to sqlx's pool, whose
+//! release sends the queued `ROLLBACK` and whose hooks check it. A statement abandoned
+//! on a kept connection is harmless to the next borrower: sqlx reads the rest of its
+//! answer before the next statement.
+//!
+//! A kept connection idle for a while is checked before it is lent
+//! ([`Health::before_use`], as the pool checks its own idle connections); while
+//! connections are suspected, the kept ones all go back to the pool. SQLite's one
+//! connection is never kept.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Connection as _, Database, TransactionManager as _};
+use tokio::sync::Notify;
+
+use crate::health::Health;
+
+/// The connections kept between loans, most recently given back last.
+#[derive(Debug)]
+pub(crate) struct Spare {
+    kept: Mutex<Vec<(PoolConnection<Any>, Instant)>>,
+    /// Wakes borrowers waiting on the pool when a connection is kept instead of going
+    /// back to it.
+    given_back: Notify,
+    health: Health,
+    keeps: bool,
+}
+
+impl Spare {
+    /// `keeps`: whether clean connections are kept (PostgreSQL).
+    pub(crate) fn new(health: Health, keeps: bool) -> Arc<Self> {
+        Arc::new(Self {
+            kept: Mutex::new(Vec::new()),
+            given_back: Notify::new(),
+            health,
+            keeps,
+        })
+    }
+
+    /// A connection: a kept one if there is one, else one from `pool`.
+    pub(crate) async fn lend(self: &Arc<Self>, pool: &AnyPool) -> Result<Lent, sqlx::Error> {
+        if self.health.suspected() {
+            self.give_all_back();
+        }
+        loop {
+            // Registered before the look, so a connection kept after it wakes this one.
+            let given_back = self.given_back.notified();
+            tokio::pin!(given_back);
+            given_back.as_mut().enable();
+            while let Some((mut connection, since)) = self.take() {
+                match self.health.before_use(&mut connection, since.elapsed()).await {
+                    Ok(()) => return Ok(self.lent(connection)),
+                    Err(_) => connection.close_on_drop(),
+                }
+            }
+            tokio::select! {
+                acquired = pool.acquire() => return Ok(self.lent(acquired?)),
+                () = given_back => {}
+            }
+        }
+    }
+
+    /// How many connections are kept now.
+    pub(crate) fn len(&self) -> usize {
+        self.kept.lock().map_or(0, |kept| kept.len())
+    }
+
+    /// Gives every kept connection back to the pool (each is checked there).
+    pub(crate) fn give_all_back(&self) {
+        let kept = match self.kept.lock() {
+            Ok(mut kept) => std::mem::take(&mut *kept),
+            Err(_) => return,
+        };
+        drop(kept);
+    }
+
+    fn take(&self) -> Option<(PoolConnection<Any>, Instant)> {
+        self.kept.lock().ok()?.pop()
+    }
+
+    fn lent(self: &Arc<Self>, connection: PoolConnection<Any>) -> Lent {
+        Lent {
+            connection: Some(connection),
+            spare: Arc::clone(self),
+            unfinished: false,
+        }
+    }
+
+    fn keep(&self, connection: PoolConnection<Any>) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.push((connection, Instant::now()));
+            drop(kept);
+            self.given_back.notify_one();
+        }
+    }
+}
+
+/// A connection lent by [`Spare::lend`]; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Lent {
+    connection: Option<PoolConnection<Any>>,
+    spare: Arc<Spare>,
+    /// Something was left mid-way (a transaction dropped unfinished): only the pool's
+    /// release can settle it.
+    unfinished: bool,
+}
+
+impl Deref for Lent {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        self.connection
+            .as_ref()
+            .expect("a lent connection until it is given back")
+    }
+}
+
+impl DerefMut for Lent {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        self.connection
+            .as_mut()
+            .expect("a lent connection until it is given back")
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let Some(connection) = self.connection.take() else {
+            return;
+        };
+        let clean = !self.unfinished && !connection.is_in_transaction();
+        if self.spare.keeps && clean && !self.spare.health.suspected() {
+            self.spare.keep(connection);
+        }
+        // Otherwise dropped: back to the pool, with its release's round trip.
+    }
+}
+
+type Transactions = <Any as Database>::TransactionManager;
+
+/// A transaction on a lent connection. Dropped unfinished, it queues its `ROLLBACK`
+/// and its connection goes back to the pool, which sends it.
+#[derive(Debug)]
+pub(crate) struct LentTx {
+    connection: Lent,
+    open: bool,
+}
+
+impl LentTx {
+    pub(crate) async fn begin(mut connection: Lent) -> Result<Self, sqlx::Error> {
+        // Until it is known to have begun, the connection is not clean.
+        connection.unfinished = true;
+        Transactions::begin(&mut connection, None).await?;
+        connection.unfinished = false;
+        Ok(Self { connection, open: true })
+    }
+
+    pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
+        self.finish(true).await
+    }
+
+    pub(crate) async fn rollback(mut self) -> Result<(), sqlx::Error> {
+        self.finish(false).await
+    }
+
+    async fn finish(&mut self, commit: bool) -> Result<(), sqlx::Error> {
+        self.connection.unfinished = true;
+        if commit {
+            Transactions::commit(&mut self.connection).await?;
+        } else {
+            Transactions::rollback(&mut self.connection).await?;
+        }
+        self.open = false;
+        self.connection.unfinished = false;
+        Ok(())
+    }
+}
+
+impl Deref for LentTx {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        &self.connection
+    }
+}
+
+impl DerefMut for LentTx {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        &mut self.connection
+    }
+}
+
+impl Drop for LentTx {
+    fn drop(&mut self) {
+        if self.open {
+            Transactions::start_rollback(&mut self.connection);
+            self.connection.unfinished = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Row as _;
+
+    use crate::{SqlStore, Store as _, StoreTx as _};
+
+    /// The machine's PostgreSQL; these tests only read, so its `postgres` database does.
+    async fn store() -> SqlStore {
+        let server =
+            std::env::var("AGENTPROCESS_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+        SqlStore::connect(&format!("{server}/postgres"), 4)
+            .await
+            .expect("connect")
+    }
+
+    async fn backend(connection: &mut sqlx::AnyConnection) -> i64 {
+        let row = sqlx::query("SELECT pg_backend_pid()::BIGINT AS pid")
+            .fetch_one(connection)
+            .await
+            .expect("pid");
+        row.try_get("pid").expect("pid")
+    }
+
+    #[tokio::test]
+    async fn a_clean_connection_is_kept_and_lent_again_as_it_is() {
+        let store = store().await;
+        let first = backend(&mut *store.lend().await.expect("lend")).await;
+        assert_eq!(store.spare.len(), 1, "kept, not given back to the pool");
+        assert_eq!(store.pool.num_idle(), 0);
+        let second = backend(&mut *store.lend().await.expect("lend")).await;
+        assert_eq!(first, second, "the same connection, lent again");
+        assert_eq!(store.pool_stats(), (1, 1), "one connection open, idle in the spare");
+        // A committed transaction leaves it clean too.
+        let mut tx = store.begin().await.expect("begin");
+        assert_eq!(backend(tx.connection()).await, first);
+        tx.commit().await.expect("commit");
+        assert_eq!(store.spare.len(), 1);
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_transaction_dropped_unfinished_goes_back_to_the_pool_and_ends() {
+        let store = store().await;
+        let mut tx = store.begin().await.expect("begin");
+        let pid = backend(tx.connection()).await;
+        drop(tx);
+        assert_eq!(store.spare.len(), 0, "given back to the pool, which sends its ROLLBACK");
+        // The pool's release is a task of its own; it ends the transaction promptly.
+        let mut connection = store.lend().await.expect("lend");
+        for _ in 0..50 {
+            let row = sqlx::query("SELECT COALESCE(MAX(state), '') AS state FROM pg_stat_activity WHERE pid = $1 AND xact_start IS NOT NULL")
+                .bind(pid)
+                .fetch_one(&mut *connection)
+                .await
+                .expect("activity");
+            if row.try_get::<String, _>("state").expect("state").is_empty() {
+                drop(connection);
+                store.close().await;
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("the dropped transaction was still open after a second");
+    }
+
+    #[tokio::test]
+    async fn while_connections_are_suspected_none_is_kept() {
+        let store = store().await;
+        drop(store.lend().await.expect("lend"));
+        assert_eq!(store.spare.len(), 1);
+        store.suspect_connections();
+        drop(store.lend().await.expect("lend"));
+        assert_eq!(store.spare.len(), 0, "each checked by the pool as it comes back");
+        store.close().await;
+    }
+}
