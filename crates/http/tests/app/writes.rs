@@ -239,3 +239,80 @@ async fn nobody(app: TestApp) -> TestApp {
     );
     app
 }
+
+const SIDE_BY_SIDE: &str = "---
+name: side-by-side
+description: Two agents work on one request side by side. Start it when a request has two independent halves.
+inputs:
+  topic: string
+steps:
+  - id: halves
+    parallel: [left, right]
+    next: done
+  - id: left
+    agent: Do the left half of the topic.
+    output:
+      result: string
+    next: join
+  - id: right
+    agent: Do the right half of the topic.
+    output:
+      result: string
+    next: join
+  - id: done
+    finish: both halves done
+---
+Each agent does its half; the run ends when both are in.
+";
+
+on_both!(
+    writes_on_one_run_at_once_all_land_the_loser_again_under_the_lock,
+    side_by_side
+);
+async fn side_by_side(app: TestApp) -> TestApp {
+    let app = app_with_a_process(app).await;
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "side-by-side", SIDE_BY_SIDE.as_bytes(), "unused")
+        .await;
+    let (bot, bot2) = (app.mcp_token("bot").await, app.mcp_token("bot2").await);
+    // Several runs, so that the two agents' writes on one run meet: each reads the run,
+    // and the one whose write finds the run changed makes it again under the lock.
+    for round in 0..6 {
+        let started = app
+            .call(
+                &bot,
+                "start_run",
+                json!({ "requestId": format!("s{round}"), "process": "side-by-side", "inputs": { "topic": "t" } }),
+            )
+            .await;
+        let run = started["data"]["run"]["id"].as_str().expect("run id").to_owned();
+        let claim = |request: String, step: &str| json!({ "requestId": request, "runId": run, "stepId": step });
+        let (left, right) = tokio::join!(
+            app.call(&bot, "claim", claim(format!("cl{round}"), "left")),
+            app.call(&bot2, "claim", claim(format!("cr{round}"), "right"))
+        );
+        assert_eq!((code(&left), code(&right)), ("ok", "ok"), "{left} {right}");
+        let submit = |request: String, claimed: &Value| {
+            json!({ "requestId": request, "token": claimed["data"]["token"], "output": { "result": "half" },
+                    "summary": "Did my half." })
+        };
+        let (left_done, right_done) = tokio::join!(
+            app.call(&bot, "submit", submit(format!("sl{round}"), &left)),
+            app.call(&bot2, "submit", submit(format!("sr{round}"), &right))
+        );
+        assert_eq!(
+            (code(&left_done), code(&right_done)),
+            ("ok", "ok"),
+            "{left_done} {right_done}"
+        );
+        let read = app.call(&bot, "get_run", json!({ "runId": run })).await;
+        assert_eq!(read["data"]["run"]["state"], "ended", "{read}");
+        let steps = &read["data"]["data"]["steps"];
+        assert_eq!(
+            (&steps["left"]["output"]["result"], &steps["right"]["output"]["result"]),
+            (&json!("half"), &json!("half")),
+            "{read}"
+        );
+    }
+    app
+}
