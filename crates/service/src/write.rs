@@ -430,15 +430,7 @@ impl Service {
         trace_parent: Option<&'a str>,
     ) -> RunWrite<'a> {
         let run = &transition.run;
-        let mut write = RunWrite {
-            row,
-            revision,
-            timers: Vec::new(),
-            cancelled: Vec::new(),
-            notifications: Vec::new(),
-            audit: Vec::new(),
-            request: None,
-        };
+        let mut write = RunWrite::new(row, revision);
         for effect in &transition.effects {
             match effect {
                 Effect::ScheduleTimer(timer) => write.schedule(TimerRow {

@@ -229,7 +229,20 @@ pub struct RunWrite<'a> {
     pub request: Option<NewRequest<'a>>,
 }
 
-impl RunWrite<'_> {
+impl<'a> RunWrite<'a> {
+    /// A write of `row` alone, at `revision` (`None`: a new run); the rest is added.
+    pub fn new(row: &'a RunRow, revision: Option<i64>) -> Self {
+        Self {
+            row,
+            revision,
+            timers: Vec::new(),
+            cancelled: Vec::new(),
+            notifications: Vec::new(),
+            audit: Vec::new(),
+            request: None,
+        }
+    }
+
     /// Adds or moves a timer (and keeps it if an earlier part of the write removed it).
     pub fn schedule(&mut self, timer: TimerRow) {
         self.cancelled.retain(|id| *id != timer.timer_id);

@@ -289,7 +289,6 @@ pub(crate) async fn write_in_one_statement(
     }];
     // Rows to insert only if the run's row was written.
     let if_changed = |values: String| format!("SELECT v.* FROM changed, (VALUES {values}) AS v");
-    let only_if_changed = "AND EXISTS (SELECT 1 FROM changed)";
     if write.revision.is_none()
         && let Some(values) = inputs_values(&mut query, &org_bind, &run_bind, run)
     {
@@ -298,25 +297,24 @@ pub(crate) async fn write_in_one_statement(
     if let Some(values) = pieces_values(&mut query, &org_bind, &run_bind, &run.pieces) {
         parts.push(format!("apart AS ({PIECES_INSERT} {})", if_changed(values)));
     }
-    if !run.gone.is_empty() {
-        let steps: Vec<String> = run.gone.iter().map(|step| query.text(step)).collect();
+    // The run's rows of `table` whose `column` is one of `ids`, removed only if the
+    // run's row was written.
+    let mut remove = |name: &str, table: &str, column: &str, ids: &[String]| {
+        if ids.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = ids.iter().map(|id| query.text(id)).collect();
         parts.push(format!(
-            "gone AS (DELETE FROM work_index WHERE org_id = {org_bind} AND run_id = {run_bind} \
-             AND step_id IN ({}) {only_if_changed})",
-            steps.join(", ")
+            "{name} AS (DELETE FROM {table} WHERE org_id = {org_bind} AND run_id = {run_bind} \
+             AND {column} IN ({}) AND EXISTS (SELECT 1 FROM changed))",
+            ids.join(", ")
         ));
-    }
+    };
+    remove("gone", "work_index", "step_id", &run.gone);
+    remove("unset", "timers", "timer_id", &write.cancelled);
     if !run.work.is_empty() {
         let values = work_values(&mut query, &org_bind, &run.work);
         parts.push(format!("work AS ({WORK_INSERT} {} {WORK_UPSERT})", if_changed(values)));
-    }
-    if !write.cancelled.is_empty() {
-        let ids: Vec<String> = write.cancelled.iter().map(|id| query.text(id)).collect();
-        parts.push(format!(
-            "unset AS (DELETE FROM timers WHERE org_id = {org_bind} AND run_id = {run_bind} \
-             AND timer_id IN ({}) {only_if_changed})",
-            ids.join(", ")
-        ));
     }
     if !write.timers.is_empty() {
         let values = tuples(write.timers.iter().map(|timer| {

@@ -26,13 +26,8 @@ pub(crate) fn run_row(id: &str, process: &str, state: RunState, started_at: i64,
 /// A write of `row` alone, with `request` (the revision and the rest empty).
 pub(crate) fn bare<'a>(row: &'a RunRow, revision: Option<i64>, request: Option<NewRequest<'a>>) -> RunWrite<'a> {
     RunWrite {
-        row,
-        revision,
-        timers: Vec::new(),
-        cancelled: Vec::new(),
-        notifications: Vec::new(),
-        audit: Vec::new(),
         request,
+        ..RunWrite::new(row, revision)
     }
 }
 
