@@ -5,8 +5,9 @@
 //! A write first reads its run without a lock and writes only if the run's revision is
 //! still the one it read: on PostgreSQL one statement, its own transaction, so a write
 //! costs one round trip after the read. If another write changed the run meanwhile,
-//! nothing was written, and the write is made again ([`on_run`]) holding the run's
-//! lock from the start (`SELECT … FOR UPDATE`), under which nothing can change it. A
+//! nothing was written, and the write is made again ([`on_run`]): once more the same
+//! way, then holding the run's lock from the start (`SELECT … FOR UPDATE`), under
+//! which nothing can change it. A
 //! write that needs a transaction before it writes (one citing uploads) takes the lock
 //! then, and goes on only if the run is still as read.
 //!
@@ -125,6 +126,13 @@ pub(crate) enum Lock {
     Now,
 }
 
+impl Lock {
+    /// How a write whose run changed under it `changed` times takes the lock next.
+    pub(crate) fn after(changed: u32) -> Self {
+        if changed < 2 { Self::Later } else { Self::Now }
+    }
+}
+
 /// A write whose run another write changed since it was read; it is made again.
 #[derive(Debug, thiserror::Error)]
 #[error("the run changed while the write was made")]
@@ -139,17 +147,19 @@ pub(crate) fn is_run_changed(error: &Error) -> bool {
     matches!(error, Error::Internal(cause) if cause.is::<RunChanged>())
 }
 
-/// Makes a write on a run: first on the run as read, without a lock; if another write
-/// changed the run meanwhile, once more holding the run's lock from the start, under
-/// which nothing can change it. The body opens its run with `$lock`.
+/// Makes a write on a run: on the run as read, without a lock; if another write
+/// changed the run meanwhile, once more the same way (a claim that lost its step to
+/// another agent then sees it claimed, in one read); if it changed again, a last time
+/// holding the run's lock from the start, under which nothing can change it. The body
+/// opens its run with `$lock`.
 macro_rules! on_run {
     (|$lock:ident| $body:expr) => {{
-        let mut attempt = $crate::write::Lock::Later;
+        let mut changed = 0;
         loop {
-            let $lock = attempt;
+            let $lock = $crate::write::Lock::after(changed);
             match async { $body }.await {
-                Err(error) if attempt == $crate::write::Lock::Later && $crate::write::is_run_changed(&error) => {
-                    attempt = $crate::write::Lock::Now;
+                Err(error) if $lock == $crate::write::Lock::Later && $crate::write::is_run_changed(&error) => {
+                    changed += 1;
                 }
                 done => break done,
             }
