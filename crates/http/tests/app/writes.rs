@@ -266,7 +266,7 @@ Each agent does its half; the run ends when both are in.
 ";
 
 on_both!(
-    writes_on_one_run_at_once_all_land_the_loser_again_under_the_lock,
+    writes_on_one_run_at_once_all_land_the_loser_made_again,
     side_by_side
 );
 async fn side_by_side(app: TestApp) -> TestApp {
