@@ -19,77 +19,99 @@
 //! connections are suspected, the kept ones all go back to the pool. SQLite's one
 //! connection is never kept.
 
+use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Connection as _, Database, TransactionManager as _};
-use tokio::sync::Notify;
+use tokio::sync::oneshot;
 
 use crate::health::Health;
 
-/// The connections kept between loans, most recently given back last.
+/// The connections kept between loans, and the borrowers waiting for one.
 #[derive(Debug)]
 pub(crate) struct Spare {
-    kept: Mutex<Vec<(PoolConnection<Any>, Instant)>>,
-    /// Wakes borrowers waiting on the pool when a connection is kept instead of going
-    /// back to it.
-    given_back: Notify,
+    state: Mutex<State>,
     health: Health,
     keeps: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Most recently given back last.
+    kept: Vec<(PoolConnection<Any>, Instant)>,
+    /// Borrowers waiting, oldest first: a connection given back goes to the oldest
+    /// one still waiting, so none waits behind borrowers who came later.
+    waiting: VecDeque<oneshot::Sender<PoolConnection<Any>>>,
 }
 
 impl Spare {
     /// `keeps`: whether clean connections are kept (PostgreSQL).
     pub(crate) fn new(health: Health, keeps: bool) -> Arc<Self> {
         Arc::new(Self {
-            kept: Mutex::new(Vec::new()),
-            given_back: Notify::new(),
+            state: Mutex::new(State::default()),
             health,
             keeps,
         })
     }
 
-    /// A connection: a kept one if there is one, else one from `pool`.
+    /// A connection: a kept one if there is one, else the first of one given back and
+    /// one from `pool`.
     pub(crate) async fn lend(self: &Arc<Self>, pool: &AnyPool) -> Result<Lent, sqlx::Error> {
         if self.health.suspected() {
             self.give_all_back();
         }
         loop {
-            // Registered before the look, so a connection kept after it wakes this one.
-            let given_back = self.given_back.notified();
-            tokio::pin!(given_back);
-            given_back.as_mut().enable();
-            while let Some((mut connection, since)) = self.take() {
-                match self.health.before_use(&mut connection, since.elapsed()).await {
+            let waiting = {
+                let Ok(mut state) = self.state.lock() else {
+                    break;
+                };
+                match state.kept.pop() {
+                    Some(kept) => Err(kept),
+                    None => {
+                        // Borrowers who got one from the pool meanwhile wait no more.
+                        state.waiting.retain(|waiting| !waiting.is_closed());
+                        let (handing, waiting) = oneshot::channel();
+                        state.waiting.push_back(handing);
+                        Ok(waiting)
+                    }
+                }
+            };
+            match waiting {
+                Err((mut connection, since)) => match self.health.before_use(&mut connection, since.elapsed()).await {
                     Ok(()) => return Ok(self.lent(connection)),
                     Err(_) => connection.close_on_drop(),
+                },
+                // Whichever comes first; a connection handed to a borrower that went
+                // to the pool instead goes on to the next (see `keep`).
+                Ok(waiting) => {
+                    return tokio::select! {
+                        handed = waiting => match handed {
+                            Ok(connection) => Ok(self.lent(connection)),
+                            Err(_) => continue,
+                        },
+                        acquired = pool.acquire() => Ok(self.lent(acquired?)),
+                    };
                 }
             }
-            tokio::select! {
-                acquired = pool.acquire() => return Ok(self.lent(acquired?)),
-                () = given_back => {}
-            }
         }
+        Ok(self.lent(pool.acquire().await?))
     }
 
     /// How many connections are kept now.
     pub(crate) fn len(&self) -> usize {
-        self.kept.lock().map_or(0, |kept| kept.len())
+        self.state.lock().map_or(0, |state| state.kept.len())
     }
 
     /// Gives every kept connection back to the pool (each is checked there).
     pub(crate) fn give_all_back(&self) {
-        let kept = match self.kept.lock() {
-            Ok(mut kept) => std::mem::take(&mut *kept),
+        let kept = match self.state.lock() {
+            Ok(mut state) => std::mem::take(&mut state.kept),
             Err(_) => return,
         };
         drop(kept);
-    }
-
-    fn take(&self) -> Option<(PoolConnection<Any>, Instant)> {
-        self.kept.lock().ok()?.pop()
     }
 
     fn lent(self: &Arc<Self>, connection: PoolConnection<Any>) -> Lent {
@@ -100,12 +122,19 @@ impl Spare {
         }
     }
 
-    fn keep(&self, connection: PoolConnection<Any>) {
-        if let Ok(mut kept) = self.kept.lock() {
-            kept.push((connection, Instant::now()));
-            drop(kept);
-            self.given_back.notify_one();
+    /// To the oldest borrower still waiting, else kept.
+    fn keep(&self, mut connection: PoolConnection<Any>) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        while let Some(waiting) = state.waiting.pop_front() {
+            match waiting.send(connection) {
+                Ok(()) => return,
+                // That borrower got one from the pool, or went away.
+                Err(returned) => connection = returned,
+            }
         }
+        state.kept.push((connection, Instant::now()));
     }
 }
 
@@ -276,6 +305,39 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         panic!("the dropped transaction was still open after a second");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_given_back_goes_to_the_borrower_waiting_longest() {
+        let server =
+            std::env::var("AGENTPROCESS_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+        let store = SqlStore::connect(&format!("{server}/postgres"), 1)
+            .await
+            .expect("connect");
+        let held = store.lend().await.expect("lend");
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let borrow = |name: &'static str| {
+            let (store, order) = (store.clone(), std::sync::Arc::clone(&order));
+            tokio::spawn(async move {
+                let connection = store.lend().await.expect("lend");
+                order.lock().expect("order").push(name);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                drop(connection);
+            })
+        };
+        let first = borrow("first");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let second = borrow("second");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // Given back, then asked for at once: the newcomer waits behind the two.
+        drop(held);
+        let late = borrow("late");
+        for borrower in [first, second, late] {
+            borrower.await.expect("borrower");
+        }
+        assert_eq!(*order.lock().expect("order"), ["first", "second", "late"]);
+        assert_eq!(store.pool_stats().0, 1, "never more than the pool's one connection");
+        store.close().await;
     }
 
     #[tokio::test]

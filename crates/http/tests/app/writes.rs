@@ -265,10 +265,7 @@ steps:
 Each agent does its half; the run ends when both are in.
 ";
 
-on_both!(
-    writes_on_one_run_at_once_all_land_the_loser_made_again,
-    side_by_side
-);
+on_both!(writes_on_one_run_at_once_all_land_the_loser_made_again, side_by_side);
 async fn side_by_side(app: TestApp) -> TestApp {
     let app = app_with_a_process(app).await;
     let admin = app.api_token("ann", "admin").await;
