@@ -268,10 +268,10 @@ mod tests {
     #[tokio::test]
     async fn a_clean_connection_is_kept_and_lent_again_as_it_is() {
         let store = store().await;
-        let first = backend(&mut *store.lend().await.expect("lend")).await;
+        let first = backend(&mut store.lend().await.expect("lend")).await;
         assert_eq!(store.spare.len(), 1, "kept, not given back to the pool");
         assert_eq!(store.pool.num_idle(), 0);
-        let second = backend(&mut *store.lend().await.expect("lend")).await;
+        let second = backend(&mut store.lend().await.expect("lend")).await;
         assert_eq!(first, second, "the same connection, lent again");
         assert_eq!(store.pool_stats(), (1, 1), "one connection open, idle in the spare");
         // A committed transaction leaves it clean too.
