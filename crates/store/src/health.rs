@@ -60,6 +60,11 @@ pub(crate) fn connection_lost() {
     LOST.fetch_add(1, Ordering::Relaxed);
 }
 
+/// How many connections were lost under a statement in this process so far.
+pub(crate) fn lost_count() -> u64 {
+    LOST.load(Ordering::Relaxed)
+}
+
 /// The pool's view of its connections' health, shared by its hooks and the store.
 #[derive(Debug, Clone)]
 pub(crate) struct Health {

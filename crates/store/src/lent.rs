@@ -7,8 +7,9 @@
 //! `ROLLBACK` is queued, and sent only by the next round trip, so its locks would be
 //! held meanwhile) or a statement abandoned before its answer.
 //!
-//! So on PostgreSQL a connection that comes back clean (no transaction open, and no
-//! abandoned work suspected: [`Health::suspected`]) is kept here, still checked out of
+//! So on PostgreSQL a connection that comes back clean (no transaction open, no
+//! connection lost under a statement since it was lent, and no abandoned work
+//! suspected: [`Health::suspected`]) is kept here, still checked out of
 //! sqlx's pool, and lent again as it is. Any other goes back to sqlx's pool, whose
 //! release sends the queued `ROLLBACK` and whose hooks check it. A statement abandoned
 //! on a kept connection is harmless to the next borrower: sqlx reads the rest of its
@@ -28,7 +29,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Connection as _, Database, TransactionManager as _};
 use tokio::sync::oneshot;
 
-use crate::health::Health;
+use crate::health::{self, Health};
 
 /// The connections kept between loans, and the borrowers waiting for one.
 #[derive(Debug)]
@@ -40,8 +41,9 @@ pub(crate) struct Spare {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Most recently given back last.
-    kept: Vec<(PoolConnection<Any>, Instant)>,
+    /// Most recently given back last, each with when, and how many connections had
+    /// been lost under a statement by then ([`health::lost_count`]).
+    kept: Vec<(PoolConnection<Any>, Instant, u64)>,
     /// Borrowers waiting, oldest first: a connection given back goes to the oldest
     /// one still waiting, so none waits behind borrowers who came later.
     waiting: VecDeque<oneshot::Sender<PoolConnection<Any>>>,
@@ -80,10 +82,17 @@ impl Spare {
                 }
             };
             match waiting {
-                Err((mut connection, since)) => match self.health.before_use(&mut connection, since.elapsed()).await {
-                    Ok(()) => return Ok(self.lent(connection)),
-                    Err(_) => connection.close_on_drop(),
-                },
+                Err((mut connection, since, lost)) => {
+                    let mut checked = self.health.before_use(&mut connection, since.elapsed()).await;
+                    // A connection lost since this one was kept may have been this one.
+                    if checked.is_ok() && health::lost_count() != lost {
+                        checked = self.health.check(&mut connection).await;
+                    }
+                    match checked {
+                        Ok(()) => return Ok(self.lent(connection)),
+                        Err(_) => connection.close_on_drop(),
+                    }
+                }
                 // Whichever comes first; a connection handed to a borrower that went
                 // to the pool instead goes on to the next (see `keep`).
                 Ok(waiting) => {
@@ -119,6 +128,7 @@ impl Spare {
             connection: Some(connection),
             spare: Arc::clone(self),
             unfinished: false,
+            lost: health::lost_count(),
         }
     }
 
@@ -134,7 +144,7 @@ impl Spare {
                 Err(returned) => connection = returned,
             }
         }
-        state.kept.push((connection, Instant::now()));
+        state.kept.push((connection, Instant::now(), health::lost_count()));
     }
 }
 
@@ -146,6 +156,9 @@ pub(crate) struct Lent {
     /// Something was left mid-way (a transaction dropped unfinished): only the pool's
     /// release can settle it.
     unfinished: bool,
+    /// [`health::lost_count`] when it was lent: if a connection was lost under a
+    /// statement since, it may have been this one, and the pool's release checks it.
+    lost: u64,
 }
 
 impl Deref for Lent {
@@ -171,7 +184,7 @@ impl Drop for Lent {
         let Some(connection) = self.connection.take() else {
             return;
         };
-        let clean = !self.unfinished && !connection.is_in_transaction();
+        let clean = !self.unfinished && !connection.is_in_transaction() && health::lost_count() == self.lost;
         if self.spare.keeps && clean && !self.spare.health.suspected() {
             self.spare.keep(connection);
         }

@@ -15,6 +15,7 @@ mod retention;
 mod runs;
 mod sql;
 mod timers;
+mod write;
 
 use std::future::Future;
 

@@ -21,7 +21,7 @@ use crate::model::{
     RunFilter, RunWrite, StoredDraft, StoredRequest, StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook,
     WorkLevels, WorkQuery, WorkRow, WriteOutcome,
 };
-use crate::{Result, Store, StoreTx, admin, keepalive, outbox, runs, timers};
+use crate::{Result, Store, StoreTx, admin, keepalive, outbox, runs, timers, write};
 
 /// Which database is behind the pool: the SQL differs only in row locking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,7 +328,7 @@ impl Store for SqlStore {
     async fn write_run(&self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
         if self.dialect == Dialect::Postgres {
             let mut connection = self.lend().await?;
-            return runs::write_in_one_statement(&mut connection, org, write).await;
+            return write::write_in_one_statement(&mut connection, org, write).await;
         }
         let mut tx = self.begin().await?;
         let outcome = tx.write_run(org, write).await?;
@@ -466,8 +466,8 @@ impl StoreTx for SqlTx {
 
     async fn write_run(&mut self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
         match self.dialect {
-            Dialect::Postgres => runs::write_in_one_statement(&mut self.tx, org, write).await,
-            Dialect::Sqlite => runs::write_in_steps(&mut self.tx, org, write).await,
+            Dialect::Postgres => write::write_in_one_statement(&mut self.tx, org, write).await,
+            Dialect::Sqlite => write::write_in_steps(&mut self.tx, org, write).await,
         }
     }
 
