@@ -199,9 +199,7 @@ def test_sigterm_under_load_finishes_every_call_in_flight_and_exits_0(seeded):
         blocked = Calls()
         with run_locked(database, run_id):
             for _ in range(6):
-                blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
-                                                  {"runId": run_id, "stepId": "pause", "requestId": request_id()},
-                                                  timeout=60))
+                blocked.start(lambda: cancel(api.base, tokens, run_id))
             eventually(lambda: waiting_on_locks(database) >= 6, what="calls waiting on the run's lock")
             api.process.send_signal(signal.SIGTERM)
             eventually(lambda: status(api.base)[0] == 503, timeout=5, what="draining")
@@ -222,23 +220,30 @@ def test_sigterm_under_load_finishes_every_call_in_flight_and_exits_0(seeded):
         load.join()
         assert blocked.failures == [] and load.failures == []
         assert len(blocked.answers) == 6
-        # Each claim was answered in full (the pause step is not an agent's to claim).
-        assert all(answer["ok"] is False and answer["error"]["code"] for answer in blocked.answers)
+        # Each cancel was answered in full: one cancelled the run, the others then
+        # found it ended.
+        outcomes = sorted(answer["error"]["code"] if answer["ok"] is False else "ok" for answer in blocked.answers)
+        assert outcomes == ["conflict"] * 5 + ["ok"], blocked.answers
         assert sum(answer["answers"] for answer in load.answers) > 0
         assert api.process.wait(timeout=30) == 0
     finally:
         api.close()
 
 
+def cancel(base: str, tokens: dict, run_id: str) -> dict:
+    """An operator's cancel of the run: a write, which waits while the run's row is
+    locked (a refused call reads the run without a lock and does not)."""
+    return rawmcp.call(base, tokens["ops"], "cancel", {"runId": run_id, "reason": "shutdown test",
+                                                       "requestId": request_id()}, timeout=60)
+
+
 @contextmanager
 def call_in_flight(api: Api, database: str, tokens: dict):
-    """A claim held on its run's lock (the run locked by the test) while the block runs."""
+    """A write held on its run's lock (the run locked by the test) while the block runs."""
     run_id = start_pause(api.base, tokens["alice"])
     blocked = Calls()
     with run_locked(database, run_id):
-        blocked.start(lambda: rawmcp.call(api.base, tokens["agent-1"], "claim",
-                                          {"runId": run_id, "stepId": "pause", "requestId": request_id()},
-                                          timeout=60))
+        blocked.start(lambda: cancel(api.base, tokens, run_id))
         eventually(lambda: waiting_on_locks(database) >= 1, what="a call waiting on the run's lock")
         yield
     blocked.join()

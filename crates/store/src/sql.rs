@@ -169,6 +169,15 @@ impl SqlStore {
         self.health.found_dead_count()
     }
 
+    /// The span of a transaction, a child of the current one.
+    fn transaction_span(&self) -> tracing::Span {
+        tracing::info_span!(
+            "db.transaction",
+            otel.kind = "client",
+            db.system.name = self.dialect.system_name(),
+        )
+    }
+
     /// A connection for one piece of work, given back when dropped.
     pub(crate) async fn lend(&self) -> Result<Lent> {
         Ok(self.spare.lend(&self.pool).await?)
@@ -262,11 +271,7 @@ impl Store for SqlStore {
 
     async fn begin(&self) -> Result<SqlTx> {
         // The span lasts as long as the transaction: it ends at commit or rollback.
-        let span = tracing::info_span!(
-            "db.transaction",
-            otel.kind = "client",
-            db.system.name = self.dialect.system_name(),
-        );
+        let span = self.transaction_span();
         let tx = self.lent_tx().instrument(span.clone()).await?;
         Ok(SqlTx {
             tx,
@@ -327,8 +332,12 @@ impl Store for SqlStore {
 
     async fn write_run(&self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
         if self.dialect == Dialect::Postgres {
-            let mut connection = self.lend().await?;
-            return write::write_in_one_statement(&mut connection, org, write).await;
+            // One statement, its own transaction.
+            let written = async {
+                let mut connection = self.lend().await?;
+                write::write_in_one_statement(&mut connection, org, write).await
+            };
+            return written.instrument(self.transaction_span()).await;
         }
         let mut tx = self.begin().await?;
         let outcome = tx.write_run(org, write).await?;
