@@ -152,6 +152,10 @@ pub(crate) async fn write_in_one_statement(
         {
             return Ok(WriteOutcome::AlreadyRecorded);
         }
+        // lock_not_available: another transaction holds the run's row.
+        Err(Error::Database(sqlx::Error::Database(error))) if error.code().as_deref() == Some("55P03") => {
+            return Ok(WriteOutcome::RunChanged);
+        }
         Err(error) => return Err(error),
     };
     let row = rows
@@ -199,12 +203,20 @@ impl Statement {
                      {started_at}, {updated_at}, {doc}, {added}) RETURNING 1)"
                 )
             }
+            // The row is locked without waiting: a statement that waited for a lock
+            // could go on to commit after its caller gave up on it, and a call must
+            // change nothing once it is answered `retry`. A locked row reads as
+            // changed, and the write is made again, at last in a transaction of its
+            // own, which ends with the call.
             Some(revision) => {
                 let revision = query.int(revision);
                 format!(
-                    "changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc}, \
+                    "locked AS (SELECT 1 FROM runs WHERE org_id = {org} AND id = {run_bind} \
+                     AND revision = {revision} FOR UPDATE NOWAIT), \
+                     changed AS (UPDATE runs SET state = {state}, updated_at = {updated_at}, doc = {doc}, \
                      pieces = pieces + {added}, revision = revision + 1 \
-                     WHERE org_id = {org} AND id = {run_bind} AND revision = {revision} RETURNING 1)"
+                     WHERE org_id = {org} AND id = {run_bind} AND revision = {revision} \
+                     AND EXISTS (SELECT 1 FROM locked) RETURNING 1)"
                 )
             }
         };

@@ -161,3 +161,36 @@ async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
     );
     db.drop_database().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_finds_a_run_locked_elsewhere_changed_at_once_and_writes_nothing() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut setup = db.store.begin().await.expect("begin");
+    setup
+        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
+        .await
+        .expect("put");
+    setup.commit().await.expect("commit");
+
+    // Another transaction holds the run's row. A statement that waited for it could
+    // commit after its caller was answered; the write says the run changed instead.
+    let mut holder = db.store.begin().await.expect("begin");
+    holder.lock_run("o", "r_1", None).await.expect("lock").expect("run");
+    let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
+    changed.doc = "{\"changed\":true}".to_owned();
+    let write = crate::support::bare(&changed, Some(0), None);
+    let outcome = tokio::time::timeout(Duration::from_secs(2), db.store.write_run("o", &write))
+        .await
+        .expect("answered without waiting for the lock")
+        .expect("write");
+    assert_eq!(outcome, agentprocess_store::WriteOutcome::RunChanged);
+    drop(holder);
+    let (run, _) = db
+        .store
+        .run_for_write("o", "r_1", "q")
+        .await
+        .expect("read")
+        .expect("run");
+    assert_eq!((run.revision, run.doc.as_str()), (0, "{\"id\":\"r_1\"}"));
+    db.drop_database().await;
+}
