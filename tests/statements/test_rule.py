@@ -35,6 +35,27 @@ SCHEMA = rule.Schema.from_migrations(REPO / "migrations")
     "SELECT version FROM _sqlx_migrations WHERE success",
     "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = $1",
     "/* all organizations: the reconciler reads every timer */ SELECT org_id, run_id FROM timers",
+    # A run's write in one statement (crates/store/src/write.rs), each part gated on the
+    # first and selecting the organization's bind.
+    "WITH locked AS (SELECT 1 FROM runs WHERE org_id = $1 AND id = $2 AND revision = $3 FOR UPDATE NOWAIT), "
+    "changed AS (UPDATE runs SET doc = $4, revision = revision + 1 WHERE org_id = $1 AND id = $2 "
+    "AND revision = $3 AND EXISTS (SELECT 1 FROM locked) RETURNING 1), "
+    "gone AS (DELETE FROM work_index WHERE org_id = $1 AND run_id = $2 AND step_id IN ($5) "
+    "AND EXISTS (SELECT 1 FROM changed)), "
+    "work AS (INSERT INTO work_index (org_id, run_id, step_id, kind) SELECT $1, v.column2, v.column3, v.column4 "
+    "FROM changed, (VALUES ($1, $2, $6, $7)) AS v ON CONFLICT (org_id, run_id, step_id) DO UPDATE SET kind = excluded.kind), "
+    "recorded AS (INSERT INTO idempotency (org_id, request_id, tool, args_hash, result, created_at) "
+    "SELECT $1, v.column2, v.column3, v.column4, v.column5, v.column6 FROM changed, (VALUES ($1, $8, $9, $10, $11, $12)) AS v), "
+    "noticed AS (INSERT INTO notifications (org_id, id, run_id, event, body, created_at, trace_parent) "
+    "SELECT $1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7 "
+    "FROM changed, (VALUES ($1, $13, $2, $14, $15, $16, $17)) AS v RETURNING id, created_at), "
+    "delivered AS (INSERT INTO deliveries (org_id, notification_id, webhook_id, status, attempts, next_at, updated_at) "
+    "SELECT $1, n.id, w.id, 'pending', 0, n.created_at, n.created_at FROM noticed n JOIN webhooks w ON w.org_id = $1 "
+    "RETURNING 1) SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM delivered) AS deliveries",
+    "WITH changed AS (INSERT INTO runs (org_id, id, doc) VALUES ($1, $2, $3) RETURNING 1), "
+    "inputs AS (INSERT INTO run_inputs (org_id, run_id, field, value_hash, started_at) "
+    "SELECT $1, v.column2, v.column3, v.column4, v.column5 FROM changed, (VALUES ($1, $2, $4, $5, $6)) AS v) "
+    "SELECT (SELECT count(*) FROM changed) AS changed, 0 AS deliveries",
 ])
 def test_statements_that_name_one_organization_pass(sql):
     assert rule.problems(sql, SCHEMA) == []

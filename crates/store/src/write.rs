@@ -229,9 +229,14 @@ impl Statement {
     }
 
     /// `name AS (insert rows…)`: the rows are inserted only if the run's row was written.
-    fn insert(&mut self, name: &str, insert: &str, values: &str, rest: &str) {
+    /// Each of `values` has `width` columns, the organization first; the organization
+    /// is selected as the bind itself, so that the statement names it for the row.
+    fn insert(&mut self, name: &str, (insert, width): (&str, usize), values: &str, rest: &str) {
+        let columns: Vec<String> = (2..=width).map(|column| format!("v.column{column}")).collect();
         self.parts.push(format!(
-            "{name} AS ({insert} SELECT v.* FROM changed, (VALUES {values}) AS v {rest})"
+            "{name} AS ({insert} SELECT {}, {} FROM changed, (VALUES {values}) AS v {rest})",
+            self.org,
+            columns.join(", ")
         ));
     }
 
@@ -258,15 +263,15 @@ impl Statement {
         if write.revision.is_none()
             && let Some(values) = inputs_values(&mut self.query, &org, &run_bind, run)
         {
-            self.insert("inputs", INPUTS_INSERT, &values, "");
+            self.insert("inputs", (INPUTS_INSERT, 5), &values, "");
         }
         if let Some(values) = pieces_values(&mut self.query, &org, &run_bind, &run.pieces) {
-            self.insert("apart", PIECES_INSERT, &values, "");
+            self.insert("apart", (PIECES_INSERT, 4), &values, "");
         }
         self.remove("gone", "work_index", "step_id", &run.gone);
         if !run.work.is_empty() {
             let values = work_values(&mut self.query, &org, &run.work);
-            self.insert("work", WORK_INSERT, &values, WORK_UPSERT);
+            self.insert("work", (WORK_INSERT, 12), &values, WORK_UPSERT);
         }
     }
 
@@ -287,7 +292,7 @@ impl Statement {
             }));
             self.insert(
                 "timed",
-                crate::timers::TIMER_INSERT,
+                (crate::timers::TIMER_INSERT, 5),
                 &values,
                 crate::timers::TIMER_UPSERT,
             );
@@ -306,11 +311,11 @@ impl Statement {
                     query.optional_text(entry.address.as_deref()),
                 ]
             }));
-            self.insert("audited", crate::directory::AUDIT_INSERT, &values, "");
+            self.insert("audited", (crate::directory::AUDIT_INSERT, 8), &values, "");
         }
         if let Some(request) = &write.request {
             let values = format!("({})", request_values(&mut self.query, &org, request).join(", "));
-            self.insert("recorded", REQUEST_INSERT, &values, "");
+            self.insert("recorded", (REQUEST_INSERT, 6), &values, "");
         }
     }
 
@@ -335,7 +340,7 @@ impl Statement {
         }));
         self.insert(
             "noticed",
-            crate::outbox::NOTIFICATION_INSERT,
+            (crate::outbox::NOTIFICATION_INSERT, 7),
             &values,
             "RETURNING id, created_at",
         );
