@@ -7,9 +7,8 @@
 //! costs one round trip after the read. If another write changed the run meanwhile,
 //! nothing was written, and the write is made again ([`on_run`]): once more the same
 //! way, then holding the run's lock from the start (`SELECT … FOR UPDATE`), under
-//! which nothing can change it. A
-//! write that needs a transaction before it writes (one citing uploads) takes the lock
-//! then, and goes on only if the run is still as read.
+//! which nothing can change it. A write that needs a transaction before it writes (one
+//! citing uploads) takes the lock then, and goes on only if the run is still as read.
 //!
 //! The `requestId`'s record is written with the change. Its primary key decides a race
 //! between two writes with one `requestId`: the second's insert waits for the first to
