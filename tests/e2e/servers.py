@@ -22,6 +22,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import citus
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("AGENTPROCESS_BIN_DIR", REPO / "target" / "debug"))
 # The official conformance fixtures, from the protocol's repository beside this one.
@@ -202,7 +204,12 @@ def seed_postgres(folders: list[Path], with_check: bool = False,
     database = f"e2e_{secrets.token_hex(6)}"
     psql(f"CREATE DATABASE {database}", base=pg)
     url = f"{pg or PG}/{database}"
+    sharded = pg is None and citus.enabled()
+    if sharded:
+        citus.step("prepare", HARNESS_PG, database)
     admin(url, "migrate")
+    if sharded:
+        citus.step("distribute", HARNESS_PG, database)
     admin(url, "create-org", "acme", "--name", "Acme")
     tokens, persons = {}, {}
     for name, (kind, person, groups) in IDENTITIES.items():
@@ -292,6 +299,8 @@ def drop(server: Server) -> None:
     server.stop()
     if server.database:
         psql(f"DROP DATABASE IF EXISTS {server.database} WITH (FORCE)")
+        if citus.enabled():
+            citus.step("drop", HARNESS_PG, server.database)
     if os.environ.get("AGENTPROCESS_E2E_KEEP"):
         print(f"kept {server.workdir}")
     else:

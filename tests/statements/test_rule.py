@@ -111,8 +111,8 @@ def test_a_unique_key_without_org_id_is_found(tmp_path):
     assert sorted(schema.keys_without_org()) == ["items: items_by_name (name)", "items: primary key (id)"]
 
 
-def test_the_operations_guide_distributes_exactly_these_tables():
-    guide = (REPO / "docs" / "operations.md").read_text()
+def test_the_distribution_script_distributes_exactly_these_tables():
+    guide = (REPO / "deploy" / "citus" / "distribute.sql").read_text()
     distributed = set(re.findall(r"create_distributed_table\('(\w+)', 'org_id'\)", guide))
     reference = set(re.findall(r"create_reference_table\('(\w+)'\)", guide))
     assert distributed == SCHEMA.distributed()

@@ -358,16 +358,8 @@ impl Service {
         change: Change<'_>,
     ) -> Result<Written, Error> {
         let (row, _) = self.run_row(&change)?;
-        let outgoing = self.outgoing(Some(&mut *tx), org, change.transition).await?;
-        let trace_parent = trace_parent();
-        let write = self.run_write(
-            org,
-            &row,
-            Some(revision),
-            change.transition,
-            &outgoing,
-            trace_parent.as_deref(),
-        );
+        let beside = self.beside(Some(&mut *tx), org, change.transition).await?;
+        let write = self.run_write(org, &row, Some(revision), change.transition, &beside);
         match tx.write_run(org, &write).await.map_err(retry)? {
             WriteOutcome::Written { deliveries } => Ok(Written { deliveries }),
             WriteOutcome::RunChanged => Err(retry("a run changed while its lock was held")),
@@ -404,17 +396,9 @@ impl Service {
                 (&own_row, None)
             }
         };
-        let outgoing = self.outgoing(hold.tx.as_mut(), org, change.transition).await?;
-        let trace_parent = trace_parent();
+        let beside = self.beside(hold.tx.as_mut(), org, change.transition).await?;
         let revision = hold.run.as_ref().map(|(_, revision)| *revision);
-        let mut write = self.run_write(
-            org,
-            row,
-            revision,
-            change.transition,
-            &outgoing,
-            trace_parent.as_deref(),
-        );
+        let mut write = self.run_write(org, row, revision, change.transition, &beside);
         write.audit = std::mem::take(&mut hold.audit);
         write.request = request;
         let Some(mut tx) = hold.tx else {
@@ -427,6 +411,15 @@ impl Service {
         Ok(outcome)
     }
 
+    /// What a change writes beside its run's row, gathered before the write is built
+    /// (its notifications need the directory).
+    async fn beside(&self, tx: Option<&mut SqlTx>, org: &str, transition: &Transition) -> Result<Beside, Error> {
+        Ok(Beside {
+            outgoing: self.outgoing(tx, org, transition).await?,
+            trace_parent: trace_parent(),
+        })
+    }
+
     /// The store's write of a change: the run's row and the change's timers and
     /// notifications. `revision`: the one the run was read at (`None`: a new run).
     fn run_write<'a>(
@@ -435,9 +428,9 @@ impl Service {
         row: &'a RunRow,
         revision: Option<i64>,
         transition: &'a Transition,
-        outgoing: &'a [Outgoing],
-        trace_parent: Option<&'a str>,
+        beside: &'a Beside,
     ) -> RunWrite<'a> {
+        let (outgoing, trace_parent) = (&beside.outgoing, beside.trace_parent.as_deref());
         let run = &transition.run;
         let mut write = RunWrite::new(row, revision);
         for effect in &transition.effects {
@@ -636,6 +629,12 @@ impl Service {
             WriteOutcome::RunChanged => Err(run_changed()),
         }
     }
+}
+
+/// The notifications of a change and the trace its timers and deliveries continue.
+struct Beside {
+    outgoing: Vec<Outgoing>,
+    trace_parent: Option<String>,
 }
 
 /// The `traceparent` of the current call: a timer (and a webhook delivery) continues

@@ -62,6 +62,10 @@ impl Spare {
     /// A connection: a kept one if there is one, else the first of one given back and
     /// one from `pool`.
     pub(crate) async fn lend(self: &Arc<Self>, pool: &AnyPool) -> Result<Lent, sqlx::Error> {
+        // Nothing is ever kept to hand over: the pool's own queue is the only one.
+        if !self.keeps {
+            return Ok(self.lent(pool.acquire().await?));
+        }
         if self.health.suspected() {
             self.give_all_back();
         }

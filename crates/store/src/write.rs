@@ -148,7 +148,7 @@ pub(crate) async fn write_in_one_statement(
     let rows = match query.fetch(connection).await {
         Ok(rows) => rows,
         Err(Error::Database(sqlx::Error::Database(error)))
-            if error.is_unique_violation() && error.constraint() == Some("idempotency_pkey") =>
+            if request_taken(error.code().as_deref(), error.constraint(), error.message()) =>
         {
             return Ok(WriteOutcome::AlreadyRecorded);
         }
@@ -167,6 +167,31 @@ pub(crate) async fn write_in_one_statement(
     let deliveries: i64 = row.try_get("deliveries")?;
     Ok(WriteOutcome::Written {
         deliveries: u64::try_from(deliveries).unwrap_or(0),
+    })
+}
+
+/// Whether a write failed on its `requestId`'s record, taken by another write: a
+/// unique violation of the idempotency table's primary key.
+///
+/// On Citus the constraint is a shard's, named with the shard's number
+/// (`idempotency_pkey_102186`), and an `INSERT … SELECT` that the coordinator runs by
+/// pulling its rows and copying them to the worker re-raises the worker's error
+/// without its SQLSTATE (`XX000`) or constraint: only its words name them.
+fn request_taken(code: Option<&str>, constraint: Option<&str>, message: &str) -> bool {
+    const VIOLATES: &str = "duplicate key value violates unique constraint \"";
+    let named = || message.strip_prefix(VIOLATES)?.split('"').next();
+    let constraint = match code {
+        Some("23505") => constraint.or_else(named),
+        Some("XX000") => named(),
+        _ => None,
+    };
+    constraint.is_some_and(|name| {
+        name.strip_prefix("idempotency_pkey").is_some_and(|shard| {
+            shard.is_empty()
+                || shard
+                    .strip_prefix('_')
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
     })
 }
 
@@ -418,4 +443,48 @@ fn work_values(query: &mut Query, org_bind: &str, rows: &[WorkRow]) -> String {
         })
         .collect();
     tuples.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::request_taken;
+
+    #[test]
+    fn the_request_ids_record_taken_is_known_on_postgresql_and_on_citus() {
+        let words = |name: &str| format!("duplicate key value violates unique constraint \"{name}\"");
+        // PostgreSQL.
+        assert!(request_taken(
+            Some("23505"),
+            Some("idempotency_pkey"),
+            &words("idempotency_pkey")
+        ));
+        // Citus, a statement routed to the shard: the shard's constraint.
+        assert!(request_taken(
+            Some("23505"),
+            Some("idempotency_pkey_102186"),
+            &words("idempotency_pkey_102186")
+        ));
+        assert!(request_taken(Some("23505"), None, &words("idempotency_pkey_102186")));
+        // Citus, an INSERT … SELECT copied through the coordinator: only the words.
+        assert!(request_taken(Some("XX000"), None, &words("idempotency_pkey_102186")));
+        // Other constraints, other errors.
+        assert!(!request_taken(
+            Some("23505"),
+            Some("timers_pkey"),
+            &words("timers_pkey")
+        ));
+        assert!(!request_taken(
+            Some("23505"),
+            Some("idempotency_pkeyx"),
+            &words("idempotency_pkeyx")
+        ));
+        assert!(!request_taken(
+            Some("23505"),
+            Some("idempotency_pkey_"),
+            &words("idempotency_pkey_")
+        ));
+        assert!(!request_taken(Some("XX000"), None, "could not connect to worker"));
+        assert!(!request_taken(Some("XX000"), None, &words("work_index_pkey_102300")));
+        assert!(!request_taken(Some("40001"), None, &words("idempotency_pkey")));
+    }
 }

@@ -1,8 +1,10 @@
 //! Test support: a fresh database per test, a temporary SQLite file or a new
 //! PostgreSQL database (dropped at the end) on the server named by
 //! `AGENTPROCESS_TEST_PG`, and [`on_both!`] to run one test body on each; and the
-//! test-double evaluator of the check-1 profile ([`evaluator`]).
+//! test-double evaluator of the check-1 profile ([`evaluator`]). The PostgreSQL
+//! databases can be on a Citus cluster instead (`citus`).
 
+mod citus;
 pub mod evaluator;
 
 pub use agentprocess_store::Dialect;
@@ -59,11 +61,19 @@ impl TestDb {
             Dialect::Postgres => {
                 let name = random_name("test_");
                 pg_admin(&format!("CREATE DATABASE {name}")).await;
+                if !citus::workers().is_empty() {
+                    citus::step("prepare", &name).await;
+                }
                 (format!("{}/{name}", pg_server()), Cleanup::Database(name))
             }
         };
         let store = SqlStore::connect(&url, 8).await.expect("connect");
         store.migrate().await.expect("migrate");
+        if let Cleanup::Database(name) = &cleanup
+            && !citus::workers().is_empty()
+        {
+            citus::step("distribute", name).await;
+        }
         Self { store, url, cleanup }
     }
 
@@ -76,7 +86,12 @@ impl TestDb {
                     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
                 }
             }
-            Cleanup::Database(name) => pg_admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await,
+            Cleanup::Database(name) => {
+                pg_admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+                if !citus::workers().is_empty() {
+                    citus::step("drop", &name).await;
+                }
+            }
         }
     }
 }
