@@ -36,7 +36,7 @@ pub use model::{
     WriteOutcome,
 };
 pub use retention::Purge;
-pub use sql::{Dialect, SqlStore, SqlTx};
+pub use sql::{Dialect, SqlStore, SqlTx, Writes};
 
 /// What can go wrong in the store. The service turns every one into `retry` for the
 /// caller and logs the cause.

@@ -42,12 +42,26 @@ impl Dialect {
     }
 }
 
+/// How a run's write reaches the database ([`crate::write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// One statement, its own transaction: plain PostgreSQL.
+    OneStatement,
+    /// Statement by statement in a transaction: SQLite, and Citus. Citus routes a
+    /// statement with an `INSERT` in a `WITH` part to no single shard: it runs each
+    /// part from the coordinator in turn, over two connections to the worker, and
+    /// commits them in two phases, where a transaction of single-shard statements
+    /// goes to the worker as it is and commits in one.
+    InSteps,
+}
+
 /// The store over a sqlx pool.
 #[derive(Debug, Clone)]
 pub struct SqlStore {
     /// In an `Arc` so that the pool's health checks can hold it weakly.
     pub(crate) pool: Arc<AnyPool>,
     dialect: Dialect,
+    writes: Writes,
     health: Health,
     /// Connections kept between loans, given back to the pool only when something was
     /// left unfinished on them (crate::lent).
@@ -137,12 +151,46 @@ impl SqlStore {
         let pool = Arc::new(pool);
         health.watch(&pool);
         let spare = Spare::new(health.clone(), dialect == Dialect::Postgres);
-        Ok(Self {
+        let mut store = Self {
             pool,
             dialect,
+            writes: Writes::InSteps,
             health,
             spare,
-        })
+        };
+        if dialect == Dialect::Postgres {
+            store.writes = if store.on_citus().await? {
+                tracing::info!("the database is a Citus cluster's: runs are written statement by statement");
+                Writes::InSteps
+            } else {
+                Writes::OneStatement
+            };
+        }
+        Ok(store)
+    }
+
+    /// Whether the database has the Citus extension, whose tables may be distributed.
+    async fn on_citus(&self) -> Result<bool> {
+        let mut connection = self.lend().await?;
+        let citus: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_extension WHERE extname = 'citus'")
+            .fetch_one(&mut *connection)
+            .await?;
+        Ok(citus > 0)
+    }
+
+    /// How runs are written here: chosen at connect, by the database.
+    pub fn writes(&self) -> Writes {
+        self.writes
+    }
+
+    /// The same store, writing runs as `writes` says (tests hold both shapes on
+    /// PostgreSQL); SQLite writes statement by statement whatever is asked.
+    #[must_use]
+    pub fn with_writes(mut self, writes: Writes) -> Self {
+        if self.dialect == Dialect::Postgres {
+            self.writes = writes;
+        }
+        self
     }
 
     /// Applies every migration in `migrations/` not yet applied, then (on PostgreSQL)
@@ -276,6 +324,7 @@ impl Store for SqlStore {
         Ok(SqlTx {
             tx,
             dialect: self.dialect,
+            writes: self.writes,
             _span: span,
         })
     }
@@ -331,7 +380,7 @@ impl Store for SqlStore {
     }
 
     async fn write_run(&self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
-        if self.dialect == Dialect::Postgres {
+        if self.writes == Writes::OneStatement {
             // One statement, its own transaction.
             let written = async {
                 let mut connection = self.lend().await?;
@@ -434,6 +483,7 @@ impl Store for SqlStore {
 pub struct SqlTx {
     tx: LentTx,
     dialect: Dialect,
+    writes: Writes,
     _span: tracing::Span,
 }
 
@@ -474,9 +524,9 @@ impl StoreTx for SqlTx {
     }
 
     async fn write_run(&mut self, org: &str, write: &RunWrite<'_>) -> Result<WriteOutcome> {
-        match self.dialect {
-            Dialect::Postgres => write::write_in_one_statement(&mut self.tx, org, write).await,
-            Dialect::Sqlite => write::write_in_steps(&mut self.tx, org, write).await,
+        match self.writes {
+            Writes::OneStatement => write::write_in_one_statement(&mut self.tx, org, write).await,
+            Writes::InSteps => write::write_in_steps(&mut self.tx, org, write).await,
         }
     }
 

@@ -45,7 +45,9 @@ fn inputs_values(query: &mut Query, org_bind: &str, run_bind: &str, run: &RunRow
     })))
 }
 
-/// Writes `write` statement by statement, inside the caller's transaction (SQLite).
+/// Writes `write` statement by statement, inside the caller's transaction (SQLite, and
+/// Citus: [`crate::Writes::InSteps`]). The run's row is updated first, so the rest waits
+/// for its lock.
 pub(crate) async fn write_in_steps(
     connection: &mut AnyConnection,
     org: &str,

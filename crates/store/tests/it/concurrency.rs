@@ -7,23 +7,27 @@
 use std::time::Duration;
 
 use agentprocess_engine::RunState;
-use agentprocess_store::{Dialect, NewRequest, SqlTx, Store, StoreTx};
+use agentprocess_store::{Dialect, NewRequest, SqlTx, Store, StoreTx, Writes};
 use tokio::task::JoinHandle;
 
 use crate::support::{PutRun as _, TestDb, run_row};
 
-/// Waits until some backend of the test's database waits on a lock.
+/// Waits until some backend of the test's database waits on a lock (on a Citus
+/// cluster, a worker's backend, which `citus_lock_waits` shows).
 async fn someone_waits(db: &TestDb) {
     use sqlx::Connection as _;
     let mut connection = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let waits = if db.store.writes() == Writes::InSteps {
+        "SELECT count(*) FROM citus_lock_waits"
+    } else {
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE NOT l.granted AND a.datname = current_database()"
+    };
     for _ in 0..500 {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-             WHERE NOT l.granted AND a.datname = current_database()",
-        )
-        .fetch_one(&mut connection)
-        .await
-        .expect("pg_locks");
+        let waiting: i64 = sqlx::query_scalar(waits)
+            .fetch_one(&mut connection)
+            .await
+            .expect("lock waits");
         if waiting > 0 {
             return;
         }
@@ -179,12 +183,44 @@ async fn a_write_finds_a_run_locked_elsewhere_changed_at_once_and_writes_nothing
     let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     changed.doc = "{\"changed\":true}".to_owned();
     let write = crate::support::bare(&changed, Some(0), None);
-    let outcome = tokio::time::timeout(Duration::from_secs(2), db.store.write_run("o", &write))
+    let store = db.store.clone().with_writes(Writes::OneStatement);
+    let outcome = tokio::time::timeout(Duration::from_secs(2), store.write_run("o", &write))
         .await
         .expect("answered without waiting for the lock")
         .expect("write");
     assert_eq!(outcome, agentprocess_store::WriteOutcome::RunChanged);
     drop(holder);
+    assert_unchanged(&db).await;
+    db.drop_database().await;
+}
+
+/// Written statement by statement (as on Citus), a write waits for the run's lock, in
+/// a transaction of its own: given up while it waits, it changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_steps_given_up_while_it_waits_for_the_run_writes_nothing() {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut setup = db.store.begin().await.expect("begin");
+    setup
+        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
+        .await
+        .expect("put");
+    setup.commit().await.expect("commit");
+
+    let mut holder = db.store.begin().await.expect("begin");
+    holder.lock_run("o", "r_1", None).await.expect("lock").expect("run");
+    let changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
+    let write = crate::support::bare(&changed, Some(0), None);
+    let store = db.store.clone().with_writes(Writes::InSteps);
+    let waiting = tokio::time::timeout(Duration::from_millis(500), store.write_run("o", &write)).await;
+    assert!(waiting.is_err(), "the write waits for the run's lock");
+    drop(holder);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_unchanged(&db).await;
+    db.drop_database().await;
+}
+
+/// The run `r_1` as it was made: revision 0, its first document.
+async fn assert_unchanged(db: &TestDb) {
     let (run, _) = db
         .store
         .run_for_write("o", "r_1", "q")
@@ -192,5 +228,4 @@ async fn a_write_finds_a_run_locked_elsewhere_changed_at_once_and_writes_nothing
         .expect("read")
         .expect("run");
     assert_eq!((run.revision, run.doc.as_str()), (0, "{\"id\":\"r_1\"}"));
-    db.drop_database().await;
 }

@@ -82,6 +82,15 @@ async fn state(db: &TestDb) -> (String, i64, Vec<String>, usize, usize, usize, [
 }
 
 on_both!(a_write_is_made_whole_or_not_at_all, whole_or_nothing);
+
+/// The same on PostgreSQL written statement by statement, as on Citus.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_steps_on_postgresql_is_made_whole_or_not_at_all() {
+    let mut db = TestDb::new(agentprocess_store::Dialect::Postgres).await;
+    db.store = db.store.clone().with_writes(agentprocess_store::Writes::InSteps);
+    whole_or_nothing(&db).await;
+    db.drop_database().await;
+}
 async fn whole_or_nothing(db: &TestDb) {
     let store = &db.store;
     let mut tx = store.begin().await.expect("begin");
