@@ -87,16 +87,7 @@ async fn a_concurrent_request_id_is_recorded_when_the_first_rolls_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
-    let db = TestDb::new(Dialect::Postgres).await;
-    let mut setup = db.store.begin().await.expect("begin");
-    setup
-        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
-        .await
-        .expect("put");
-    setup.commit().await.expect("commit");
-
-    let mut first = db.store.begin().await.expect("begin");
-    first.lock_run("o", "r_1", None).await.expect("lock").expect("run");
+    let (db, mut first) = a_run_locked().await;
     let store = db.store.clone();
     let second = tokio::spawn(async move {
         let mut tx = store.begin().await.expect("begin");
@@ -168,18 +159,9 @@ async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_finds_a_run_locked_elsewhere_changed_at_once_and_writes_nothing() {
-    let db = TestDb::new(Dialect::Postgres).await;
-    let mut setup = db.store.begin().await.expect("begin");
-    setup
-        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
-        .await
-        .expect("put");
-    setup.commit().await.expect("commit");
-
     // Another transaction holds the run's row. A statement that waited for it could
     // commit after its caller was answered; the write says the run changed instead.
-    let mut holder = db.store.begin().await.expect("begin");
-    holder.lock_run("o", "r_1", None).await.expect("lock").expect("run");
+    let (db, holder) = a_run_locked().await;
     let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     changed.doc = "{\"changed\":true}".to_owned();
     let write = crate::support::bare(&changed, Some(0), None);
@@ -198,16 +180,7 @@ async fn a_write_finds_a_run_locked_elsewhere_changed_at_once_and_writes_nothing
 /// a transaction of its own: given up while it waits, it changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_in_steps_given_up_while_it_waits_for_the_run_writes_nothing() {
-    let db = TestDb::new(Dialect::Postgres).await;
-    let mut setup = db.store.begin().await.expect("begin");
-    setup
-        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
-        .await
-        .expect("put");
-    setup.commit().await.expect("commit");
-
-    let mut holder = db.store.begin().await.expect("begin");
-    holder.lock_run("o", "r_1", None).await.expect("lock").expect("run");
+    let (db, holder) = a_run_locked().await;
     let changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     let write = crate::support::bare(&changed, Some(0), None);
     let store = db.store.clone().with_writes(Writes::InSteps);
@@ -217,6 +190,20 @@ async fn a_write_in_steps_given_up_while_it_waits_for_the_run_writes_nothing() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_unchanged(&db).await;
     db.drop_database().await;
+}
+
+/// A database with run `r_1`, and a transaction holding its lock.
+async fn a_run_locked() -> (TestDb, SqlTx) {
+    let db = TestDb::new(Dialect::Postgres).await;
+    let mut setup = db.store.begin().await.expect("begin");
+    setup
+        .put_run("o", &run_row("r_1", "p", RunState::Active, 1, &[]), true, None)
+        .await
+        .expect("put");
+    setup.commit().await.expect("commit");
+    let mut holder = db.store.begin().await.expect("begin");
+    holder.lock_run("o", "r_1", None).await.expect("lock").expect("run");
+    (db, holder)
 }
 
 /// The run `r_1` as it was made: revision 0, its first document.
