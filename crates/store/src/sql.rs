@@ -42,7 +42,7 @@ impl Dialect {
     }
 }
 
-/// How a run's write reaches the database ([`crate::write`]).
+/// How a run's write reaches the database (`write.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Writes {
     /// One statement, its own transaction: plain PostgreSQL.
