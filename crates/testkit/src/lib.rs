@@ -61,17 +61,13 @@ impl TestDb {
             Dialect::Postgres => {
                 let name = random_name("test_");
                 pg_admin(&format!("CREATE DATABASE {name}")).await;
-                if !citus::workers().is_empty() {
-                    citus::step("prepare", &name).await;
-                }
+                citus::step("prepare", &name).await;
                 (format!("{}/{name}", pg_server()), Cleanup::Database(name))
             }
         };
         let store = SqlStore::connect(&url, 8).await.expect("connect");
         store.migrate().await.expect("migrate");
-        if let Cleanup::Database(name) = &cleanup
-            && !citus::workers().is_empty()
-        {
+        if let Cleanup::Database(name) = &cleanup {
             citus::step("distribute", name).await;
         }
         Self { store, url, cleanup }
@@ -88,9 +84,7 @@ impl TestDb {
             }
             Cleanup::Database(name) => {
                 pg_admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-                if !citus::workers().is_empty() {
-                    citus::step("drop", &name).await;
-                }
+                citus::step("drop", &name).await;
             }
         }
     }

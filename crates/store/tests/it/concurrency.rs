@@ -17,7 +17,11 @@ use crate::support::{PutRun as _, TestDb, run_row};
 async fn someone_waits(db: &TestDb) {
     use sqlx::Connection as _;
     let mut connection = sqlx::PgConnection::connect(&db.url).await.expect("connect");
-    let waits = if db.store.writes() == Writes::InSteps {
+    let citus: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")
+        .fetch_one(&mut connection)
+        .await
+        .expect("pg_extension");
+    let waits = if citus > 0 {
         "SELECT count(*) FROM citus_lock_waits"
     } else {
         "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
