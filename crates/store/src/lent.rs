@@ -15,6 +15,12 @@
 //! on a kept connection is harmless to the next borrower: sqlx reads the rest of its
 //! answer before the next statement.
 //!
+//! A borrower that finds nothing kept waits for whichever comes first: a connection
+//! given back, or one from the pool. Below its size the pool opens one for that, and
+//! when one given back comes first the opening goes on and its connection is kept:
+//! dropped half-opened, it was a backend started and torn down for nothing, again and
+//! again under load, and the pool never grew.
+//!
 //! A kept connection idle for a while is checked before it is lent
 //! ([`Health::before_use`], as the pool checks its own idle connections); while
 //! connections are suspected, the kept ones all go back to the pool. SQLite's one
@@ -100,17 +106,49 @@ impl Spare {
                 // Whichever comes first; a connection handed to a borrower that went
                 // to the pool instead goes on to the next (see `keep`).
                 Ok(waiting) => {
+                    // Below its size the pool opens a connection for the acquire.
+                    // Dropped half-opened when one given back comes first, it would
+                    // be a backend started and torn down for nothing (hundreds a
+                    // second under load), and the pool would never grow: so the
+                    // acquire goes on, and what it brings is kept.
+                    let opens = pool.size() < pool.options().get_max_connections();
+                    let mut acquiring = Box::pin(pool.acquire());
                     return tokio::select! {
                         handed = waiting => match handed {
-                            Ok(connection) => Ok(self.lent(connection)),
+                            Ok(connection) => {
+                                if opens {
+                                    self.keep_when_acquired(acquiring);
+                                }
+                                Ok(self.lent(connection))
+                            }
                             Err(_) => continue,
                         },
-                        acquired = pool.acquire() => Ok(self.lent(acquired?)),
+                        acquired = &mut acquiring => Ok(self.lent(acquired?)),
                     };
                 }
             }
         }
         Ok(self.lent(pool.acquire().await?))
+    }
+
+    /// Lets an acquire given up by its borrower finish, and keeps (or hands on) what it
+    /// brings; the pool's acquire timeout bounds how long it waits.
+    fn keep_when_acquired(
+        self: &Arc<Self>,
+        acquiring: impl Future<Output = Result<PoolConnection<Any>, sqlx::Error>> + Send + 'static,
+    ) {
+        let spare = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Ok(connection) = acquiring.await {
+                spare.keep(connection);
+            }
+        });
+    }
+
+    /// How many borrowers wait now.
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
+        self.state.lock().map_or(0, |state| state.waiting.len())
     }
 
     /// How many connections are kept now.
@@ -355,6 +393,50 @@ mod tests {
         assert_eq!(*order.lock().expect("order"), ["first", "second", "late"]);
         assert_eq!(store.pool_stats().0, 1, "never more than the pool's one connection");
         store.close().await;
+    }
+
+    /// One try: a borrower waits while the pool opens a connection for it, and the
+    /// connection held is given back first. The pool's connections (open, idle) once
+    /// settled; `None` when the opened one came first, and the try shows nothing.
+    async fn hand_over_while_one_opens() -> Option<(u64, u64)> {
+        let store = store().await;
+        let held_pid = backend(&mut store.lend().await.expect("lend")).await;
+        // Lent again, so that the next borrower finds nothing kept.
+        let held = store.lend().await.expect("lend");
+        let borrower = {
+            let store = store.clone();
+            tokio::spawn(async move { backend(&mut store.lend().await.expect("lend")).await })
+        };
+        while store.spare.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        let borrowed_pid = borrower.await.expect("borrower");
+        let mut stats = store.pool_stats();
+        for _ in 0..100 {
+            if stats == (2, 2) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            stats = store.pool_stats();
+        }
+        store.close().await;
+        (borrowed_pid == held_pid).then_some(stats)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_opened_for_a_borrower_handed_another_first_is_kept() {
+        for _ in 0..10 {
+            if let Some(stats) = hand_over_while_one_opens().await {
+                assert_eq!(
+                    stats,
+                    (2, 2),
+                    "the connection opened for the borrower is kept, not abandoned"
+                );
+                return;
+            }
+        }
+        panic!("in ten tries the connection given back never came before the one opened");
     }
 
     #[tokio::test]
