@@ -106,23 +106,20 @@ impl Spare {
                 // Whichever comes first; a connection handed to a borrower that went
                 // to the pool instead goes on to the next (see `keep`).
                 Ok(waiting) => {
-                    // Below its size the pool opens a connection for the acquire.
-                    // Dropped half-opened when one given back comes first, it would
-                    // be a backend started and torn down for nothing (hundreds a
-                    // second under load), and the pool would never grow: so the
-                    // acquire goes on, and what it brings is kept.
+                    // Below its size the pool opens a connection for the acquire,
+                    // which is not dropped half-opened (see the module's docs).
                     let opens = pool.size() < pool.options().get_max_connections();
                     let mut acquiring = Box::pin(pool.acquire());
                     return tokio::select! {
-                        handed = waiting => match handed {
-                            Ok(connection) => {
-                                if opens {
-                                    self.keep_when_acquired(acquiring);
-                                }
-                                Ok(self.lent(connection))
+                        handed = waiting => {
+                            if opens {
+                                self.keep_when_acquired(acquiring);
                             }
-                            Err(_) => continue,
-                        },
+                            match handed {
+                                Ok(connection) => Ok(self.lent(connection)),
+                                Err(_) => continue,
+                            }
+                        }
                         acquired = &mut acquiring => Ok(self.lent(acquired?)),
                     };
                 }
@@ -407,9 +404,13 @@ mod tests {
             let store = store.clone();
             tokio::spawn(async move { backend(&mut store.lend().await.expect("lend")).await })
         };
-        while store.spare.waiting() == 0 {
-            tokio::task::yield_now().await;
-        }
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while store.spare.waiting() == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the borrower waits");
         drop(held);
         let borrowed_pid = borrower.await.expect("borrower");
         let mut stats = store.pool_stats();
