@@ -71,7 +71,7 @@ enum Frame {
 fn respelled_numbers(text: &str) -> Vec<(Vec<Step>, &str)> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
-    if !bytes.iter().any(|byte| matches!(byte, b'e' | b'E')) {
+    if !any_respelled(text) {
         return found;
     }
     let mut stack: Vec<Frame> = Vec::new();
@@ -109,11 +109,7 @@ fn respelled_numbers(text: &str) -> Vec<(Vec<Step>, &str)> {
                 continue;
             }
             b'-' | b'0'..=b'9' => {
-                let end = at
-                    + bytes[at..]
-                        .iter()
-                        .take_while(|byte| matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                        .count();
+                let end = number_end(bytes, at);
                 let number = &text[at..end];
                 if respelled(number) {
                     found.push((path(&stack), number));
@@ -126,6 +122,37 @@ fn respelled_numbers(text: &str) -> Vec<(Vec<Step>, &str)> {
         at += 1;
     }
     found
+}
+
+/// Whether valid JSON `text` holds a number serde_json spells differently. Most
+/// text holds none, and this pass allocates nothing, so the pass that tracks where
+/// each value is (and copies every key) runs only for text that needs it.
+fn any_respelled(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => at = string_end(bytes, at),
+            b'-' | b'0'..=b'9' => {
+                let end = number_end(bytes, at);
+                if respelled(&text[at..end]) {
+                    return true;
+                }
+                at = end;
+            }
+            _ => at += 1,
+        }
+    }
+    false
+}
+
+/// The index just past the number that starts at `start`.
+fn number_end(bytes: &[u8], start: usize) -> usize {
+    start
+        + bytes[start..]
+            .iter()
+            .take_while(|byte| matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+            .count()
 }
 
 /// The index just past the string that opens at `start`.
@@ -231,6 +258,16 @@ mod tests {
             r#"{"n":[1e+5]}"#
         );
         assert_eq!(to_value(&value).expect("value").to_string(), r#"{"n":[1E5]}"#);
+    }
+
+    #[test]
+    fn only_numbers_outside_strings_send_text_to_the_keyed_pass() {
+        assert!(!any_respelled(
+            r#"{"requestId":"run-1E5-3e4","n":[1e+5,2.5e-3,-7,1080.50]}"#
+        ));
+        assert!(any_respelled(r#"{"id":"x","n":1E5}"#));
+        assert!(any_respelled(r#"[0,"\"",2e5]"#));
+        assert!(!any_respelled(r#"["\\",1e-5]"#));
     }
 
     #[test]

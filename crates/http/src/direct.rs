@@ -6,9 +6,9 @@
 //! or integer id, from a client on a protocol version before 2026-07-28 (no
 //! per-request version, no `Mcp-Method` headers to check), accepting JSON and SSE,
 //! with no `Origin` and a `Host` plainly among the allowed ones. Anything else goes on
-//! to rmcp, which answers it as before. The answer is rmcp's own result type,
-//! serialized by rmcp's serializer, so the two paths answer byte for byte alike (the
-//! tests hold them to that).
+//! to rmcp, which answers it as before. The answer is written from the envelope's
+//! text in the shape of rmcp's own result, so the two paths answer byte for byte
+//! alike (the tests hold them to that).
 
 use agentprocess_mcp::{CallTrace, McpServer};
 use agentprocess_service::Caller;
@@ -80,19 +80,16 @@ impl Direct {
             tracestate: text("tracestate"),
             jsonrpc_id: agentprocess_mcp::request_id(&call.id),
         };
-        match self
+        let body = self
             .server
             .answer_directly(call.spec, caller, arguments, trace, call.id)
-            .await
-        {
-            Some(body) => (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-                body,
-            )
-                .into_response(),
-            None => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        }
+            .await;
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            body,
+        )
+            .into_response()
     }
 }
 

@@ -71,7 +71,7 @@ async fn upload_form(
     caller: &Caller,
     headers: &HeaderMap,
     multipart: Multipart,
-) -> Result<serde_json::Value, agentprocess_service::Error> {
+) -> Result<Box<serde_json::value::RawValue>, agentprocess_service::Error> {
     // Before the body is read: a refused upload costs no more than its headers.
     let _admission = service.admit(&caller.identity, true).await?;
     match read(service, headers, multipart).await {
@@ -87,7 +87,7 @@ async fn upload_form(
             let uploaded = service
                 .upload(caller, &form.file_name, &form.content_type, form.bytes, &write)
                 .await?;
-            agentprocess_format::exact::to_value(&uploaded).map_err(agentprocess_service::Error::internal)
+            serde_json::value::to_raw_value(&uploaded).map_err(agentprocess_service::Error::internal)
         }
         Err(error) => Err(error.into()),
     }

@@ -4,4 +4,4 @@
 pub mod envelope;
 mod server;
 
-pub use server::{CallArguments, CallTrace, McpServer, record_outcome, request_id};
+pub use server::{Answer, CallArguments, CallTrace, McpServer, record_outcome, request_id};

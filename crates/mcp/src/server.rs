@@ -5,7 +5,7 @@ use std::sync::Arc;
 use agentprocess_service::{Caller, Service};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, ServerJsonRpcMessage, ServerResult, Tool,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -121,7 +121,8 @@ impl ServerHandler for McpServer {
             jsonrpc_id: request_id(&context.id),
         };
         let arguments = exact.or(request.arguments).unwrap_or_default();
-        Ok(self.answer(spec, &caller, arguments, trace).await.into())
+        let answer = self.answer(spec, &caller, arguments, trace).await;
+        Ok(answer.into_result()?.into())
     }
 }
 
@@ -140,16 +141,16 @@ pub struct CallTrace {
 }
 
 impl McpServer {
-    /// Runs one tool call for an authenticated caller and gives its MCP result (a
-    /// refusal is a result too, with `isError`). The one path of every `tools/call`,
-    /// whether rmcp or the HTTP layer's direct path received it.
+    /// Runs one tool call for an authenticated caller and gives its answer (a refusal
+    /// is an answer too). The one path of every `tools/call`, whether rmcp or the HTTP
+    /// layer's direct path received it.
     pub async fn answer(
         &self,
         spec: &'static ToolSpec,
         caller: &Caller,
         arguments: serde_json::Map<String, serde_json::Value>,
         trace: CallTrace,
-    ) -> CallToolResult {
+    ) -> Answer {
         let span = tool_span(spec.tool.name(), caller, &trace);
         if let Some(run) = named_run(&arguments) {
             span.record("agentprocess.run", run);
@@ -177,18 +178,15 @@ impl McpServer {
                 "tool call refused"
             );
         }
-        let failed = result.is_err();
-        let body = envelope(result);
-        if failed {
-            CallToolResult::structured_error(body)
-        } else {
-            CallToolResult::structured(body)
+        Answer {
+            failed: result.is_err(),
+            body: envelope(result),
         }
     }
 
     /// The whole JSON-RPC answer to a `tools/call` of `spec`'s tool from a client on
-    /// a protocol version before 2026-07-28, serialized as rmcp would serialize it
-    /// (`None` only if serialization fails).
+    /// a protocol version before 2026-07-28, byte for byte what rmcp's handler would
+    /// send for the same result.
     pub async fn answer_directly(
         &self,
         spec: &'static ToolSpec,
@@ -196,13 +194,75 @@ impl McpServer {
         arguments: serde_json::Map<String, serde_json::Value>,
         trace: CallTrace,
         id: rmcp::model::RequestId,
-    ) -> Option<Vec<u8>> {
-        let mut result = ServerResult::CallToolResult(self.answer(spec, caller, arguments, trace).await);
-        // What rmcp's handler does for a peer on a version before 2026-07-28.
-        result.strip_result_type_for_legacy_peer();
-        result.strip_non_object_output_for_legacy_peer();
-        serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).ok()
+    ) -> Vec<u8> {
+        self.answer(spec, caller, arguments, trace)
+            .await
+            .into_legacy_response(&id)
     }
+}
+
+/// A tool call's answer: its envelope as JSON text, and whether it is a refusal.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    failed: bool,
+    body: Box<serde_json::value::RawValue>,
+}
+
+impl Answer {
+    /// The answer as rmcp's result, the envelope both as text and as structured
+    /// content (the envelope is parsed for rmcp; numbers keep their spelling).
+    pub fn into_result(self) -> Result<CallToolResult, ErrorData> {
+        let body = agentprocess_format::exact::parse(self.body.get())
+            .map_err(|error| ErrorData::internal_error(format!("the answer is not JSON: {error}"), None))?;
+        Ok(if self.failed {
+            CallToolResult::structured_error(body)
+        } else {
+            CallToolResult::structured(body)
+        })
+    }
+
+    /// The JSON-RPC response carrying this answer, as rmcp writes it for a peer on a
+    /// version before 2026-07-28: `CallToolResult::structured` (or `_error`) without
+    /// its `resultType`. Written from the envelope's text, which rmcp would print
+    /// from a parsed copy to the same bytes (the tests hold the two to that).
+    pub fn into_legacy_response(self, id: &rmcp::model::RequestId) -> Vec<u8> {
+        let response = LegacyResponse {
+            jsonrpc: "2.0",
+            id,
+            result: LegacyResult {
+                content: [TextContent {
+                    kind: "text",
+                    text: self.body.get(),
+                }],
+                structured_content: &self.body,
+                is_error: self.failed,
+            },
+        };
+        serde_json::to_vec(&response).expect("a response of strings and printed JSON prints")
+    }
+}
+
+/// rmcp's `ServerJsonRpcMessage::response` of a `CallToolResult`, field for field.
+#[derive(serde::Serialize)]
+struct LegacyResponse<'a> {
+    jsonrpc: &'static str,
+    id: &'a rmcp::model::RequestId,
+    result: LegacyResult<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LegacyResult<'a> {
+    content: [TextContent<'a>; 1],
+    structured_content: &'a serde_json::value::RawValue,
+    is_error: bool,
+}
+
+#[derive(serde::Serialize)]
+struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
 }
 
 /// The span of a tool call (the MCP semantic conventions' server span): a child of the
@@ -252,7 +312,7 @@ fn observe_call(
     span: &tracing::Span,
     tool: &'static str,
     org: &str,
-    result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
+    result: &Result<Box<serde_json::value::RawValue>, agentprocess_engine::ToolError>,
     took: std::time::Duration,
 ) {
     let mut attributes = vec![
@@ -276,13 +336,15 @@ pub fn record_outcome(
     span: &tracing::Span,
     tool: &'static str,
     org: &str,
-    result: &Result<serde_json::Value, agentprocess_engine::ToolError>,
+    result: &Result<Box<serde_json::value::RawValue>, agentprocess_engine::ToolError>,
 ) {
     let outcome = match result {
         Ok(data) => {
             // A new run's id is only known from the answer.
-            if let Some(run) = data.pointer("/run/id").and_then(serde_json::Value::as_str) {
-                span.record("agentprocess.run", run);
+            if tool == "start_run"
+                && let Some(run) = started_run(data)
+            {
+                span.record("agentprocess.run", run.as_str());
             }
             "ok"
         }
@@ -304,4 +366,74 @@ pub fn record_outcome(
             agentprocess_telemetry::labels::organization(org),
         ],
     );
+}
+
+/// The id of the run a `start_run` answer's `data` holds.
+fn started_run(data: &serde_json::value::RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Started {
+        run: Named,
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        id: String,
+    }
+    serde_json::from_str::<Started>(data.get())
+        .ok()
+        .map(|started| started.run.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{NumberOrString, ServerJsonRpcMessage, ServerResult};
+
+    use super::*;
+
+    /// What rmcp's handler sends for `answer` to a peer on a version before 2026-07-28.
+    fn through_rmcp(answer: Answer, id: rmcp::model::RequestId) -> String {
+        let mut result = ServerResult::CallToolResult(answer.into_result().expect("a result"));
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        serde_json::to_string(&ServerJsonRpcMessage::response(result, id)).expect("prints")
+    }
+
+    #[test]
+    fn the_legacy_response_is_written_byte_for_byte_as_rmcp_writes_it() {
+        let bodies = [
+            (
+                false,
+                r#"{"ok":true,"data":{"amount":1.20E3,"tiny":-5e-324,"big":123456789012345678901234567890}}"#,
+            ),
+            (
+                false,
+                r#"{"ok":true,"data":{"text":"Ünïcode, \"quoted\", \\ slash, tab\t, nul \u0000, </script>"}}"#,
+            ),
+            (false, r#"{"ok":true,"data":{"items":[],"nextCursor":null}}"#),
+            (
+                true,
+                r#"{"ok":false,"error":{"code":"invalid","message":"no","issues":["a: required","b: \"x\""]}}"#,
+            ),
+        ];
+        for (failed, body) in bodies {
+            for id in [NumberOrString::Number(7), NumberOrString::String("call-\"3\"".into())] {
+                let answer = Answer {
+                    failed,
+                    body: serde_json::value::RawValue::from_string(body.to_owned()).expect("json"),
+                };
+                let direct = String::from_utf8(answer.clone().into_legacy_response(&id)).expect("utf-8");
+                assert_eq!(direct, through_rmcp(answer, id), "{body}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_started_run_is_named_from_the_answer() {
+        let data = serde_json::value::RawValue::from_string(
+            r#"{"run":{"state":"running","id":"run_1","steps":[{"id":"x"}]},"id":"not this"}"#.to_owned(),
+        )
+        .expect("json");
+        assert_eq!(started_run(&data).as_deref(), Some("run_1"));
+        let other = serde_json::value::RawValue::from_string(r#"{"items":[]}"#.to_owned()).expect("json");
+        assert_eq!(started_run(&other), None);
+    }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use agentprocess_engine::{Actor, AgentBindings, ProcessVersion, Run, StepState, Work, work_items};
 use agentprocess_store::{Store, WorkKind, WorkQuery, WorkRow};
-use agentprocess_views::{AgentWork, Page, PersonWork, WorkEntry};
+use agentprocess_views::{Page, PersonWork, WorkEntry};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::{Caller, Error, Service, cursor, millis};
@@ -46,15 +48,28 @@ impl RunFacts {
 }
 
 impl Service {
-    /// `get_work`.
+    /// `get_work`, each entry as the JSON it is answered with: a ready agent step's
+    /// item as its row stores it, without being parsed and printed again.
     pub async fn get_work(
         &self,
         caller: &Caller,
         limit: u32,
         cursor: Option<&str>,
         process: Option<String>,
-    ) -> Result<Page<WorkEntry>, Error> {
-        Ok(self.work_and_inputs(caller, limit, cursor, process).await?.0)
+    ) -> Result<Page<Box<RawValue>>, Error> {
+        let (page, _) = self.work_and_inputs(caller, limit, cursor, process).await?;
+        let items = page
+            .items
+            .into_iter()
+            .map(|entry| match entry {
+                Entry::Stored(item) => Ok(item.json),
+                Entry::Built(entry) => serde_json::value::to_raw_value(&entry).map_err(Error::internal),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Page {
+            items,
+            next_cursor: page.next_cursor,
+        })
     }
 
     /// A person's inbox: their first `limit` work items, each with its run's inputs
@@ -70,11 +85,11 @@ impl Service {
             .items
             .into_iter()
             .filter_map(|entry| match entry {
-                WorkEntry::Person(item) => {
+                Entry::Built(WorkEntry::Person(item)) => {
                     let of_run = facts.get(&item.run_id).cloned().unwrap_or_default();
                     Some((item, of_run))
                 }
-                WorkEntry::Agent(_) => None,
+                Entry::Built(WorkEntry::Agent(_)) | Entry::Stored(_) => None,
             })
             .collect())
     }
@@ -85,7 +100,7 @@ impl Service {
         limit: u32,
         cursor: Option<&str>,
         process: Option<String>,
-    ) -> Result<(Page<WorkEntry>, Facts), Error> {
+    ) -> Result<(Page<Entry>, Facts), Error> {
         let now = self.now();
         let actor = caller.actor();
         let (kind, groups, person, agent) = match &actor {
@@ -113,19 +128,22 @@ impl Service {
             limit,
         };
         let page = self.store.work(caller.org(), &query).await.map_err(crate::retry)?;
+        let next_cursor = page.next.as_ref().map(cursor::encode);
         // A ready agent step's row carries its item; a person's item (its snapshot is
         // of now) and a step whose lease ended (its item hands on the claim's
         // progress) are built from their runs, read in one query.
-        let stored_item = |row: &WorkRow| {
-            row.item
-                .as_deref()
-                .and_then(|text| serde_json::from_str::<AgentWork>(text).ok())
-        };
-        let mut wanted: Vec<String> = page
+        let rows: Vec<(WorkRow, Option<StoredItem>)> = page
             .items
+            .into_iter()
+            .map(|mut row| {
+                let stored = row.item.take().and_then(StoredItem::read);
+                (row, stored)
+            })
+            .collect();
+        let mut wanted: Vec<String> = rows
             .iter()
-            .filter(|row| stored_item(row).is_none())
-            .map(|row| row.run_id.clone())
+            .filter(|(_, stored)| stored.is_none())
+            .map(|(row, _)| row.run_id.clone())
             .collect();
         wanted.sort();
         wanted.dedup();
@@ -138,11 +156,11 @@ impl Service {
             let loaded = self.with_version(caller.org(), &stored).await?;
             runs.insert(stored.id, loaded);
         }
-        let mut items = Vec::with_capacity(page.items.len());
-        for row in &page.items {
-            if let Some(item) = stored_item(row) {
+        let mut items = Vec::with_capacity(rows.len());
+        for (row, stored) in rows {
+            if let Some(item) = stored {
                 if self.admits(caller.org(), &actor, &item).await? {
-                    items.push(WorkEntry::Agent(item));
+                    items.push(Entry::Stored(item));
                 }
                 continue;
             }
@@ -170,15 +188,52 @@ impl Service {
                 _ => false,
             };
             if !kept_from_them {
-                items.extend(found);
+                items.extend(found.map(Entry::Built));
             }
         }
         let facts = runs.into_iter().map(|(id, (run, _))| (id, RunFacts::of(run))).collect();
-        let page = Page {
-            items,
-            next_cursor: page.next.as_ref().map(cursor::encode),
-        };
-        Ok((page, facts))
+        Ok((Page { items, next_cursor }, facts))
+    }
+}
+
+/// An entry of a page of work: built now from its run, or an agent's item as stored.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made per item of one page and answered at once; a box would only add an allocation"
+)]
+enum Entry {
+    Built(WorkEntry),
+    Stored(StoredItem),
+}
+
+/// A ready agent step's item as its row holds it ([`agentprocess_views::AgentWork`] printed when the run
+/// was written), with the names the binding check reads.
+struct StoredItem {
+    json: Box<RawValue>,
+    process: String,
+    version: u32,
+    step_id: String,
+}
+
+impl StoredItem {
+    /// The item in `text`; `None` if it is not one (its step's item is then built
+    /// from the run).
+    fn read(text: String) -> Option<Self> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Names {
+            process: String,
+            version: u32,
+            step_id: String,
+        }
+        let json = RawValue::from_string(text).ok()?;
+        let names: Names = serde_json::from_str(json.get()).ok()?;
+        Some(Self {
+            json,
+            process: names.process,
+            version: names.version,
+            step_id: names.step_id,
+        })
     }
 }
 
@@ -187,7 +242,7 @@ impl Service {
     /// binding. The store's filter already holds this; a row written without its
     /// binding (by a server older than agent bindings, during a rolling update) must
     /// not offer the step to an agent whose claim would be refused.
-    async fn admits(&self, org: &str, actor: &Actor, item: &AgentWork) -> Result<bool, Error> {
+    async fn admits(&self, org: &str, actor: &Actor, item: &StoredItem) -> Result<bool, Error> {
         let version = self.process_version(org, &item.process, Some(item.version)).await?;
         Ok(admitted(&version.agents, actor, &item.step_id))
     }
@@ -204,4 +259,27 @@ fn admitted(agents: &AgentBindings, actor: &Actor, step: &str) -> bool {
 pub(crate) fn step_id<'a>(run: &'a Run, work: &Work) -> &'a str {
     let (Work::Claimable { step, .. } | Work::Decidable { step }) = work;
     &run.steps[*step].id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_item_is_answered_as_stored_and_one_that_is_not_an_item_is_built_again() {
+        let text = r#"{"runId":"r1","stepId":"collect","process":"p","version":3,"amount":1.20E3}"#;
+        let item = StoredItem::read(text.to_owned()).expect("an item");
+        assert_eq!(item.json.get(), text);
+        assert_eq!(
+            (item.process.as_str(), item.version, item.step_id.as_str()),
+            ("p", 3, "collect")
+        );
+        for not_an_item in [
+            r#"{"runId":"r1"}"#,
+            "not json",
+            r#"{"stepId":"s","process":"p","version":-1}"#,
+        ] {
+            assert!(StoredItem::read(not_an_item.to_owned()).is_none(), "{not_an_item}");
+        }
+    }
 }

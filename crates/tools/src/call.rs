@@ -1,10 +1,13 @@
 //! A tool call: its arguments checked (every issue at once), decoded, hashed for
-//! replay, and handed to the service; the result as the JSON `data` of the answer.
+//! replay, and handed to the service; the result as the JSON text of the answer's
+//! `data`, printed once from the typed result (never through a `serde_json::Value`,
+//! whose numbers would have to be parsed back to keep their spelling).
 
 use agentprocess_engine::{Code, Decide, Mode, ToolError};
 use agentprocess_service::{Caller, ListRuns, Service, StartRunArgs, Tool, Write};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::arguments::{ToolSpec, check};
@@ -16,7 +19,7 @@ pub async fn call(
     caller: &Caller,
     spec: &ToolSpec,
     arguments: Map<String, Value>,
-) -> Result<Value, ToolError> {
+) -> Result<Box<RawValue>, ToolError> {
     let admitted = async {
         // Held until the call is answered: its place among its organization's calls
         // in progress.
@@ -34,7 +37,7 @@ async fn answer(
     caller: &Caller,
     spec: &ToolSpec,
     arguments: Map<String, Value>,
-) -> Result<Value, agentprocess_service::Error> {
+) -> Result<Box<RawValue>, agentprocess_service::Error> {
     caller.permit(spec.tool, &service.settings().public_url)?;
     let issues = check(spec, &arguments);
     if !issues.is_empty() {
@@ -43,10 +46,10 @@ async fn answer(
     let write = |request_id: &str| Write::from_arguments(request_id, &arguments);
     let org = caller.org();
     match spec.tool {
-        Tool::Describe => Ok(service.describe()),
+        Tool::Describe => data(service.describe()),
         Tool::ListProcesses => {
             let call: decoded::ListProcesses = decode(spec, &arguments)?;
-            service.list_processes(org, call.cursor.as_deref()).await
+            data(service.list_processes(org, call.cursor.as_deref()).await?)
         }
         Tool::StartRun => {
             let call: decoded::StartRun = decode(spec, &arguments)?;
@@ -167,9 +170,10 @@ fn invalid(spec: &ToolSpec, issues: Vec<String>) -> ToolError {
 /// The page size of a list call that names none.
 const DEFAULT_PAGE: u32 = 20;
 
-/// A result as the `data` of the envelope, numbers as they are held.
-fn data(result: impl serde::Serialize) -> Result<Value, agentprocess_service::Error> {
-    agentprocess_format::exact::to_value(&result).map_err(agentprocess_service::Error::internal)
+/// A result as the `data` of the envelope. serde_json's printer writes a held
+/// number's text as it is, so numbers keep their spelling.
+fn data(result: impl serde::Serialize) -> Result<Box<RawValue>, agentprocess_service::Error> {
+    serde_json::value::to_raw_value(&result).map_err(agentprocess_service::Error::internal)
 }
 
 /// Decoded bytes, refused before decoding when the text is longer than any upload

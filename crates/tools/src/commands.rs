@@ -22,7 +22,16 @@ pub async fn perform<C: Command>(service: &Service, caller: &Caller, command: &C
     let spec =
         spec(C::TOOL).ok_or_else(|| ToolError::new(agentprocess_engine::Code::Retry, "no such tool", Vec::new()))?;
     match agentprocess_format::exact::to_value(command) {
-        Ok(Value::Object(arguments)) => call(service, caller, spec, arguments).await,
+        Ok(Value::Object(arguments)) => {
+            let data = call(service, caller, spec, arguments).await?;
+            agentprocess_format::exact::parse(data.get()).map_err(|error| {
+                ToolError::new(
+                    agentprocess_engine::Code::Retry,
+                    format!("the answer could not be read: {error}"),
+                    Vec::new(),
+                )
+            })
+        }
         // Nested deeper than JSON is read here: refused as the arguments' problem.
         Ok(_) | Err(_) => Err(ToolError::new(
             agentprocess_engine::Code::Invalid,
