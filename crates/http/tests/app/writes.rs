@@ -1,6 +1,7 @@
 //! The write path through the whole router.
 
 use agentprocess_auth::Role;
+use agentprocess_store::Dialect;
 use serde_json::{Value, json};
 
 use crate::harness::{TestApp, on_both};
@@ -312,4 +313,74 @@ async fn side_by_side(app: TestApp) -> TestApp {
         );
     }
     app
+}
+
+/// Waits until exactly `count` backends of the database at `url` wait on a lock.
+async fn waiting(url: &str, count: i64) {
+    use sqlx::Connection as _;
+    let mut connection = sqlx::PgConnection::connect(url).await.expect("connect");
+    let mut seen = -1;
+    for _ in 0..1000 {
+        seen = sqlx::query_scalar(
+            "SELECT count(DISTINCT l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE NOT l.granted AND a.datname = current_database()",
+        )
+        .fetch_one(&mut connection)
+        .await
+        .expect("lock waits");
+        if seen == count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{seen} backends waited on a lock, never {count}");
+}
+
+/// A write whose run changes under it twice makes its third try holding the run's
+/// lock from the start. Another writer holds the run's row, so both lock-free tries
+/// find it locked (they do not wait for it; see `store::write`); the third waits for
+/// the lock, then reads and writes what the other writer left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_run_changed_twice_tries_a_third_time_under_the_lock() {
+    use sqlx::Connection as _;
+    let app = app_with_a_process(TestApp::new(Dialect::Postgres).await).await;
+    let bot = app.mcp_token("bot").await;
+    let started = app
+        .call(
+            &bot,
+            "start_run",
+            json!({ "requestId": "s", "process": "purchase-order", "inputs": inputs(json!(1200)) }),
+        )
+        .await;
+    let run = started["data"]["run"]["id"].as_str().expect("run id").to_owned();
+    let work = app.call(&bot, "get_work", json!({})).await;
+    let step = work["data"]["items"][0]["stepId"]
+        .as_str()
+        .expect("a ready step")
+        .to_owned();
+    let url = app.database_url().to_owned();
+
+    let mut other = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let mut other_write = other.begin().await.expect("begin");
+    sqlx::query("UPDATE runs SET revision = revision + 1 WHERE id = $1")
+        .bind(&run)
+        .execute(&mut *other_write)
+        .await
+        .expect("update");
+    let claim = app.call(&bot, "claim", json!({ "requestId": "c", "runId": run, "stepId": step }));
+    let land = async {
+        waiting(&url, 1).await;
+        other_write.commit().await.expect("commit");
+    };
+    let (claimed, ()) = tokio::join!(claim, land);
+    assert_eq!(code(&claimed), "ok", "{claimed}");
+    assert!(claimed["data"]["token"].is_string(), "{claimed}");
+    let revision: i64 = sqlx::query_scalar("SELECT revision FROM runs WHERE id = $1")
+        .bind(&run)
+        .fetch_one(&mut other)
+        .await
+        .expect("revision");
+    // Started (0), the other write (1), the claim (2).
+    assert_eq!(revision, 2);
+    app.finish().await;
 }
