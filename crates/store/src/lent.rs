@@ -53,6 +53,8 @@ struct State {
     /// Borrowers waiting, oldest first: a connection given back goes to the oldest
     /// one still waiting, so none waits behind borrowers who came later.
     waiting: VecDeque<oneshot::Sender<PoolConnection<Any>>>,
+    /// The pool is closing: nothing is kept any more.
+    closed: bool,
 }
 
 impl Spare {
@@ -153,6 +155,21 @@ impl Spare {
         self.state.lock().map_or(0, |state| state.kept.len())
     }
 
+    /// Gives every kept connection back to the pool and keeps none from now on: the
+    /// pool's close waits for every connection checked out of it, and a connection
+    /// still opening for a borrower served meanwhile (see the module's docs) would
+    /// otherwise be kept after the close began, and the close never end.
+    pub(crate) fn close(&self) {
+        let kept = match self.state.lock() {
+            Ok(mut state) => {
+                state.closed = true;
+                std::mem::take(&mut state.kept)
+            }
+            Err(_) => return,
+        };
+        drop(kept);
+    }
+
     /// Gives every kept connection back to the pool (each is checked there).
     pub(crate) fn give_all_back(&self) {
         let kept = match self.state.lock() {
@@ -171,11 +188,15 @@ impl Spare {
         }
     }
 
-    /// To the oldest borrower still waiting, else kept.
+    /// To the oldest borrower still waiting, else kept; once the pool is closing,
+    /// back to it.
     fn keep(&self, mut connection: PoolConnection<Any>) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        if state.closed {
+            return;
+        }
         while let Some(waiting) = state.waiting.pop_front() {
             match waiting.send(connection) {
                 Ok(()) => return,
@@ -438,6 +459,35 @@ mod tests {
             }
         }
         panic!("in ten tries the connection given back never came before the one opened");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_close_ends_while_a_connection_opens_for_a_borrower_served_meanwhile() {
+        for _ in 0..5 {
+            let store = store().await;
+            let held_pid = backend(&mut store.lend().await.expect("lend")).await;
+            let held = store.lend().await.expect("lend");
+            let borrower = {
+                let store = store.clone();
+                tokio::spawn(async move { backend(&mut store.lend().await.expect("lend")).await })
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                while store.spare.waiting() == 0 {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .expect("the borrower waits");
+            drop(held);
+            let borrowed_pid = borrower.await.expect("borrower");
+            // Closed at once: the connection opened for the borrower (when the one
+            // given back came first) arrives during the close.
+            tokio::time::timeout(std::time::Duration::from_secs(5), store.close())
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("the close waited for a connection kept after it began ({borrowed_pid} {held_pid})")
+                });
+        }
     }
 
     #[tokio::test]

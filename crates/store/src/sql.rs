@@ -243,7 +243,7 @@ impl SqlStore {
 
     /// Closes every connection.
     pub async fn close(&self) {
-        self.spare.give_all_back();
+        self.spare.close();
         self.pool.close().await;
     }
 }
