@@ -413,11 +413,10 @@ mod tests {
         store.close().await;
     }
 
-    /// One try: a borrower waits while the pool opens a connection for it, and the
-    /// connection held is given back first. The pool's connections (open, idle) once
-    /// settled; `None` when the opened one came first, and the try shows nothing.
-    async fn hand_over_while_one_opens() -> Option<(u64, u64)> {
-        let store = store().await;
+    /// A borrower waits while the pool opens a connection for it, and the connection
+    /// held is given back. Whether the one given back came first (else the opened one
+    /// did, and the try shows nothing).
+    async fn serve_while_one_opens(store: &SqlStore) -> bool {
         let held_pid = backend(&mut store.lend().await.expect("lend")).await;
         // Lent again, so that the next borrower finds nothing kept.
         let held = store.lend().await.expect("lend");
@@ -433,23 +432,24 @@ mod tests {
         .await
         .expect("the borrower waits");
         drop(held);
-        let borrowed_pid = borrower.await.expect("borrower");
-        let mut stats = store.pool_stats();
-        for _ in 0..100 {
-            if stats == (2, 2) {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            stats = store.pool_stats();
-        }
-        store.close().await;
-        (borrowed_pid == held_pid).then_some(stats)
+        borrower.await.expect("borrower") == held_pid
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_connection_opened_for_a_borrower_handed_another_first_is_kept() {
         for _ in 0..10 {
-            if let Some(stats) = hand_over_while_one_opens().await {
+            let store = store().await;
+            let handed_first = serve_while_one_opens(&store).await;
+            let mut stats = store.pool_stats();
+            for _ in 0..100 {
+                if stats == (2, 2) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                stats = store.pool_stats();
+            }
+            store.close().await;
+            if handed_first {
                 assert_eq!(
                     stats,
                     (2, 2),
@@ -465,28 +465,12 @@ mod tests {
     async fn a_close_ends_while_a_connection_opens_for_a_borrower_served_meanwhile() {
         for _ in 0..5 {
             let store = store().await;
-            let held_pid = backend(&mut store.lend().await.expect("lend")).await;
-            let held = store.lend().await.expect("lend");
-            let borrower = {
-                let store = store.clone();
-                tokio::spawn(async move { backend(&mut store.lend().await.expect("lend")).await })
-            };
-            tokio::time::timeout(std::time::Duration::from_secs(5), async {
-                while store.spare.waiting() == 0 {
-                    tokio::task::yield_now().await;
-                }
-            })
-            .await
-            .expect("the borrower waits");
-            drop(held);
-            let borrowed_pid = borrower.await.expect("borrower");
+            let handed_first = serve_while_one_opens(&store).await;
             // Closed at once: the connection opened for the borrower (when the one
             // given back came first) arrives during the close.
             tokio::time::timeout(std::time::Duration::from_secs(5), store.close())
                 .await
-                .unwrap_or_else(|_| {
-                    panic!("the close waited for a connection kept after it began ({borrowed_pid} {held_pid})")
-                });
+                .unwrap_or_else(|_| panic!("the close waited for a connection kept after it began ({handed_first})"));
         }
     }
 
