@@ -160,14 +160,11 @@ impl Spare {
     /// still opening for a borrower served meanwhile (see the module's docs) would
     /// otherwise be kept after the close began, and the close never end.
     pub(crate) fn close(&self) {
-        let kept = match self.state.lock() {
-            Ok(mut state) => {
-                state.closed = true;
-                std::mem::take(&mut state.kept)
-            }
-            Err(_) => return,
-        };
-        drop(kept);
+        // Marked first: from then on `keep` keeps nothing, so none is kept after these.
+        if let Ok(mut state) = self.state.lock() {
+            state.closed = true;
+        }
+        self.give_all_back();
     }
 
     /// Gives every kept connection back to the pool (each is checked there).

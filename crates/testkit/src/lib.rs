@@ -90,6 +90,37 @@ impl TestDb {
     }
 }
 
+/// Waits until exactly `count` backends of the PostgreSQL database at `url` wait on a
+/// lock (on a Citus cluster, where the wait happens on a worker, `citus_lock_waits`
+/// rows); panics after 5 s.
+#[allow(clippy::expect_used)]
+pub async fn lock_waits_reach(url: &str, count: i64) {
+    use sqlx::Connection as _;
+    let mut connection = sqlx::PgConnection::connect(url).await.expect("connect");
+    let citus: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")
+        .fetch_one(&mut connection)
+        .await
+        .expect("pg_extension");
+    let waits = if citus > 0 {
+        "SELECT count(*) FROM citus_lock_waits"
+    } else {
+        "SELECT count(DISTINCT l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE NOT l.granted AND a.datname = current_database()"
+    };
+    let mut seen = -1;
+    for _ in 0..500 {
+        seen = sqlx::query_scalar(waits)
+            .fetch_one(&mut connection)
+            .await
+            .expect("lock waits");
+        if seen == count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{seen} backends waited on a lock, never {count}");
+}
+
 /// Defines `name::sqlite` and `name::postgres`, each running `body(&TestDb)` on a fresh
 /// database of its kind.
 #[macro_export]

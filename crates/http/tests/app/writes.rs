@@ -315,27 +315,6 @@ async fn side_by_side(app: TestApp) -> TestApp {
     app
 }
 
-/// Waits until exactly `count` backends of the database at `url` wait on a lock.
-async fn waiting(url: &str, count: i64) {
-    use sqlx::Connection as _;
-    let mut connection = sqlx::PgConnection::connect(url).await.expect("connect");
-    let mut seen = -1;
-    for _ in 0..1000 {
-        seen = sqlx::query_scalar(
-            "SELECT count(DISTINCT l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-             WHERE NOT l.granted AND a.datname = current_database()",
-        )
-        .fetch_one(&mut connection)
-        .await
-        .expect("lock waits");
-        if seen == count {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("{seen} backends waited on a lock, never {count}");
-}
-
 /// A write whose run changes under it twice makes its third try holding the run's
 /// lock from the start. Another writer holds the run's row, so both lock-free tries
 /// find it locked (they do not wait for it; see `store::write`); the third waits for
@@ -369,7 +348,7 @@ async fn a_write_whose_run_changed_twice_tries_a_third_time_under_the_lock() {
         .expect("update");
     let claim = app.call(&bot, "claim", json!({ "requestId": "c", "runId": run, "stepId": step }));
     let land = async {
-        waiting(&url, 1).await;
+        agentprocess_testkit::lock_waits_reach(&url, 1).await;
         other_write.commit().await.expect("commit");
     };
     let (claimed, ()) = tokio::join!(claim, land);

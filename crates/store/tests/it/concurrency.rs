@@ -12,34 +12,6 @@ use tokio::task::JoinHandle;
 
 use crate::support::{PutRun as _, TestDb, run_row};
 
-/// Waits until some backend of the test's database waits on a lock (on a Citus
-/// cluster, a worker's backend, which `citus_lock_waits` shows).
-async fn someone_waits(db: &TestDb) {
-    use sqlx::Connection as _;
-    let mut connection = sqlx::PgConnection::connect(&db.url).await.expect("connect");
-    let citus: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")
-        .fetch_one(&mut connection)
-        .await
-        .expect("pg_extension");
-    let waits = if citus > 0 {
-        "SELECT count(*) FROM citus_lock_waits"
-    } else {
-        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-         WHERE NOT l.granted AND a.datname = current_database()"
-    };
-    for _ in 0..500 {
-        let waiting: i64 = sqlx::query_scalar(waits)
-            .fetch_one(&mut connection)
-            .await
-            .expect("lock waits");
-        if waiting > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no transaction ever waited");
-}
-
 fn request(result: &str) -> NewRequest<'_> {
     NewRequest {
         request_id: "q",
@@ -62,7 +34,7 @@ async fn racing_records(db: &TestDb) -> (SqlTx, JoinHandle<bool>) {
         tx.commit().await.expect("commit");
         recorded
     });
-    someone_waits(db).await;
+    agentprocess_testkit::lock_waits_reach(&db.url, 1).await;
     assert!(!second.is_finished());
     (first, second)
 }
@@ -97,7 +69,7 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
         let mut tx = store.begin().await.expect("begin");
         tx.lock_run("o", "r_1", None).await.expect("lock").expect("run").0.doc
     });
-    someone_waits(&db).await;
+    agentprocess_testkit::lock_waits_reach(&db.url, 1).await;
     let mut changed = run_row("r_1", "p", RunState::Waiting, 1, &[]);
     changed.doc = "{\"changed\":true}".to_owned();
     first.put_run("o", &changed, false, None).await.expect("put");
