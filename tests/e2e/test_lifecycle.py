@@ -1,5 +1,6 @@
-"""Health and shutdown: `/readyz` follows the database (a PostgreSQL of the test's
-own, stopped and started again) and its migrations; SIGTERM drains, finishes the
+"""Health and shutdown: the API and the scheduler refuse to start on a database that
+lacks migrations; `/readyz` follows the database (a PostgreSQL of the test's own,
+stopped and started again); SIGTERM drains, finishes the
 calls in flight and exits 0; a second signal, or the end of the grace period, exits
 at once."""
 
@@ -92,31 +93,56 @@ def test_readiness_follows_the_database_when_it_stops_and_returns(private_postgr
         api.close()
 
 
-def test_readiness_waits_for_the_migrations_of_this_build():
+def test_an_unmigrated_database_stops_the_api_and_the_scheduler_at_start_in_one_line():
+    """Neither process serves a database that lacks migrations (every call would fail on
+    a missing table): each exits at once with one line naming what is missing and what
+    applies it, first on an empty database, then on one that lacks only the latest
+    migration. Once migrated, both serve and are ready."""
     database = f"e2e_{secrets.token_hex(6)}"
     servers.psql(f"CREATE DATABASE {database}")
     url = f"{servers.PG}/{database}"
-    api = Api(url, path="/healthz")
+    workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-life-"))
     scheduler_port = servers.free_port()
-    scheduler = subprocess.Popen(
-        [str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", url,
-         "--listen", f"127.0.0.1:{scheduler_port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    scheduler_base = f"http://127.0.0.1:{scheduler_port}"
+    scheduler_command = [str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", url,
+                         "--listen", f"127.0.0.1:{scheduler_port}"]
+    api_command = servers.api_command(url, servers.free_port(), secrets.token_bytes(32), workdir)
+
+    def refusal(command: list[str]) -> str:
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert finished.returncode != 0, finished
+        lines = [line for line in finished.stderr.splitlines() if "migrations" in line]
+        assert len(lines) == 1, finished.stderr
+        assert "apply them with `agentprocess-api migrate`" in lines[0], lines[0]
+        assert "--migrate" in lines[0], lines[0]
+        return lines[0]
+
+    migrate = [str(servers.BIN / "agentprocess-api"), "migrate", "--database-url", url]
+    scheduler = None
+    api = None
     try:
-        servers.wait_ready(scheduler_base, scheduler, path="/healthz")
-        for base in (api.base, scheduler_base):
-            code, reason = status(base)
-            assert code == 503 and "migrations not applied" in reason, (base, code, reason)
-        subprocess.run([str(servers.BIN / "agentprocess-api"), "migrate", "--database-url", url], check=True,
-                       capture_output=True)
-        for base in (api.base, scheduler_base):
-            eventually(lambda: status(base) == (200, "ready"), what=f"{base} ready after migrating")
+        for command in (api_command, scheduler_command):
+            assert "the database has none of this build's" in refusal(command)
+        subprocess.run(migrate, check=True, capture_output=True)
+        latest = servers.psql("SELECT max(version) FROM _sqlx_migrations", database=database).strip()
+        servers.psql(f"DELETE FROM _sqlx_migrations WHERE version = {latest}", database=database)
+        for command in (api_command, scheduler_command):
+            line = refusal(command)
+            assert "the database lacks 1 of this build's" in line and f"({latest})" in line, line
+        servers.psql(f"DROP DATABASE {database} WITH (FORCE)")
+        servers.psql(f"CREATE DATABASE {database}")
+        subprocess.run(migrate, check=True, capture_output=True)
+        api = Api(url)
+        scheduler = subprocess.Popen(scheduler_command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        servers.wait_ready(f"http://127.0.0.1:{scheduler_port}", scheduler)
+        for base in (api.base, f"http://127.0.0.1:{scheduler_port}"):
+            assert status(base) == (200, "ready"), base
     finally:
-        scheduler.send_signal(signal.SIGTERM)
-        assert scheduler.wait(timeout=30) == 0
-        api.close()
+        if scheduler is not None:
+            scheduler.send_signal(signal.SIGTERM)
+            assert scheduler.wait(timeout=30) == 0
+        if api is not None:
+            api.close()
+        shutil.rmtree(workdir, ignore_errors=True)
         servers.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use agentprocess_service::Service;
+use agentprocess_store::Store as _;
 
 /// Where uploaded evidence is kept.
 #[derive(Debug, Clone)]
@@ -52,6 +53,14 @@ pub async fn assemble(
     let store = agentprocess_store::SqlStore::connect(database.url.expose(), database.max_connections).await?;
     if database.migrate {
         store.migrate().await?;
+    } else {
+        let pending = store.pending_migrations().await?;
+        if !pending.is_empty() {
+            return Err(AssembleError::Unmigrated(Unmigrated {
+                pending,
+                known: agentprocess_store::SqlStore::migration_count(),
+            }));
+        }
     }
     observe_pool(&store);
     let blobs = storage.open().await?;
@@ -91,4 +100,35 @@ pub enum AssembleError {
     /// The evidence store could not be opened.
     #[error(transparent)]
     Blobs(#[from] agentprocess_blobs::Error),
+    /// The database lacks some of this build's migrations, and the process was not told
+    /// to apply them. Serving would fail every call on a missing table or column.
+    #[error(transparent)]
+    Unmigrated(Unmigrated),
+}
+
+/// The migrations a database lacks, said in one line with what applies them.
+#[derive(Debug, thiserror::Error)]
+pub struct Unmigrated {
+    /// The versions not applied, oldest first.
+    pub pending: Vec<i64>,
+    /// How many migrations this build has.
+    pub known: usize,
+}
+
+impl std::fmt::Display for Unmigrated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.pending.len() == self.known {
+            write!(f, "the database has none of this build's {} migrations", self.known)?;
+        } else {
+            let versions: Vec<String> = self.pending.iter().map(i64::to_string).collect();
+            write!(
+                f,
+                "the database lacks {} of this build's {} migrations ({})",
+                self.pending.len(),
+                self.known,
+                versions.join(", ")
+            )?;
+        }
+        f.write_str(": apply them with `agentprocess-api migrate`, or start `agentprocess-api serve` with --migrate")
+    }
 }

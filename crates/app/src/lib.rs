@@ -23,7 +23,7 @@ pub mod lifecycle;
 mod observe;
 pub mod run;
 
-pub use assemble::{AssembleError, Extras, Storage, assemble, observe_pool};
+pub use assemble::{AssembleError, Extras, Storage, Unmigrated, assemble, observe_pool};
 pub use background::{Background, spawn_background};
 pub use clock::{clock, test_clock_route, with_test_clock};
 pub use config::{ApiConfig, Database, HttpSettings, IdentityConfig, SchedulerConfig, Secret};

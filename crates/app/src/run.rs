@@ -10,7 +10,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::config::{self, ApiConfig, SchedulerConfig};
-use crate::{Extras, Storage};
+use crate::{AssembleError, Extras, Storage};
 
 /// An API process: its service assembled and its identity built, listening, not yet
 /// serving. The surfaces are built over `service` and `auth`, then handed to
@@ -111,9 +111,11 @@ pub async fn run_scheduler(config: &SchedulerConfig, telemetry: &Arc<Telemetry>)
         evaluator: None,
     };
     // Uploads are swept by the API processes, which hold the evidence store.
-    let service = crate::assemble(&config.database, &Storage::None, config.service.clone(), clock, extras)
-        .await
-        .context("cannot reach the database")?;
+    let service = match crate::assemble(&config.database, &Storage::None, config.service.clone(), clock, extras).await {
+        Ok(service) => service,
+        Err(unmigrated @ AssembleError::Unmigrated(_)) => return Err(unmigrated.into()),
+        Err(error) => return Err(anyhow::Error::from(error).context("cannot reach the database")),
+    };
     let listener = bind(config.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "scheduler running; /healthz and /readyz served");
     let router = crate::health::routes(Arc::clone(&service));

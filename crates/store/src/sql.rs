@@ -193,6 +193,14 @@ impl SqlStore {
         self
     }
 
+    /// How many migrations this build has.
+    pub fn migration_count() -> usize {
+        MIGRATOR
+            .iter()
+            .filter(|migration| !migration.migration_type.is_down_migration())
+            .count()
+    }
+
     /// Applies every migration in `migrations/` not yet applied, then (on PostgreSQL)
     /// the storage settings of the queue tables.
     pub async fn migrate(&self) -> Result<()> {

@@ -5,9 +5,26 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-/// The agentprocess API server (protocol core-2): the MCP endpoint at /mcp, uploads at
-/// /v1/uploads, signed file URLs, /healthz and /readyz (and /metrics on its own address
-/// when asked).
+/// The agentprocess API server (protocol core-2, with parallel-1 and check-1), one of
+/// any number of stateless processes over one PostgreSQL database. It serves, on one
+/// address:
+///
+/// - /mcp: the Agent Process tools over MCP (Streamable HTTP), for agents and for
+///   people's MCP clients, with bearer tokens or OAuth 2.1;
+/// - OAuth 2.1: /.well-known/oauth-protected-resource and
+///   /.well-known/oauth-authorization-server, /oauth/authorize, /oauth/token,
+///   /oauth/register, /oauth/revoke, /oauth/introspect;
+/// - the people's web app: / (the inbox), /runs, /processes, /overdue, /account and
+///   the admin pages under /admin, signed in through each organization's OpenID
+///   provider (/login, /auth/callback);
+/// - /signup: a new organization signs up through its OpenID provider;
+/// - /api/v1: the REST admin surface, with API tokens (its OpenAPI document at
+///   /api/v1/openapi.json);
+/// - /v1/uploads (evidence uploads) and /files (signed file URLs);
+/// - /healthz and /readyz (and /metrics on its own address when asked).
+///
+/// `serve` refuses a database that lacks any of this build's migrations: apply them
+/// first with `migrate`, or pass --migrate.
 ///
 /// Traces and metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (and the
 /// other standard OTEL_* variables); see docs/operations.md. SIGTERM drains: /readyz
@@ -25,7 +42,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the API.
+    /// Serve /mcp, OAuth, the web app, /signup, /api/v1 and uploads (see above).
     Serve(Box<agentprocess_app::flags::ApiArgs>),
     /// Apply database migrations, then exit.
     Migrate {
@@ -62,7 +79,7 @@ async fn run(args: agentprocess_app::flags::ApiArgs) -> anyhow::Result<()> {
     let config = agentprocess_app::ApiConfig::from_args(args)?;
     let telemetry = config.process.telemetry("agentprocess-api")?;
     let api = agentprocess_app::Api::start(&config, None).await?;
-    tracing::info!(address = %api.local_addr()?, "serving /mcp");
+    tracing::info!(address = %api.local_addr()?, "serving /mcp, the web app and /api/v1");
     let router = agentprocess_http::router(Arc::clone(&api.service), Arc::clone(&api.auth), &config.http);
     let served = api.serve(&config, router, &telemetry).await;
     tracing::info!("stopped");
