@@ -84,6 +84,9 @@ def credentials(site: Site) -> dict[str, tuple[list[str], object]]:
     }
 
 
+# Two full schemathesis runs of every operation, and one per self-destructive one for
+# each credential: about 300 s alone on two cores, above the suite's default bound.
+@pytest.mark.timeout(900)
 def test_schemathesis_finds_no_5xx_and_nothing_off_the_document_with_a_token_and_with_a_session(site):
     excluded = [argument for name in SELF_DESTRUCTIVE for argument in ("--exclude-name", name)]
     for kind, (headers, alive) in credentials(site).items():
