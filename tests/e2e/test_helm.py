@@ -1025,7 +1025,7 @@ def test_api_autoscales_by_default():
     api = named(docs, "Deployment", "-api")
     target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": api["metadata"]["name"]}
     assert hpa["spec"]["scaleTargetRef"] == target
-    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 10)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
     (metric,) = hpa["spec"]["metrics"]
     assert metric["resource"]["name"] == "cpu" and metric["resource"]["target"]["type"] == "Utilization"
     assert "replicas" not in api["spec"], "the HPA owns the replica count"
@@ -1033,6 +1033,26 @@ def test_api_autoscales_by_default():
     budgets = {doc["metadata"]["name"].rsplit("-", 1)[1]: doc["spec"] for doc in of_kind(docs, "PodDisruptionBudget")}
     assert budgets["api"]["minAvailable"] == 1 and budgets["scheduler"]["minAvailable"] == 1
     assert budgets["api"]["selector"]["matchLabels"] == api["spec"]["selector"]["matchLabels"]
+
+
+def test_the_defaults_fit_a_stock_postgresql_through_a_rolling_update():
+    """Every pod the defaults can run at once, during a rolling update (a quarter more
+    API pods, one more scheduler) and with the migrations Job, fits PostgreSQL's stock
+    max_connections of 100 less its 3 reserved connections."""
+    docs = render(DEFAULT)
+    (hpa,) = of_kind(docs, "HorizontalPodAutoscaler")
+    api, scheduler = named(docs, "Deployment", "-api"), named(docs, "Deployment", "-scheduler")
+
+    def connections(component: str) -> int:
+        return int(named(docs, "ConfigMap", f"-{component}")["data"]["AGENTPROCESS_MAX_CONNECTIONS"])
+
+    api_pods = hpa["spec"]["maxReplicas"]
+    surge = api["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    assert surge == "25%"
+    api_pods += -(-api_pods // 4)
+    scheduler_pods = scheduler["spec"]["replicas"] + scheduler["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    total = api_pods * connections("api") + scheduler_pods * connections("scheduler") + 1
+    assert total <= 97, total
 
 
 def test_fixed_replicas_and_max_unavailable(tmp_path):
