@@ -25,6 +25,7 @@ pub mod redirects;
 pub mod secrets;
 pub mod sessions;
 pub mod signin;
+pub mod token_kinds;
 pub mod tokens;
 
 use agentprocess_store::SqlStore;

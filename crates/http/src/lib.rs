@@ -131,7 +131,7 @@ async fn authenticate(State(service): State<Arc<Service>>, mut request: Request,
         Ok(None) => unauthorized(
             &service.settings().public_url,
             true,
-            "the bearer token is not valid: it is unknown, expired or revoked, or not for this server",
+            agentprocess_auth::token_kinds::refusal_on_mcp(token),
         ),
         Err(error) => {
             // Logs the cause, once.

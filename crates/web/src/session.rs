@@ -329,7 +329,7 @@ impl FromRequestParts<Arc<Web>> for Authenticated {
         if let Some(token) = bearer {
             let Some((identity, scope)) = web.auth.api_caller(token, web.now()).await.map_err(ApiError::from)? else {
                 return Err(ApiError::unauthenticated(
-                    "the API token is not valid (unknown, expired or revoked)",
+                    agentprocess_auth::token_kinds::refusal_on_rest(token),
                 ));
             };
             return admitted(identity, Via::Token(scope)).await;

@@ -176,9 +176,21 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     let api = agentprocess_app::Api::start(&config, Some(listener)).await?;
     let admin = Admin::new(api.service.store().clone(), Arc::new(SystemClock), PersonFormat::Email)
         .with_capabilities(api.service.capabilities());
-    let identities = identities(&admin).await?;
+    let mut identities = identities(&admin).await?;
+    identities["admin"]["apiToken"] = json!(admin_api_token(&api).await?);
     let published = publish_all(&admin, &processes).await?;
-    let details = json!({ "url": format!("{public_url}/mcp"), "organization": ORG, "identities": identities });
+    let sign_in = if dev.no_dev_sign_in {
+        "/login?org=dev"
+    } else {
+        "/dev/sign-in"
+    };
+    let details = json!({
+        "url": format!("{public_url}/mcp"),
+        "web": format!("{public_url}{sign_in}"),
+        "api": format!("{public_url}/api/v1"),
+        "organization": ORG,
+        "identities": identities,
+    });
     // The file first: whoever reads the welcome text can read the file too.
     if let Some(path) = &dev.details {
         std::fs::write(path, serde_json::to_vec_pretty(&details)?)
@@ -272,6 +284,35 @@ async fn identities(admin: &Admin) -> anyhow::Result<Value> {
     Ok(Value::Object(found))
 }
 
+/// A fresh API token for the dev admin, for `/api/v1` and `agentprocess publish`
+/// (MCP tokens are for `/mcp` only). Each start makes one, like the MCP tokens; they
+/// expire after 90 days and are listed on the admin's `/account`.
+async fn admin_api_token(api: &agentprocess_app::Api) -> anyhow::Result<String> {
+    use agentprocess_store::Store as _;
+
+    let admin = api
+        .service
+        .store()
+        .identity(ORG, "admin")
+        .await?
+        .context("the dev organization has no admin")?;
+    let actor = agentprocess_auth::audit::Actor {
+        id: "agentprocess-dev".to_owned(),
+        address: None,
+    };
+    let new = agentprocess_auth::tokens::NewToken {
+        name: "agentprocess dev".to_owned(),
+        scope: agentprocess_auth::tokens::Scope::Admin,
+        expires_in_days: None,
+    };
+    let (_, token) = api
+        .auth
+        .create_token(&actor, &admin, &new, jiff::Timestamp::now(), None)
+        .await
+        .map_err(|error| anyhow::anyhow!("{}", error.to_tool_error()))?;
+    Ok(token)
+}
+
 /// Publishes every process, binding every role to the people group. Returns each
 /// process folder's outcome.
 async fn publish_all(admin: &Admin, processes: &[Entry]) -> anyhow::Result<BTreeMap<String, String>> {
@@ -300,17 +341,23 @@ async fn publish_one(admin: &Admin, source: &[u8], folder: &str) -> Result<Strin
 
 fn print_welcome(details: &Value, origin: &Origin, published: &BTreeMap<String, String>) {
     println!("agentprocess dev server (protocol core-2)\n");
-    println!("  MCP endpoint: {}", details["url"].as_str().unwrap_or_default());
+    let text = |key: &str| details[key].as_str().unwrap_or_default().to_owned();
+    println!("  MCP endpoint: {}   (agents: an MCP token below)", text("url"));
+    println!("  web app:      {}   (sign in as any person below)", text("web"));
+    println!("  REST API:     {}   (admin's API token below)", text("api"));
     println!("  organization: {ORG}\n");
     if let Some(identities) = details["identities"].as_object() {
         for (id, entry) in identities {
             let person = entry["person"].as_str().map(|p| format!(" ({p})")).unwrap_or_default();
             println!(
-                "  {:<8} {:<8}{person}\n           Authorization: Bearer {}",
+                "  {:<8} {:<8}{person}\n           Authorization: Bearer {}   (/mcp)",
                 id,
                 entry["kind"].as_str().unwrap_or_default(),
                 entry["token"].as_str().unwrap_or_default()
             );
+            if let Some(api) = entry["apiToken"].as_str() {
+                println!("           Authorization: Bearer {api}   (/api/v1)");
+            }
         }
     }
     println!("\n  processes from {origin} (every role bound to group {PEOPLE:?}: alice and bob):");

@@ -61,6 +61,55 @@ async fn scopes(app: TestApp) -> TestApp {
     app
 }
 
+on_both!(a_token_for_the_other_surface_is_told_where_it_belongs, other_surface);
+async fn other_surface(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_agent("bot")
+        .await;
+    let (api, mcp) = (app.api_token("ann", "admin").await, app.mcp_token("bot").await);
+    let (status, refused) = app.rest(&mcp, Method::GET, "/session", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("/api/v1 takes an API token (apr_")),
+        "{refused}"
+    );
+    let request = axum::http::Request::post("/mcp")
+        .header(axum::http::header::HOST, "localhost")
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {api}"))
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .header(axum::http::header::ACCEPT, "application/json, text/event-stream")
+        .body(axum::body::Body::from(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        ))
+        .expect("request");
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request)
+        .await
+        .expect("infallible");
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.expect("body");
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains("an API token, for /api/v1"), "{body}");
+    // A token of neither kind is only not valid, on both.
+    let (_, unknown) = app.rest("apt_nothing-here", Method::GET, "/session", None).await;
+    assert!(
+        unknown["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("/api/v1 takes"))
+    );
+    let (_, unknown) = app.rest("something", Method::GET, "/session", None).await;
+    assert_eq!(
+        unknown["message"],
+        "the API token is not valid (unknown, expired or revoked)"
+    );
+    app
+}
+
 on_both!(axums_own_refusals_come_in_the_protocols_body, rejections);
 async fn rejections(app: TestApp) -> TestApp {
     let app = app.with_org("acme").await.with_member("ann", Role::Admin, &[]).await;
