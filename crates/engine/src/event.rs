@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use agentprocess_format::StepKind;
-use agentprocess_format::values::{STEP_ID_PATTERN, is_step_id};
+use agentprocess_format::values::{is_step_id, step_id_issue};
 use serde_json::{Map, Value};
 
 use crate::context::{Actor, Context, ProcessVersion};
@@ -40,7 +40,7 @@ pub fn send_event(
     };
     let mut issues = Vec::new();
     if !is_step_id(name) {
-        issues.push(format!("name: {name:?} does not match {STEP_ID_PATTERN}"));
+        issues.push(format!("name: {}", step_id_issue(name, "event name")));
     }
     let held_bytes = json_bytes(&run_data(run)).saturating_add(json_bytes(&data));
     if held_bytes > context.settings.run_data_bytes {

@@ -6,7 +6,7 @@ use crate::document::{Fields, Requires};
 use crate::fields::fields;
 use crate::read::Reader;
 use crate::steps::{StepSlot, step};
-use crate::values::{NAME_PATTERN, is_name};
+use crate::values::{is_name, name_issue};
 use crate::yaml::{Node, Value};
 
 const TOP_KEYS: [&str; 5] = ["name", "description", "inputs", "requires", "steps"];
@@ -43,7 +43,7 @@ pub(crate) fn draft(r: &mut Reader<'_>, root: &Node, folder: Option<&str>) -> Dr
             r.issues.push(&path, format!("must be 1–64 characters, has {length}"));
         }
         if length > 0 && !is_name(name) {
-            r.issues.push(&path, format!("{name:?} does not match {NAME_PATTERN}"));
+            r.issues.push(&path, name_issue(name));
         }
         if let Some(folder) = folder
             && folder != name
@@ -94,10 +94,7 @@ fn requires(r: &mut Reader<'_>, node: &Node, path: &str) -> Option<Requires> {
             continue;
         };
         if !is_name(system) || system.len() > 64 {
-            r.issues.push(
-                &child,
-                format!("{system:?} does not match {NAME_PATTERN} in 1–64 characters"),
-            );
+            r.issues.push(&child, name_issue(system));
         } else if !seen.insert(system) {
             r.issues.push(&child, format!("{system:?} is listed twice"));
         }

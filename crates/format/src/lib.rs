@@ -16,6 +16,7 @@ mod read;
 mod references;
 mod split;
 mod steps;
+mod suggest;
 pub mod values;
 mod yaml;
 

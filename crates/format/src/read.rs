@@ -66,11 +66,18 @@ impl Reader<'_> {
             self.expected(path, "mapping", node);
             return None;
         };
-        for entry in entries {
+        for (index, entry) in entries.iter().enumerate() {
             let child = path::child(path, &entry.key);
             self.issues.locate(&child, entry.key_position);
             if !known.contains(&entry.key.as_str()) {
-                self.issues.push(child, "unknown field");
+                let earlier = index.checked_sub(1).map(|before| &entries[before]);
+                let hint = match cut_at_comma(node, earlier, entry) {
+                    Some(whole) => {
+                        format!(" (a comma ends a value inside {{…}}: quote {whole:?} if the comma is part of it)")
+                    }
+                    None => crate::suggest::hint(&entry.key, known.iter().copied()),
+                };
+                self.issues.push(child, format!("unknown field{hint}"));
             }
         }
         Some(Object {
@@ -150,5 +157,18 @@ impl Reader<'_> {
             return None;
         }
         Some(value)
+    }
+}
+
+/// The value an author most likely meant when an unknown key of a flow mapping
+/// (`{…}`) has no value of its own and follows a string: the two joined at the comma
+/// YAML cut them at, as in `{ description: Amount, in EUR }`.
+fn cut_at_comma(map: &Node, earlier: Option<&Entry>, entry: &Entry) -> Option<String> {
+    if !map.flow || !matches!(entry.value.value, Value::Null) {
+        return None;
+    }
+    match &earlier?.value.value {
+        Value::String(text) => Some(format!("{text}, {}", entry.key)),
+        _ => None,
     }
 }

@@ -41,7 +41,8 @@ pub(crate) fn check(slots: &[StepSlot], inputs: &Fields, uses_parallel: bool, is
         let Some(step) = &slot.step else { continue };
         let mut target = |key: String, id: &str, join_allowed: bool| {
             if !exists(id, join_allowed) {
-                issues.push(key, format!("no step {id:?}"));
+                let hint = crate::suggest::hint(id, first.keys().copied());
+                issues.push(key, format!("no step {id:?}{hint}"));
             }
         };
         match &step.next {
@@ -100,16 +101,21 @@ fn declared(
     let field = match data {
         DataPath::Input(name) => match inputs.get(name) {
             Some(field) => field,
-            None => return issues.push(at, format!("{data} names no declared input")),
+            None => {
+                let hint = crate::suggest::hint(name, inputs.0.iter().map(|(input, _)| input.as_str()));
+                return issues.push(at, format!("{data} names no declared input{hint}"));
+            }
         },
         DataPath::Output { step, field } => {
             let Some(source) = steps.get(step.as_str()) else {
-                return issues.push(at, format!("{data} names no step {step:?}"));
+                let hint = crate::suggest::hint(step, steps.keys().copied());
+                return issues.push(at, format!("{data} names no step {step:?}{hint}"));
             };
             match source.output.get(field) {
                 Some(field) => field,
                 None => {
-                    return issues.push(at, format!("{data} names no declared output of {step:?}"));
+                    let hint = crate::suggest::hint(field, source.output.0.iter().map(|(output, _)| output.as_str()));
+                    return issues.push(at, format!("{data} names no declared output of {step:?}{hint}"));
                 }
             }
         }

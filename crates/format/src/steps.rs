@@ -7,7 +7,7 @@ use crate::document::{DataPath, Duration, DurationError, EvidenceKind, Next, Per
 use crate::fields::fields;
 use crate::path;
 use crate::read::{Object, Reader};
-use crate::values::{STEP_ID_PATTERN, is_step_id};
+use crate::values::{is_step_id, step_id_issue};
 use crate::yaml::{Node, Value};
 
 /// The keys a step may have besides `id` and its kind key.
@@ -82,10 +82,7 @@ pub(crate) fn step(r: &mut Reader<'_>, node: &Node, index: usize, uses_parallel:
     if let Some(id) = &id
         && label.is_none()
     {
-        r.issues.push(
-            path::child(&path, "id"),
-            format!("{id:?} does not match {STEP_ID_PATTERN}"),
-        );
+        r.issues.push(path::child(&path, "id"), step_id_issue(id, "step id"));
     }
 
     let kinds: Vec<&str> = object.keys().filter(|key| StepKind::KEYS.contains(key)).collect();
@@ -204,8 +201,7 @@ fn kind(r: &mut Reader<'_>, object: &Object<'_>, key: &str) -> Option<StepKind> 
         "wait_for" => {
             let name = r.text(value, &child)?;
             if !is_step_id(&name) {
-                r.issues
-                    .push(child, format!("event name {name:?} does not match {STEP_ID_PATTERN}"));
+                r.issues.push(child, step_id_issue(&name, "event name"));
                 return None;
             }
             Some(StepKind::WaitFor(name))

@@ -64,6 +64,54 @@ pub fn is_name(text: &str) -> bool {
 /// The name pattern, as shown in issues.
 pub const NAME_PATTERN: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
 
+/// Why `text` is not a name, in words, with the pattern and, when one is near, a
+/// name that is (`"Supplier_Onboarding"` suggests `"supplier-onboarding"`).
+pub fn name_issue(text: &str) -> String {
+    let near: String = text
+        .to_lowercase()
+        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let such = if is_name(&near) && near.len() <= 64 {
+        format!(", such as {near:?}")
+    } else {
+        String::new()
+    };
+    format!(
+        "{text:?} is not a valid name: use 1–64 lowercase letters a–z and digits, with single \
+         hyphens between words{such} ({NAME_PATTERN})"
+    )
+}
+
+/// Why `text` is not a step id (or an event name: `what`), in words, with the pattern
+/// and, when one is near, an id that is (`"Check Budget"` suggests `"check_budget"`).
+pub fn step_id_issue(text: &str, what: &str) -> String {
+    let lowered: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let near = lowered
+        .trim_start_matches(|c: char| !c.is_ascii_lowercase())
+        .trim_end_matches('_');
+    let such = if is_step_id(near) {
+        format!(", such as {near:?}")
+    } else {
+        String::new()
+    };
+    format!(
+        "{text:?} is not a valid {what}: start with a lowercase letter a–z, then up to 63 lowercase \
+         letters, digits, \"_\" or \"-\"{such} ({STEP_ID_PATTERN})"
+    )
+}
+
 /// `^[a-z][a-z0-9_-]{0,63}$`: step ids and event names.
 pub fn is_step_id(text: &str) -> bool {
     let bytes = text.as_bytes();

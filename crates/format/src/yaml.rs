@@ -25,6 +25,9 @@ pub const MAX_NODES: usize = 100_000;
 pub(crate) struct Node {
     pub(crate) value: Value,
     pub(crate) position: Position,
+    /// A mapping or list written in flow style (`{…}`, `[…]`), where a comma ends an
+    /// entry: authors meet it as a value cut at its comma.
+    pub(crate) flow: bool,
     /// Nodes in this subtree once aliases are expanded, itself included.
     size: usize,
 }
@@ -76,6 +79,14 @@ const MAX_UNPRINTABLE_REPORTED: usize = 20;
 pub(crate) fn read(text: &str, first_line: usize) -> Read {
     let mut builder = Builder::new(first_line);
     builder.issues.extend(unprintable(text, first_line));
+    let lines: Vec<&str> = text.lines().collect();
+    // A collection starting at `{` or `[` is in flow style; the event does not say.
+    let flow = |span: Span| {
+        lines
+            .get(span.start.line().saturating_sub(1))
+            .and_then(|line| line.chars().nth(span.start.col()))
+            .is_some_and(|first| first == '{' || first == '[')
+    };
     let mut parser = Parser::new_from_str(text);
     let mut documents = 0;
     loop {
@@ -104,8 +115,8 @@ pub(crate) fn read(text: &str, first_line: usize) -> Read {
                 Ok(())
             }
             Event::Scalar(text, style, anchor, tag) => builder.scalar(&text, style, anchor, tag.as_deref(), span),
-            Event::SequenceStart(anchor, tag) => builder.open(Frame::list(anchor), tag.as_deref(), span),
-            Event::MappingStart(anchor, tag) => builder.open(Frame::map(anchor), tag.as_deref(), span),
+            Event::SequenceStart(anchor, tag) => builder.open(Frame::list(anchor, flow(span)), tag.as_deref(), span),
+            Event::MappingStart(anchor, tag) => builder.open(Frame::map(anchor, flow(span)), tag.as_deref(), span),
             Event::SequenceEnd | Event::MappingEnd => builder.close(),
             Event::Alias(anchor) => builder.alias(anchor, span),
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => Ok(()),
@@ -174,6 +185,7 @@ struct Frame {
     items: Vec<Rc<Node>>,
     entries: Vec<Entry>,
     is_map: bool,
+    flow: bool,
     /// The key read for the next mapping value; `None` inside a pair means "skip it".
     key: Option<Option<(String, Position)>>,
     seen: HashSet<String>,
@@ -181,16 +193,17 @@ struct Frame {
 }
 
 impl Frame {
-    fn list(anchor: usize) -> Self {
-        Self::new(anchor, false)
+    fn list(anchor: usize, flow: bool) -> Self {
+        Self::new(anchor, false, flow)
     }
 
-    fn map(anchor: usize) -> Self {
-        Self::new(anchor, true)
+    fn map(anchor: usize, flow: bool) -> Self {
+        Self::new(anchor, true, flow)
     }
 
-    fn new(anchor: usize, is_map: bool) -> Self {
+    fn new(anchor: usize, is_map: bool, flow: bool) -> Self {
         Self {
+            flow,
             anchor,
             position: Position { line: 0, column: 0 },
             path: String::new(),
@@ -292,6 +305,7 @@ impl Builder {
             Rc::new(Node {
                 value,
                 position,
+                flow: false,
                 size: 1,
             }),
             anchor,
@@ -338,6 +352,7 @@ impl Builder {
             Rc::new(Node {
                 value,
                 position: frame.position,
+                flow: frame.flow,
                 size: frame.size,
             }),
             frame.anchor,

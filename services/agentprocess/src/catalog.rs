@@ -49,33 +49,15 @@ pub(crate) fn built_in() -> Vec<Entry> {
 /// not a folder, or holds no process at all, naming the path and what was expected.
 pub(crate) fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
     let flag = format!("--processes {}", path.display());
-    let expected = "expected a folder of process folders (each holding a PROCESS.md), or one process folder";
-    if !path.exists() {
-        anyhow::bail!("{flag}: no such folder; {expected}");
-    }
-    if !path.is_dir() {
-        anyhow::bail!("{flag}: not a folder; {expected}");
-    }
-    if path.join("PROCESS.md").is_file() {
-        return Ok(vec![entry(path)?]);
-    }
-    let mut folders = Vec::new();
-    for item in std::fs::read_dir(path).with_context(|| format!("{flag}: cannot read the folder"))? {
-        let folder = item.with_context(|| format!("{flag}: cannot read the folder"))?.path();
-        if folder.join("PROCESS.md").is_file() {
-            folders.push(folder);
-        }
-    }
-    if folders.is_empty() {
-        anyhow::bail!("{flag}: no process folder in it; {expected}");
-    }
-    folders.sort();
-    folders.iter().map(|folder| entry(folder)).collect()
+    crate::folders::folders(path, &flag)?
+        .iter()
+        .map(|folder| entry(folder))
+        .collect()
 }
 
 /// The process in `folder`, named after the folder.
 fn entry(folder: &Path) -> anyhow::Result<Entry> {
-    let crate::validate::Source { file, folder: name } = crate::validate::source(folder)?;
+    let crate::folders::Source { file, folder: name } = crate::folders::source(folder)?;
     let source = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
     Ok(Entry {
         folder: name.with_context(|| format!("{} has no folder name", folder.display()))?,

@@ -5,6 +5,7 @@ mod agreement;
 mod catalog;
 mod conformance;
 mod dev;
+mod folders;
 mod publish;
 mod validate;
 
@@ -41,12 +42,14 @@ struct Cli {
 enum Command {
     /// Check PROCESS.md files against every publication rule.
     ///
-    /// Each PATH is a PROCESS.md or a folder holding one; in a folder, the process
-    /// `name` must equal the folder's name. Every issue in every file is printed as
-    /// `FILE:LINE:COLUMN: PATH: MESSAGE`. Exits 0 when every file would publish,
-    /// 1 when any is refused, 2 when a file cannot be read.
+    /// Each PATH is a PROCESS.md, a folder holding one, or a folder of such folders
+    /// (as `dev --processes` takes); in a folder, the process `name` must equal the
+    /// folder's name. Every issue in every file is printed as
+    /// `FILE:LINE:COLUMN: PATH: MESSAGE`, with the closest known name for a misspelt
+    /// step, input or field. Exits 0 when every file would publish, 1 when any is
+    /// refused, 2 when a file or folder cannot be read.
     Validate {
-        /// PROCESS.md files or folders holding one.
+        /// PROCESS.md files, folders holding one, or folders of process folders.
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Print one JSON object instead of lines of text.

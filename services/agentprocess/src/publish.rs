@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::validate::source;
+use crate::folders::source;
 
 /// Options of `agentprocess publish`.
 #[derive(Debug, clap::Args)]

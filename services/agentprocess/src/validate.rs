@@ -8,33 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::Capability;
-
-/// A PROCESS.md to read and the folder name its process must carry, if any.
-pub(crate) struct Source {
-    pub(crate) file: PathBuf,
-    pub(crate) folder: Option<String>,
-}
-
-/// `path` as a process: a folder holding PROCESS.md (named after the folder, resolved
-/// so that `.` has a name too), or the file itself.
-pub(crate) fn source(path: &Path) -> Result<Source> {
-    if path.is_dir() {
-        let folder = path
-            .canonicalize()
-            .with_context(|| format!("cannot read {}", path.display()))?
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned());
-        Ok(Source {
-            file: path.join("PROCESS.md"),
-            folder,
-        })
-    } else {
-        Ok(Source {
-            file: path.to_owned(),
-            folder: None,
-        })
-    }
-}
+use crate::folders::{Source, source};
 
 fn check(source: &Source, capabilities: Capabilities) -> Result<Result<ValidatedProcess, Refusal>> {
     let bytes = std::fs::read(&source.file).with_context(|| format!("cannot read {}", source.file.display()))?;
@@ -60,12 +34,27 @@ fn capabilities(without: &[Capability]) -> Capabilities {
     offered
 }
 
+/// The processes `paths` name: a file as it is, a folder holding a PROCESS.md, and
+/// each process folder of a folder of them (as `dev --processes` reads one).
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::with_capacity(paths.len());
+    for path in paths {
+        if path.is_dir() && !path.join("PROCESS.md").exists() {
+            found.extend(crate::folders::folders(path, &path.display().to_string())?);
+        } else {
+            found.push(path.clone());
+        }
+    }
+    Ok(found)
+}
+
 /// Validates every path; prints issues; 1 when any file is refused.
 pub(crate) fn run(paths: &[PathBuf], as_json: bool, without: &[Capability]) -> Result<ExitCode> {
     let offered = capabilities(without);
+    let paths = expand(paths)?;
     let mut refused = 0;
     let mut files = Vec::with_capacity(paths.len());
-    for path in paths {
+    for path in &paths {
         let source = source(path)?;
         let shown = source.file.display().to_string();
         match check(&source, offered)? {

@@ -180,7 +180,9 @@ fn who_may_send_events_and_what_they_are_called() {
     assert_eq!(error.code, Code::Invalid);
     assert_eq!(
         error.issues,
-        ["name: \"Invoice Settled\" does not match ^[a-z][a-z0-9_-]{0,63}$"]
+        [
+            "name: \"Invoice Settled\" is not a valid event name: start with a lowercase letter a–z, then up to 63 lowercase letters, digits, \"_\" or \"-\", such as \"invoice_settled\" (^[a-z][a-z0-9_-]{0,63}$)"
+        ]
     );
     bench.settings.run_data_bytes = 100;
     let error = bench

@@ -142,11 +142,15 @@ fn name_pattern_length_and_description() {
     };
     refused(
         &named("Supplier_Onboarding"),
-        &["name: \"Supplier_Onboarding\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$"],
+        &[
+            "name: \"Supplier_Onboarding\" is not a valid name: use 1–64 lowercase letters a–z and digits, with single hyphens between words, such as \"supplier-onboarding\" (^[a-z0-9]+(-[a-z0-9]+)*$)",
+        ],
     );
     refused(
         &named("a--b"),
-        &["name: \"a--b\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$"],
+        &[
+            "name: \"a--b\" is not a valid name: use 1–64 lowercase letters a–z and digits, with single hyphens between words, such as \"a-b\" (^[a-z0-9]+(-[a-z0-9]+)*$)",
+        ],
     );
     refused(&named(&"a".repeat(65)), &["name: must be 1–64 characters, has 65"]);
     refused(&named("''"), &["name: must be 1–64 characters, has 0"]);
@@ -178,7 +182,9 @@ fn name_pattern_length_and_description() {
 fn step_ids_match_the_pattern_and_are_unique() {
     refused(
         &with_steps("  - id: Work\n    agent: Do it.\n  - id: done\n    finish: ok\n"),
-        &["steps[0].id: \"Work\" does not match ^[a-z][a-z0-9_-]{0,63}$"],
+        &[
+            "steps[0].id: \"Work\" is not a valid step id: start with a lowercase letter a–z, then up to 63 lowercase letters, digits, \"_\" or \"-\", such as \"work\" (^[a-z][a-z0-9_-]{0,63}$)",
+        ],
     );
     refused(
         &with_steps("  - id: work\n    agent: Do it.\n  - id: work\n    agent: Again.\n  - id: done\n    finish: ok\n"),
@@ -272,7 +278,9 @@ fn kind_values() {
     );
     refused(
         &steps("  - id: hear\n    wait_for: Payment Received\n"),
-        &["steps[0] (hear).wait_for: event name \"Payment Received\" does not match ^[a-z][a-z0-9_-]{0,63}$"],
+        &[
+            "steps[0] (hear).wait_for: \"Payment Received\" is not a valid event name: start with a lowercase letter a–z, then up to 63 lowercase letters, digits, \"_\" or \"-\", such as \"payment_received\" (^[a-z][a-z0-9_-]{0,63}$)",
+        ],
     );
     refused(
         &steps("  - id: later\n    wait_until: startDate\n"),
@@ -303,7 +311,7 @@ fn targets_name_existing_steps() {
     );
     refused(
         &steps("  - id: work\n    agent: Do it.\n    next: [done, { to: gone, when: Never }]\n"),
-        &["steps[0] (work).next[1]: no step \"gone\""],
+        &["steps[0] (work).next[1]: no step \"gone\" (did you mean \"done\"?)"],
     );
     refused(
         &steps("  - id: hear\n    wait_for: paid\n    timeout: 1d\n    on_timeout: chase\n"),
@@ -564,7 +572,9 @@ fn requires_lists_systems_once_each() {
     );
     refused(
         &requires("{ systems: [Salesforce] }"),
-        &["requires.systems[0]: \"Salesforce\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$ in 1–64 characters"],
+        &[
+            "requires.systems[0]: \"Salesforce\" is not a valid name: use 1–64 lowercase letters a–z and digits, with single hyphens between words, such as \"salesforce\" (^[a-z0-9]+(-[a-z0-9]+)*$)",
+        ],
     );
     refused(
         &requires("{ systems: [] }"),
@@ -908,14 +918,14 @@ steps:\n  \
 ---\n";
     let expected = [
         "description: missing",
-        "name: \"Bad_Name\" does not match ^[a-z0-9]+(-[a-z0-9]+)*$",
+        "name: \"Bad_Name\" is not a valid name: use 1–64 lowercase letters a–z and digits, with single hyphens between words, such as \"bad-name\" (^[a-z0-9]+(-[a-z0-9]+)*$)",
         "inputs.amount: \"money\" is not a type; expected one of string, number, boolean, date, datetime, list, object, person",
         "colour: unknown field",
         "steps[0] (check_vendor).evidence[0]: \"pdf\" is not an evidence kind; expected file or link",
         "steps[0] (check_vendor).due: \"2 days\" is not a duration: an integer followed by m, h or d, such as 30m, 4h or 3d",
         "steps[0] (check_vendor).next: a list of routes needs two or more, found 1",
         "steps[1] (approve).person: inputs.boss is a string field; it must name a person field",
-        "steps[1] (approve).on_reject: no step \"chek_vendor\"",
+        "steps[1] (approve).on_reject: no step \"chek_vendor\" (did you mean \"check_vendor\"?)",
         "steps[1] (approve).timeout: not allowed on an approve step",
         "steps[2] (approve).id: \"approve\" is already the id of steps[1]",
     ];
