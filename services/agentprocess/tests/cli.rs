@@ -86,6 +86,79 @@ fn refusals_print_file_line_column_and_exit_1() {
 }
 
 #[test]
+fn refusals_suggest_the_closest_name_state_the_rules_in_words_and_hint_at_quoting() {
+    let dir = folder(
+        "Supplier_Onboarding",
+        "---\nname: Supplier_Onboarding\ndescription: x\ninputs:\n  \
+         amount: { type: number, description: Amount, in EUR }\nsteps:\n  \
+         - id: collect_details\n    agent: Collect.\n    nxt: approve\n  \
+         - id: Approve Order\n    approve: Approve?\n    person: inputs.aprover\n    next: collect_detials\n---\n",
+    );
+    let out = run(&["validate", &show(&dir)]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    for expected in [
+        "name: \"Supplier_Onboarding\" is not a valid name: use 1–64 lowercase letters a–z and digits, with \
+         single hyphens between words, such as \"supplier-onboarding\" (^[a-z0-9]+(-[a-z0-9]+)*$)",
+        "inputs.amount.in EUR: unknown field (a comma ends a value inside {…}: quote \"Amount, in EUR\" if the \
+         comma is part of it)",
+        "steps[0] (collect_details).nxt: unknown field (did you mean \"next\"?)",
+        "steps[1].id: \"Approve Order\" is not a valid step id: start with a lowercase letter a–z, then up to 63 \
+         lowercase letters, digits, \"_\" or \"-\", such as \"approve_order\" (^[a-z][a-z0-9_-]{0,63}$)",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+    let steps = folder(
+        "misspelt",
+        "---\nname: misspelt\ndescription: x\ninputs:\n  approver: { type: person }\nsteps:\n  \
+         - id: collect_details\n    agent: Collect.\n    next: approve\n  \
+         - id: approve\n    approve: Approve?\n    person: inputs.aprover\n    next: collect_detials\n---\n",
+    );
+    let stdout = text(&run(&["validate", &show(&steps)]).stdout);
+    assert!(
+        stdout.contains("steps[1] (approve).next: no step \"collect_detials\" (did you mean \"collect_details\"?)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("inputs.aprover names no declared input (did you mean \"approver\"?)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn validate_takes_a_folder_of_process_folders() {
+    let good = folder(
+        "good-one",
+        "---\nname: good-one\ndescription: x\nsteps:\n  - id: done\n    finish: ok\n---\n",
+    );
+    let parent = good.root.clone();
+    let bad = parent.join("bad-one");
+    std::fs::create_dir_all(&bad).expect("dir");
+    std::fs::write(bad.join("PROCESS.md"), "---\nname: bad-one\nsteps: []\n---\n").expect("write");
+    std::fs::create_dir_all(parent.join("notes")).expect("a folder that is not a process");
+    let out = run(&["validate", &show(&parent)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("{}: ok (good-one)", show(&good.join("PROCESS.md")))),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("{}:", show(&bad.join("PROCESS.md")))),
+        "{stdout}"
+    );
+    assert_eq!(text(&out.stderr), "1 of 2 file(s) refused\n");
+    let empty = parent.join("notes");
+    let out = run(&["validate", &show(&empty)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no process folder in it"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn json_output_for_machines() {
     let dir = folder(
         "wrong-name",
@@ -480,18 +553,29 @@ impl DevServer {
     /// One MCP `tools/call` over plain HTTP/1.1 as `identity`, with an `Origin` header
     /// when given: the status and the body.
     fn call(&self, identity: &str, tool: &str, origin: Option<&str>) -> (u16, String) {
-        use std::io::{Read as _, Write as _};
-
-        let url = self.details["url"].as_str().expect("url");
-        let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
         let token = self.details["identities"][identity]["token"].as_str().expect("token");
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
         );
         let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
+        let headers =
+            format!("Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{origin}");
+        let (status, body) = self.http("POST", "/mcp", token, &headers, &body);
+        if status == 200 {
+            assert_meets_contract(tool, &body);
+        }
+        (status, body)
+    }
+
+    /// One HTTP/1.1 request with `token` as the bearer and `headers` (each ending in
+    /// CRLF) besides: the status and the body.
+    fn http(&self, method: &str, path: &str, token: &str, headers: &str, body: &str) -> (u16, String) {
+        use std::io::{Read as _, Write as _};
+
+        let url = self.details["url"].as_str().expect("url");
+        let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
         let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n{origin}\
+            "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n{headers}\
              Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
@@ -508,9 +592,6 @@ impl DevServer {
             .split_once("\r\n\r\n")
             .map(|(_, body)| body.to_owned())
             .unwrap_or_default();
-        if status == 200 {
-            assert_meets_contract(tool, &body);
-        }
         (status, body)
     }
 
@@ -548,6 +629,50 @@ fn dev_publishes_the_built_in_examples_from_any_directory() {
         dev.welcome
     );
     assert_eq!(dev.listed(), example_names());
+}
+
+#[test]
+fn dev_prints_the_web_sign_in_and_an_api_token_that_rest_takes() {
+    let scratch = Scratch::new("dev-api-token");
+    let dev = DevServer::start(&scratch.0, &[]);
+    let base = dev.details["url"]
+        .as_str()
+        .expect("url")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    assert_eq!(dev.details["web"], format!("{base}/dev/sign-in"));
+    assert_eq!(dev.details["api"], format!("{base}/api/v1"));
+    assert!(
+        dev.welcome.contains(&format!("web app:      {base}/dev/sign-in")),
+        "{}",
+        dev.welcome
+    );
+    assert!(
+        dev.welcome.contains(&format!("REST API:     {base}/api/v1")),
+        "{}",
+        dev.welcome
+    );
+    let api_token = dev.details["identities"]["admin"]["apiToken"]
+        .as_str()
+        .expect("the admin's API token");
+    assert!(api_token.starts_with("apr_"), "{api_token}");
+    assert!(
+        dev.welcome
+            .contains(&format!("Authorization: Bearer {api_token}   (/api/v1)")),
+        "{}",
+        dev.welcome
+    );
+    let (status, session) = dev.http("GET", "/api/v1/session", api_token, "", "");
+    assert_eq!(status, 200, "{session}");
+    assert!(
+        session.contains("admin@example.com") || session.contains("\"admin\""),
+        "{session}"
+    );
+    // The MCP token is refused on REST with a word on which token REST takes.
+    let mcp_token = dev.details["identities"]["admin"]["token"].as_str().expect("token");
+    let (status, refused) = dev.http("GET", "/api/v1/session", mcp_token, "", "");
+    assert_eq!(status, 401, "{refused}");
+    assert!(refused.contains("/api/v1 takes an API token"), "{refused}");
 }
 
 #[test]
