@@ -115,6 +115,7 @@ pub(super) async fn change(
 #[utoipa::path(
     get,
     path = "/api/v1/agents/{id}/tokens",
+    operation_id = "agent_tokens",
     tag = "agents",
     params(Id),
     responses((status = 200, description = "The agent's MCP tokens", body = Items<TokenView>))
@@ -131,6 +132,7 @@ pub(super) async fn tokens(
 #[utoipa::path(
     post,
     path = "/api/v1/agents/{id}/tokens",
+    operation_id = "create_agent_token",
     tag = "agents",
     params(Id, Key),
     request_body = agentprocess_operations::agents::NewAgentToken,
@@ -175,6 +177,7 @@ pub(super) async fn rotate_token(
 #[utoipa::path(
     delete,
     path = "/api/v1/agents/{id}/tokens/{token}",
+    operation_id = "revoke_agent_token",
     tag = "agents",
     params(("id" = String, Path, description = "The id"), ("token" = String, Path, description = "The token's id")),
     responses((status = 204, description = "Revoked"))

@@ -125,6 +125,7 @@ pub(super) async fn limits(
 #[utoipa::path(
     put,
     path = "/api/v1/organization/limits",
+    operation_id = "choose_limits",
     tag = "organization",
     request_body = LimitChoice,
     responses((status = 200, description = "The limits as chosen", body = LimitsView))

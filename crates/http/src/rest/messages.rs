@@ -127,6 +127,7 @@ pub(super) async fn own_choices(
 #[utoipa::path(
     put,
     path = "/api/v1/account/messages",
+    operation_id = "choose_messages",
     tag = "account",
     request_body = MessageChoices,
     responses((status = 200, description = "The choices as saved", body = MessageChoices))
