@@ -1,7 +1,9 @@
 """`agentprocess conformance` against this server: on `agentprocess dev` (SQLite) and
 on two `agentprocess-api` processes over one PostgreSQL database (the sessions spread
 over both), every case passes with an empty expected-failures list. Then the runner
-itself: a broken contract fails it, and its expected-failures list must stay true."""
+itself: it covers every route of its own corpus (tests/conformance-corpus), finds the
+work item two people share by walking agents' steps first, a broken contract fails
+it, and its expected-failures list must stay true."""
 
 from __future__ import annotations
 
@@ -30,9 +32,13 @@ def credentials(server, path: Path) -> Path:
     return path
 
 
-def conformance(server, tmp_path: Path, *extra: str, schemas: Path = SCHEMAS) -> subprocess.CompletedProcess:
+CORPUS = Path(__file__).resolve().parents[1] / "conformance-corpus"
+
+
+def conformance(server, tmp_path: Path, *extra: str, schemas: Path = SCHEMAS,
+                fixtures: Path = FIXTURES) -> subprocess.CompletedProcess:
     command = [str(BIN / "agentprocess"), "conformance", "--credentials", str(credentials(server, tmp_path / "c.json")),
-               "--schemas", str(schemas), "--fixtures", str(FIXTURES)]
+               "--schemas", str(schemas), "--fixtures", str(fixtures)]
     for index, base in enumerate(server.bases):
         command += ["--url", server.mcp_url(index), "--test-clock", f"{base}/test/clock"]
     return subprocess.run([*command, *extra], capture_output=True, text=True, timeout=900)
@@ -93,3 +99,31 @@ def test_bad_credentials_are_refused_naming_every_problem(tmp_path):
     assert ran.returncode == 2
     assert "two identities of kind agent are needed, found 1" in ran.stderr
     assert "an identity of kind operator is needed" in ran.stderr
+
+
+@pytest.fixture(scope="module")
+def corpus_server():
+    started = servers.start_sqlite(processes=CORPUS)
+    yield started
+    servers.drop(started)
+
+
+def test_the_runner_takes_every_route_of_its_own_corpus_and_finds_shared_work_by_shape(corpus_server, tmp_path):
+    expected = tmp_path / "expected.yaml"
+    expected.write_text("")
+    ran = conformance(corpus_server, tmp_path, "--expected-failures", str(expected), fixtures=CORPUS)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    for folder in sorted(path for path in CORPUS.iterdir() if path.is_dir()):
+        routes = (folder / "PROCESS.md").read_text().count("{ to:")
+        assert f"pass  walk/{folder.name} " in ran.stdout, (folder.name, ran.stdout)
+        assert f"{routes} of {routes} routes taken" in ran.stdout, (folder.name, ran.stdout)
+    # claim-routing's large_travel is reached only by the third route of two steps in
+    # turn, which eight round-robin walks never take: walks aimed at its routes do.
+    assert "(aimed at large_travel → adjuster): classify → travel, large_travel → adjuster, travel → large_travel" \
+        in ran.stdout, ran.stdout
+    assert "(aimed at large_travel → fraud_check)" in ran.stdout, ran.stdout
+    # No corpus process starts with a person's step: these cases found their work item
+    # by walking agents' steps up to one.
+    for case in ("errors/already-decided-for-a-second-group-member",
+                 "races/two-people-deciding-one-item-give-one-decision", "errors/forbidden-agent-decides"):
+        assert f"pass  {case} " in ran.stdout, (case, ran.stdout)

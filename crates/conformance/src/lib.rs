@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod aim;
 mod cases;
 mod credentials;
 mod fixtures;

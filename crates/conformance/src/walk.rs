@@ -6,13 +6,15 @@
 //! A [`Plan`] shared by the walks of one process makes each choice round-robin per
 //! step: the route of a step whose `next` is a list, whether an approval is rejected,
 //! whether an agent escalates and the person returns or completes the step, and
-//! whether a `wait_for` gets its event or times out.
+//! whether a `wait_for` gets its event or times out. A walk given an [`Aim`] instead
+//! makes every choice on the way to one route, then on the way to an end.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::aim::Aim;
 use crate::fixtures::Fixture;
 use crate::report::{Failure, ensure};
 use crate::sample::fill;
@@ -61,6 +63,10 @@ pub(crate) struct Walker<'a> {
     pub(crate) decisions: BTreeSet<(String, String)>,
     /// How many events the walker sent to each wait_for step.
     pub(crate) events_sent: HashMap<String, usize>,
+    /// The route this walk is aimed at, when it is.
+    aim: Option<Aim>,
+    /// Whether agents escalate now and then (round-robin walks only).
+    escalates: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -77,7 +83,36 @@ impl<'a> Walker<'a> {
             routes: BTreeSet::new(),
             decisions: BTreeSet::new(),
             events_sent: HashMap::new(),
+            aim: None,
+            escalates: true,
         }
+    }
+
+    /// This walker, making its choices on the way to `aim` (and never escalating).
+    pub(crate) fn aimed(mut self, aim: Aim) -> Self {
+        self.aim = Some(aim);
+        self.escalates = false;
+        self
+    }
+
+    /// Agents and events move `run` until a person has a work item in it, choosing
+    /// routes towards the nearest person's step: whether one opened before the run
+    /// ended or could go no further without people or time. Agents do not escalate
+    /// here, so the item is one the process itself opens.
+    pub(crate) async fn until_work_item(&mut self, run: &str) -> Result<bool, Failure> {
+        self.escalates = false;
+        self.aim = Some(Aim::to_people(self.fixture));
+        for _ in 0..200 {
+            let view = self.cx.people[0].ok("get_run", json!({ "runId": run })).await?;
+            self.mode = view["run"]["mode"].as_str().unwrap_or("live").to_owned();
+            if view["workItems"].as_array().is_some_and(|items| !items.is_empty()) {
+                return Ok(true);
+            }
+            if !view["run"]["ended"].is_null() || !(self.agent_turn(run).await? || self.event_turn(&view).await?) {
+                return Ok(false);
+            }
+        }
+        Ok(false)
     }
 
     fn person(&self) -> &str {
@@ -160,7 +195,7 @@ impl<'a> Walker<'a> {
             "the claim's body is not the fixture's body: {} is published with other content",
             self.fixture.name
         );
-        if !self.escalated && self.plan.pick("escalate", 4) == 3 {
+        if self.escalates && !self.escalated && self.plan.pick("escalate", 4) == 3 {
             self.escalated = true;
             agent
                 .ok(
@@ -228,12 +263,21 @@ impl<'a> Walker<'a> {
         }
         if let Some(routes) = step["next"].as_array().filter(|routes| !routes.is_empty()) {
             let id = step["id"].as_str().unwrap_or_default().to_owned();
-            let route = &routes[self.plan.pick(&format!("route:{id}"), routes.len())];
-            let to = route
-                .as_str()
-                .or_else(|| route["to"].as_str())
-                .unwrap_or_default()
-                .to_owned();
+            let options: Vec<String> = routes
+                .iter()
+                .map(|route| {
+                    route
+                        .as_str()
+                        .or_else(|| route["to"].as_str())
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect();
+            let index = match &mut self.aim {
+                Some(aim) => aim.route(&id, &options),
+                None => self.plan.pick(&format!("route:{id}"), routes.len()),
+            };
+            let to = options[index].clone();
             arguments["next"] = json!(to);
             arguments["reason"] = json!("Chosen by the conformance runner.");
             self.routes.insert((id, to));
@@ -321,6 +365,14 @@ impl<'a> Walker<'a> {
 
     fn decision(&mut self, item: &Value) -> &'static str {
         let step = item["stepId"].as_str().unwrap_or_default().to_owned();
+        if let Some(aim) = &mut self.aim {
+            let reject = item["kind"] == "approve" && aim.reject(&step);
+            return match (item["kind"] == "approve", reject) {
+                (true, true) => "rejected",
+                (true, false) => "approved",
+                _ => "completed",
+            };
+        }
         if item["kind"] == "approve" {
             if !self.rejected.contains(&step) && self.plan.pick(&format!("reject:{step}"), 3) == 2 {
                 self.rejected.insert(step);
@@ -351,11 +403,14 @@ impl<'a> Walker<'a> {
             if step["state"] != "waiting" {
                 continue;
             }
-            if definition.get("timeout").is_some()
-                && !self.cx.clocks.is_empty()
-                && self.plan.pick(&format!("timeout:{id}"), 2) == 1
-            {
-                return Ok(false);
+            if definition.get("timeout").is_some() && !self.cx.clocks.is_empty() {
+                let late = match &self.aim {
+                    Some(aim) => aim.time_out(id),
+                    None => self.plan.pick(&format!("timeout:{id}"), 2) == 1,
+                };
+                if late {
+                    return Ok(false);
+                }
             }
             let sent = self
                 .agent()

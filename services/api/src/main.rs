@@ -34,7 +34,7 @@ use clap::{Parser, Subcommand};
 /// Every setting can also come from its AGENTPROCESS_* environment variable; a flag
 /// wins over the variable.
 #[derive(Debug, Parser)]
-#[command(name = "agentprocess-api", version, propagate_version = true)]
+#[command(name = "agentprocess-api", version, propagate_version = true, verbatim_doc_comment)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

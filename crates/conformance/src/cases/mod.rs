@@ -18,6 +18,7 @@ use crate::fixtures::Fixture;
 use crate::report::{Failure, Outcome, Report, ensure, matches};
 use crate::sample::fill;
 use crate::session::{Context, Session, request_id};
+use crate::walk::{Plan, Walker};
 
 /// What the server told the runner before the cases: its `describe`, its catalog, and
 /// which fixtures it publishes as written.
@@ -143,10 +144,32 @@ pub(crate) async fn claim(agent: &Session, run: &str, step: &str) -> Result<Valu
 }
 
 /// A run with an open work item that both people see in get_work: the run id and the
-/// item as each of them is given it.
+/// item as each of them is given it. Found by shape: first among the processes that
+/// start with a person's step, then among the others that have one, whose runs agents
+/// (and events) take up to their first work item.
 pub(crate) async fn shared_item(cx: &Context, env: &Env<'_>) -> Result<Option<(String, [Value; 2])>, Failure> {
-    for fixture in env.starting_with(&["approve", "task"]) {
+    let first = env.starting_with(&["approve", "task"]);
+    let later = env.published.iter().copied().filter(|fixture| {
+        !first.iter().any(|found| found.name == fixture.name)
+            && fixture.frontmatter["steps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|step| step.get("approve").is_some() || step.get("task").is_some())
+    });
+    let candidates: Vec<(&Fixture, bool)> = first
+        .iter()
+        .map(|fixture| (*fixture, false))
+        .chain(later.map(|fixture| (fixture, true)))
+        .collect();
+    for (fixture, agents_first) in candidates {
         let run = start(cx, env, fixture).await?;
+        if agents_first {
+            let mut plan = Plan::default();
+            if !Walker::new(cx, fixture, &mut plan, 0).until_work_item(&run).await? {
+                continue;
+            }
+        }
         let mut seen = Vec::new();
         for person in &cx.people {
             let work = person
