@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
-use crate::fixtures::Fixture;
+use crate::fixtures::{Fixture, route_target};
 
 /// One walk's aim: a route `(step, to)` to take, then the shortest way to an end; or
 /// (with no route) the nearest person's step.
@@ -98,10 +98,9 @@ impl Aim {
             self.taken = true;
             return index;
         }
-        let distances = if self.taken { &self.to_end } else { &self.to_target };
         let join = self.joins.get(step).map(String::as_str).unwrap_or_default();
         nearest(
-            distances,
+            self.heading(),
             options.iter().map(|to| if to == "join" { join } else { to.as_str() }),
         )
     }
@@ -109,38 +108,39 @@ impl Aim {
     /// Whether to reject approval `step`: only on the way to the route, when its
     /// `on_reject` step is nearer to it than the step after the approval.
     pub(crate) fn reject(&mut self, step: &str) -> bool {
-        let Some(back) = self
-            .steps
-            .get(step)
-            .and_then(|definition| definition["on_reject"].as_str())
-        else {
+        let Some((back, onward)) = self.choice(step, "on_reject") else {
             return false;
         };
-        let onward = self.onward.get(step).map(String::as_str).unwrap_or_default();
+        let nearer = distance(&self.to_target, back) < distance(&self.to_target, onward);
         let times = self.rejected.entry(step.to_owned()).or_default();
-        if self.taken || *times >= MOST_REJECTIONS {
+        if self.taken || *times >= MOST_REJECTIONS || !nearer {
             return false;
         }
-        if distance(&self.to_target, back) < distance(&self.to_target, onward) {
-            *times += 1;
-            return true;
-        }
-        false
+        *times += 1;
+        true
     }
 
     /// Whether to let `wait_for` step `step` time out rather than send its event: when
     /// its `on_timeout` step is nearer to where the walk is going.
     pub(crate) fn time_out(&self, step: &str) -> bool {
-        let Some(late) = self
-            .steps
-            .get(step)
-            .and_then(|definition| definition["on_timeout"].as_str())
-        else {
+        let Some((late, onward)) = self.choice(step, "on_timeout") else {
             return false;
         };
-        let onward = self.onward.get(step).map(String::as_str).unwrap_or_default();
-        let distances = if self.taken { &self.to_end } else { &self.to_target };
-        distance(distances, late) < distance(distances, onward)
+        let heading = self.heading();
+        distance(heading, late) < distance(heading, onward)
+    }
+
+    /// The step `key` (`on_reject`, `on_timeout`) of `step` names, and the step it
+    /// goes on to otherwise; `None` when it names none.
+    fn choice(&self, step: &str, key: &str) -> Option<(&str, &str)> {
+        let other = self.steps.get(step)?[key].as_str()?;
+        Some((other, self.onward.get(step).map(String::as_str).unwrap_or_default()))
+    }
+
+    /// How far each step is from where the walk is going: the route until it is
+    /// taken, then an end.
+    fn heading(&self) -> &HashMap<String, usize> {
+        if self.taken { &self.to_end } else { &self.to_target }
     }
 }
 
@@ -215,11 +215,7 @@ impl Graph {
             }
             let mut nexts: Vec<String> = match &step["next"] {
                 Value::String(to) => resolve(to).into_iter().collect(),
-                Value::Array(routes) => routes
-                    .iter()
-                    .filter_map(|route| route.as_str().or_else(|| route["to"].as_str()))
-                    .filter_map(resolve)
-                    .collect(),
+                Value::Array(routes) => routes.iter().filter_map(route_target).filter_map(resolve).collect(),
                 _ if branch_of.contains_key(&from) => Vec::new(),
                 _ => list.get(index + 1).map(|next| id(next)).into_iter().collect(),
             };
@@ -281,12 +277,7 @@ fn named_moves(step: &Value) -> Vec<String> {
     let mut named = Vec::new();
     match &step["next"] {
         Value::String(to) => named.push(to.clone()),
-        Value::Array(routes) => named.extend(
-            routes
-                .iter()
-                .filter_map(|route| route.as_str().or_else(|| route["to"].as_str()))
-                .map(str::to_owned),
-        ),
+        Value::Array(routes) => named.extend(routes.iter().filter_map(route_target).map(str::to_owned)),
         _ => {}
     }
     named.extend(step["on_timeout"].as_str().map(str::to_owned));

@@ -38,10 +38,9 @@ impl Fixture {
             .steps()
             .filter_map(|step| Some((step["id"].as_str()?, step["next"].as_array()?)))
             .flat_map(|(id, routes)| {
-                routes.iter().map(move |route| {
-                    let to = route.as_str().or_else(|| route["to"].as_str()).unwrap_or_default();
-                    (id.to_owned(), to.to_owned())
-                })
+                routes
+                    .iter()
+                    .map(move |route| (id.to_owned(), route_target(route).unwrap_or_default().to_owned()))
             })
             .collect();
         found.sort();
@@ -102,4 +101,9 @@ fn uses_check(steps: &Value) -> bool {
         .into_iter()
         .flatten()
         .any(|step| step.get("check").is_some())
+}
+
+/// The step a route names: the route itself (`approve`), or its `to` (`{ to, when }`).
+pub(crate) fn route_target(route: &Value) -> Option<&str> {
+    route.as_str().or_else(|| route["to"].as_str())
 }

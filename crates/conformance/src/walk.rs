@@ -15,7 +15,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::aim::Aim;
-use crate::fixtures::Fixture;
+use crate::fixtures::{Fixture, route_target};
 use crate::report::{Failure, ensure};
 use crate::sample::fill;
 use crate::session::{Answer, Context, Session, request_id, with_request_id};
@@ -265,13 +265,7 @@ impl<'a> Walker<'a> {
             let id = step["id"].as_str().unwrap_or_default().to_owned();
             let options: Vec<String> = routes
                 .iter()
-                .map(|route| {
-                    route
-                        .as_str()
-                        .or_else(|| route["to"].as_str())
-                        .unwrap_or_default()
-                        .to_owned()
-                })
+                .map(|route| route_target(route).unwrap_or_default().to_owned())
                 .collect();
             let index = match &mut self.aim {
                 Some(aim) => aim.route(&id, &options),

@@ -6,12 +6,13 @@
 /// alphabetical order, so that the answer does not depend on the candidates' order.
 pub(crate) fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let allowed = (word.chars().count() / 3).max(1);
+    let lowered = word.to_lowercase();
     let mut best: Option<(usize, &str)> = None;
     for candidate in candidates {
         if candidate == word {
             continue;
         }
-        let distance = edits(&word.to_lowercase(), &candidate.to_lowercase());
+        let distance = edits(&lowered, &candidate.to_lowercase());
         let better = |(found, chosen): (usize, &str)| distance < found || (distance == found && candidate < chosen);
         if distance <= allowed && best.is_none_or(better) {
             best = Some((distance, candidate));

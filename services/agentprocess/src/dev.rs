@@ -180,9 +180,9 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     identities["admin"]["apiToken"] = json!(admin_api_token(&api).await?);
     let published = publish_all(&admin, &processes).await?;
     let sign_in = if dev.no_dev_sign_in {
-        "/login?org=dev"
+        format!("/login?org={ORG}")
     } else {
-        "/dev/sign-in"
+        "/dev/sign-in".to_owned()
     };
     let details = json!({
         "url": format!("{public_url}/mcp"),
@@ -229,12 +229,8 @@ fn identity(dev: &Dev) -> agentprocess_app::IdentityConfig {
 
 /// Signs the dev organization in through the developer's own OpenID provider.
 async fn sso(auth: &agentprocess_auth::Auth, dev: &Dev, issuer: &str, client_id: &str) -> anyhow::Result<()> {
-    let actor = agentprocess_auth::audit::Actor {
-        id: "agentprocess-dev".to_owned(),
-        address: None,
-    };
+    let actor = actor();
     let now = jiff::Timestamp::now();
-    let refused = |error: agentprocess_auth::Error| anyhow::anyhow!("{}", error.to_tool_error());
     auth.set_provider(&actor, ORG, issuer, client_id, dev.oidc_client_secret.as_deref(), now)
         .await
         .map_err(refused)?;
@@ -296,10 +292,6 @@ async fn admin_api_token(api: &agentprocess_app::Api) -> anyhow::Result<String> 
         .identity(ORG, "admin")
         .await?
         .context("the dev organization has no admin")?;
-    let actor = agentprocess_auth::audit::Actor {
-        id: "agentprocess-dev".to_owned(),
-        address: None,
-    };
     let new = agentprocess_auth::tokens::NewToken {
         name: "agentprocess dev".to_owned(),
         scope: agentprocess_auth::tokens::Scope::Admin,
@@ -307,10 +299,23 @@ async fn admin_api_token(api: &agentprocess_app::Api) -> anyhow::Result<String> 
     };
     let (_, token) = api
         .auth
-        .create_token(&actor, &admin, &new, jiff::Timestamp::now(), None)
+        .create_token(&actor(), &admin, &new, jiff::Timestamp::now(), None)
         .await
-        .map_err(|error| anyhow::anyhow!("{}", error.to_tool_error()))?;
+        .map_err(refused)?;
     Ok(token)
+}
+
+/// Who the audit log says set up the dev organization's identity.
+fn actor() -> agentprocess_auth::audit::Actor {
+    agentprocess_auth::audit::Actor {
+        id: "agentprocess-dev".to_owned(),
+        address: None,
+    }
+}
+
+/// An identity refusal, in the words the tools would answer it with.
+fn refused(error: agentprocess_auth::Error) -> anyhow::Error {
+    anyhow::anyhow!("{}", error.to_tool_error())
 }
 
 /// Publishes every process, binding every role to the people group. Returns each
