@@ -6,6 +6,7 @@ with exactly one effect on each run."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
@@ -88,8 +89,8 @@ async def held_at(deployment, run: str, fired_before: int) -> RunLock:
     """Holds `run`'s lock, makes every timer due, and returns the lock once the
     scheduler, firing one timer at a time, has fired the `fired_before` timers that
     come before that run: it then waits on it, mid-batch by construction, not by
-    timing. A pass takes the timers due first (here, of the runs started first) and
-    fires them in lock order (by run id)."""
+    timing. A pass takes the timers due first (see `runs_in_queue_order`) and fires
+    them in lock order (by run id)."""
     lock = RunLock(deployment, run)
     deployment.advance(61)
     started = time.monotonic()
@@ -100,6 +101,13 @@ async def held_at(deployment, run: str, fired_before: int) -> RunLock:
             raise AssertionError(f"{remaining(deployment)} timers left")
         await anyio.sleep(0.05)
     return lock
+
+
+def runs_in_queue_order(redis, deployment) -> list[str]:
+    """The runs whose timers the queue holds, in the order a pass takes them: by due
+    time, then (for runs started in the same millisecond) by member, not by start."""
+    members = redis.cli("ZRANGE", f"{deployment.prefix}:0", "0", "-1").splitlines()
+    return [json.loads(member)[1] for member in members]
 
 
 async def test_kill_9_mid_batch_then_restart(redis):
@@ -164,8 +172,11 @@ async def test_sigterm_mid_batch_finishes_the_pass_exits_0_and_loses_nothing(red
     deployment = deploy(redis, "--timer-concurrency", "1", "--timers-per-transaction", "1", "--timer-batch", "10")
     try:
         runs = await start_runs(deployment, 120)
-        # The sixth pass takes the runs started 51st to 60th; the 6th of them by id waits.
-        lock = await held_at(deployment, sorted(runs[50:60])[5], 55)
+        # The sixth pass takes the 51st to 60th timers in the queue's order; the 6th of
+        # their runs by id waits.
+        queued = runs_in_queue_order(redis, deployment)
+        assert sorted(queued) == sorted(runs), "the API mirrored every timer"
+        lock = await held_at(deployment, sorted(queued[50:60])[5], 55)
         threading.Timer(1.0, lock.release).start()
         assert deployment.kill_scheduler(0, signal.SIGTERM) == 0, "a clean exit"
         left = remaining(deployment)
