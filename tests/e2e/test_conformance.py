@@ -103,9 +103,13 @@ def test_bad_credentials_are_refused_naming_every_problem(tmp_path):
 
 @pytest.fixture(scope="module")
 def corpus_server():
-    started = servers.start_sqlite(processes=CORPUS)
+    # grant-screening needs check-1: the server judges with the test-double evaluator
+    # (not a model; it passes the runner's sample summaries).
+    double, url = servers.start_test_evaluator()
+    started = servers.start_sqlite(processes=CORPUS, extra=("--evaluator-url", url, "--evaluator-model", "test-double"))
     yield started
     servers.drop(started)
+    double.terminate()
 
 
 def test_the_runner_takes_every_route_of_its_own_corpus_and_finds_shared_work_by_shape(corpus_server, tmp_path):
@@ -117,6 +121,9 @@ def test_the_runner_takes_every_route_of_its_own_corpus_and_finds_shared_work_by
         routes = (folder / "PROCESS.md").read_text().count("{ to:")
         assert f"pass  walk/{folder.name} " in ran.stdout, (folder.name, ran.stdout)
         assert f"{routes} of {routes} routes taken" in ran.stdout, (folder.name, ran.stdout)
+    # grant-screening's checks were run and recorded on every checked step it took: the
+    # walk fails on a check record that is missing or not as check-1 says.
+    assert "pass  walk/grant-screening " in ran.stdout and "budget → budget_fix" in ran.stdout, ran.stdout
     # claim-routing's large_travel is reached only by the third route of two steps in
     # turn, which eight round-robin walks never take: walks aimed at its routes do.
     assert "(aimed at large_travel → adjuster): classify → travel, large_travel → adjuster, travel → large_travel" \

@@ -7,6 +7,7 @@ mod fixtures;
 mod report;
 mod sample;
 mod session;
+mod verdict;
 mod walk;
 
 use std::path::PathBuf;

@@ -19,10 +19,14 @@ use crate::fixtures::{Fixture, route_target};
 use crate::report::{Failure, ensure};
 use crate::sample::fill;
 use crate::session::{Answer, Context, Session, request_id, with_request_id};
+use crate::verdict;
 
 /// How far the runner moves the clock when only time can move a run: past the
 /// longest duration the fixtures use (30 days).
 const CLOCK_STEP_SECONDS: u64 = 31 * 24 * 3600;
+
+/// The null a missing step definition or `describe.limits` reads as.
+static NULL: Value = Value::Null;
 
 /// Round-robin choices per step, across the walks of one process.
 #[derive(Debug, Default)]
@@ -67,6 +71,8 @@ pub(crate) struct Walker<'a> {
     aim: Option<Aim>,
     /// Whether agents escalate now and then (round-robin walks only).
     escalates: bool,
+    /// `describe.limits`, read at the first checked step (check-1's default thresholds).
+    limits: Option<Value>,
 }
 
 impl<'a> Walker<'a> {
@@ -85,6 +91,7 @@ impl<'a> Walker<'a> {
             events_sent: HashMap::new(),
             aim: None,
             escalates: true,
+            limits: None,
         }
     }
 
@@ -113,6 +120,30 @@ impl<'a> Walker<'a> {
             }
         }
         Ok(false)
+    }
+
+    /// Fails unless `view`, a submission's answer, records step `id`'s check (if it has
+    /// one) as check-1 says.
+    async fn check_recorded(&mut self, id: &Value, view: &Value) -> Result<(), Failure> {
+        let step = self.definition(id);
+        if step.get("check").is_none() {
+            return Ok(());
+        }
+        if self.limits.is_none() {
+            let described = self.cx.agents[0].ok("describe", json!({})).await?;
+            self.limits = Some(described["limits"].clone());
+        }
+        verdict::recorded(step, view, self.limits.as_ref().unwrap_or(&NULL))
+    }
+
+    /// The fixture's definition of step `id` (null when it has none).
+    fn definition(&self, id: &Value) -> &'a Value {
+        self.fixture.frontmatter["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|step| step["id"] == *id)
+            .unwrap_or(&NULL)
     }
 
     fn person(&self) -> &str {
@@ -209,7 +240,7 @@ impl<'a> Walker<'a> {
         arguments["token"] = claimed["token"].clone();
         arguments["requestId"] = json!(request_id());
         match agent.call("submit", arguments).await? {
-            Answer::Ok(_) => {}
+            Answer::Ok(view) => self.check_recorded(&claimed["step"]["id"], &view).await?,
             // check-1: the server's own model judged the walker's sample submission.
             // A failed check leaves the claim standing; a person takes the step over,
             // as after an escalation, and the walk goes on. (An unsure check has
@@ -314,7 +345,12 @@ impl<'a> Walker<'a> {
             }
         }
         callable(person, "decide", &arguments)?;
-        person.ok("decide", arguments).await?;
+        let decided = person.ok("decide", arguments).await?;
+        // check-1 §3: a person completing an ordinary task is checked; one completing
+        // an escalated step is not.
+        if decision == "completed" && listed["escalation"].is_null() {
+            self.check_recorded(&listed["stepId"], &decided).await?;
+        }
         let step = listed["stepId"].as_str().unwrap_or_default().to_owned();
         self.decisions.insert((step, decision.to_owned()));
         Ok(true)
