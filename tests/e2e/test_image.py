@@ -36,9 +36,8 @@ def conf() -> str:
 @pytest.fixture(scope="module")
 def image():
     if podman("image", "exists", IMAGE, check=False).returncode != 0:
-        built = subprocess.run([str(REPO / "scripts" / "image"), "--profile", "dev", "--tag", IMAGE],
-                               capture_output=True, text=True, timeout=600,
-                               env=os.environ | {"CARGO_TARGET_DIR": str(BIN.parent)})
+        built = subprocess.run([str(REPO / "scripts" / "image"), "--binaries", str(BIN), "--tag", IMAGE],
+                               capture_output=True, text=True, timeout=600)
         assert built.returncode == 0, built.stdout + built.stderr
     return IMAGE
 

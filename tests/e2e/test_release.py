@@ -1,0 +1,188 @@
+"""scripts/release, on the binaries the tests run (the dev build: a release build per
+test run would take longer than the rest of the suite): the tarball of the three
+binaries, the image as an OCI archive that loads and runs, a CycloneDX SBOM per binary
+that agrees with Cargo.lock, the Helm chart, and SHA-256 sums of them all; the archives
+reproducible; a chart out of step with the workspace, or a folder holding other files,
+refused before any work."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import tarfile
+import tomllib
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from servers import BIN, REPO
+from test_image import podman
+
+PROGRAMS = ("agentprocess", "agentprocess-api", "agentprocess-scheduler")
+VERSION = tomllib.loads((REPO / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+TRIPLE = next(line.split(": ", 1)[1] for line in subprocess.run(["rustc", "-vV"], capture_output=True, text=True,
+                                                                 check=True).stdout.splitlines()
+              if line.startswith("host: "))
+COMMITTED_AT = int(subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=REPO, capture_output=True, text=True,
+                                  check=True).stdout)
+
+
+def release(out: Path, image: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / "scripts" / "release"), "--out", str(out), "--binaries", str(BIN),
+                           "--image", image], capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    image = f"localhost/agentprocess-release-test:{secrets.token_hex(4)}"
+    out = tmp_path_factory.mktemp("release") / "dist"
+    made = release(out, image)
+    assert made.returncode == 0, made.stdout + made.stderr
+    print(made.stdout)
+    yield out, image
+    podman("rmi", "--force", image, check=False)
+
+
+def names() -> set[str]:
+    return {
+        f"agentprocess-{VERSION}-{TRIPLE}.tar.gz", f"agentprocess-{VERSION}-image.oci.tar",
+        *(f"{program}-{VERSION}.cdx.json" for program in PROGRAMS), f"agentprocess-{VERSION}.tgz",
+    }
+
+
+def test_every_file_is_summed_and_every_sum_holds(released):
+    out, _ = released
+    assert {path.name for path in out.iterdir()} == names() | {"SHA256SUMS"}
+    sums = dict(reversed(line.split("  ", 1)) for line in (out / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == names()
+    for name, digest in sums.items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
+    assert subprocess.run(["sha256sum", "--check", "--strict", "--quiet", "SHA256SUMS"], cwd=out).returncode == 0
+
+
+def test_the_tarball_holds_the_three_binaries_stripped_and_they_run(released, tmp_path):
+    out, _ = released
+    folder = f"agentprocess-{VERSION}-{TRIPLE}"
+    with tarfile.open(out / f"{folder}.tar.gz") as archive:
+        members = {member.name: member for member in archive.getmembers()}
+        assert set(members) == {folder, f"{folder}/bin", f"{folder}/README.md",
+                                *(f"{folder}/bin/{program}" for program in PROGRAMS)}
+        for member in members.values():
+            assert (member.uid, member.gid, member.uname, member.gname) == (0, 0, "", ""), member.name
+            assert member.mtime == COMMITTED_AT, member.name
+        for program in PROGRAMS:
+            assert members[f"{folder}/bin/{program}"].mode == 0o755
+        archive.extractall(tmp_path, filter="tar")
+    for program in PROGRAMS:
+        binary = tmp_path / folder / "bin" / program
+        sections = subprocess.run(["readelf", "-S", "-W", str(binary)], capture_output=True, text=True,
+                                  check=True).stdout
+        assert ".symtab" not in sections and ".debug_info" not in sections, f"{program} is stripped"
+        ran = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
+        assert ran.returncode == 0 and VERSION in ran.stdout, (program, ran.stdout, ran.stderr)
+
+
+def test_the_image_archive_is_oci_and_loads_as_an_image_that_runs_as_65532(released):
+    out, image = released
+    archive = out / f"agentprocess-{VERSION}-image.oci.tar"
+    with tarfile.open(archive) as oci:
+        assert json.loads(oci.extractfile("oci-layout").read())["imageLayoutVersion"] == "1.0.0"
+        index = json.loads(oci.extractfile("index.json").read())
+        assert [manifest["mediaType"] for manifest in index["manifests"]] == [
+            "application/vnd.oci.image.manifest.v1+json"]
+    podman("rmi", "--force", image, check=False)
+    loaded = podman("load", "--quiet", "-i", str(archive)).stdout
+    assert image in loaded, loaded
+    config = json.loads(podman("image", "inspect", image).stdout)[0]["Config"]
+    assert config["User"] == "65532:65532"
+    assert config["Labels"]["org.opencontainers.image.version"] == VERSION
+    ran = podman("run", "--rm", "--network", "none", "--read-only", "--entrypoint", "/usr/local/bin/agentprocess",
+                 image, "--version")
+    assert VERSION in ran.stdout, ran.stdout
+
+
+def locked() -> set[tuple[str, str]]:
+    lock = tomllib.loads((REPO / "Cargo.lock").read_text())
+    return {(package["name"], package["version"]) for package in lock["package"]}
+
+
+def built(*packages: str) -> set[tuple[str, str]]:
+    """(name, version) of every crate cargo builds for `packages` built together
+    (normal and build dependencies)."""
+    command = ["cargo", "tree", "--locked", "--edges", "normal,build", "--target", TRIPLE, "--prefix", "none",
+               "--format", "{p}"]
+    for package in packages:
+        command += ["--package", package]
+    lines = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout.splitlines()
+    return {(line.split()[0], line.split()[1].removeprefix("v")) for line in lines if line.strip()}
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_each_sbom_lists_the_binarys_dependencies_at_their_locked_versions(released, program):
+    out, _ = released
+    bom = json.loads((out / f"{program}-{VERSION}.cdx.json").read_text())
+    assert (bom["bomFormat"], bom["specVersion"]) == ("CycloneDX", "1.5")
+    assert (bom["metadata"]["component"]["name"], bom["metadata"]["component"]["version"]) == (program, VERSION)
+    components = {(component["name"], component["version"]) for component in bom["components"]}
+    external = {component for component in components if not component[0].startswith("agentprocess")}
+    assert external <= locked(), external - locked()
+    for component in bom["components"]:
+        if not component["name"].startswith("agentprocess"):
+            assert component["purl"] == f"pkg:cargo/{component['name']}@{component['version']}", component
+    # Every crate compiled into the binary, and none that the release build does not
+    # compile: optional dependencies no feature turns on (cargo metadata lists them) and
+    # the tests' own are left out.
+    alone, together = built(program) - {(program, VERSION)}, built(*PROGRAMS)
+    assert alone <= components, sorted(alone - components)
+    assert components <= together, sorted(components - together)
+    crates = {name for name, _ in components}
+    assert {"tokio", "serde_json", "sqlx-core", "agentprocess-engine"} <= crates
+    assert not crates & {"sqlx-mysql", "proptest", "agentprocess-testkit"}
+
+
+def test_the_chart_is_packaged_at_the_workspace_version(released):
+    out, _ = released
+    with tarfile.open(out / f"agentprocess-{VERSION}.tgz") as chart:
+        meta = chart.extractfile("agentprocess/Chart.yaml").read().decode()
+        assert f"version: {VERSION}" in meta and f"appVersion: {VERSION}" in meta.replace('"', "")
+        assert "agentprocess/values.schema.json" in chart.getnames()
+
+
+def test_the_tarball_and_the_sboms_are_reproducible(released, tmp_path):
+    out, image = released
+    again = release(tmp_path / "again", image)
+    assert again.returncode == 0, again.stdout + again.stderr
+    for name in (f"agentprocess-{VERSION}-{TRIPLE}.tar.gz", *(f"{p}-{VERSION}.cdx.json" for p in PROGRAMS)):
+        assert (tmp_path / "again" / name).read_bytes() == (out / name).read_bytes(), name
+    # An SBOM is dated at the commit, and has no serial number to differ by.
+    bom = json.loads((out / f"agentprocess-{VERSION}.cdx.json").read_text())
+    assert "serialNumber" not in bom
+    assert bom["metadata"]["timestamp"].startswith(
+        datetime.fromtimestamp(COMMITTED_AT, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
+
+
+def test_a_chart_out_of_step_and_a_folder_holding_other_files_are_refused_before_any_work(tmp_path):
+    tree = tmp_path / "tree"
+    for path in ("scripts/release", "Cargo.toml", "helm/agentprocess/Chart.yaml"):
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / path, tree / path)
+    chart = tree / "helm/agentprocess/Chart.yaml"
+    chart.write_text(chart.read_text().replace(f"appVersion: \"{VERSION}\"", "appVersion: \"9.9.9\""))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("kept")
+    refused = subprocess.run([str(tree / "scripts/release"), "--out", str(out)], capture_output=True, text=True,
+                             timeout=60, env=os.environ | {"AGENTPROCESS_HELM": str(tmp_path / "no-helm")})
+    assert refused.returncode == 1
+    # Every problem at once.
+    assert refused.stderr.splitlines() == [
+        f"scripts/release: helm/agentprocess/Chart.yaml: appVersion is 9.9.9, the workspace is {VERSION}",
+        f"scripts/release: no helm at {tmp_path / 'no-helm'} (AGENTPROCESS_HELM)",
+        f"scripts/release: {out} holds notes.txt, which a release does not make: give an empty folder (--out)",
+    ], refused.stderr
+    assert [path.name for path in out.iterdir()] == ["notes.txt"], "nothing was made or removed"
