@@ -91,6 +91,12 @@ def test_a_listed_case_that_passes_fails_the_run(server, tmp_path, listed, code)
         assert "listed in the expected failures, but it passes now" in ran.stdout
 
 
+def test_an_only_pattern_that_matches_no_case_fails_the_run(server, tmp_path):
+    ran = conformance(server, tmp_path, "--only", "walk/no-such-process")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert ran.stderr.strip() == 'agentprocess conformance: no case matches --only "walk/no-such-process"'
+
+
 def test_bad_credentials_are_refused_naming_every_problem(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"identities": {"a": {"kind": "agent", "token": "t"}}}))
@@ -121,9 +127,10 @@ def test_the_runner_takes_every_route_of_its_own_corpus_and_finds_shared_work_by
         routes = (folder / "PROCESS.md").read_text().count("{ to:")
         assert f"pass  walk/{folder.name} " in ran.stdout, (folder.name, ran.stdout)
         assert f"{routes} of {routes} routes taken" in ran.stdout, (folder.name, ran.stdout)
-    # grant-screening's checks were run and recorded on every checked step it took: the
-    # walk fails on a check record that is missing or not as check-1 says.
-    assert "pass  walk/grant-screening " in ran.stdout and "budget → budget_fix" in ran.stdout, ran.stdout
+    # The runner read grant-screening's check record on every checked step (agents'
+    # steps, in a branch, advisory, a person's task) and found each as check-1 says.
+    assert "check records read: budget pass, budget_fix pass, eligibility pass, references pass" in ran.stdout, \
+        ran.stdout
     # claim-routing's large_travel is reached only by the third route of two steps in
     # turn, which eight round-robin walks never take: walks aimed at its routes do.
     assert "(aimed at large_travel → adjuster): classify → travel, large_travel → adjuster, travel → large_travel" \
@@ -134,3 +141,21 @@ def test_the_runner_takes_every_route_of_its_own_corpus_and_finds_shared_work_by
     for case in ("errors/already-decided-for-a-second-group-member",
                  "races/two-people-deciding-one-item-give-one-decision", "errors/forbidden-agent-decides"):
         assert f"pass  {case} " in ran.stdout, (case, ran.stdout)
+
+
+def test_the_runner_reads_unsure_verdicts_and_escalates_a_failed_check(tmp_path):
+    # The test double answers every yes/no question 0.7, and every choice and level
+    # unsure. eligibility's and budget_fix's checks are unsure: each escalates its step
+    # (a person's task too) and records its verdict. budget's short-form question has no
+    # `fail` threshold, so 0.7 fails it: the submission is refused and the runner
+    # escalates it. The advisory references check records its fail and goes on.
+    double, url = servers.start_test_evaluator("--always", "unsure")
+    server = servers.start_sqlite(processes=CORPUS, extra=("--evaluator-url", url, "--evaluator-model", "test-double"))
+    try:
+        ran = conformance(server, tmp_path, "--only", "walk/grant-screening", fixtures=CORPUS)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert "4 of 4 routes taken" in ran.stdout, ran.stdout
+        assert "check records read: budget_fix unsure, eligibility unsure, references fail" in ran.stdout, ran.stdout
+    finally:
+        servers.drop(server)
+        double.terminate()

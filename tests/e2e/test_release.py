@@ -2,8 +2,8 @@
 test run would take longer than the rest of the suite): the tarball of the three
 binaries, the image as an OCI archive that loads and runs, a CycloneDX SBOM per binary
 that agrees with Cargo.lock, the Helm chart, and SHA-256 sums of them all; the archives
-reproducible; a chart out of step with the workspace, or a folder holding other files,
-refused before any work."""
+reproducible; a chart out of step with the workspace, a folder holding other files, or
+missing binaries refused, each named, before any work."""
 
 from __future__ import annotations
 
@@ -101,6 +101,8 @@ def test_the_image_archive_is_oci_and_loads_as_an_image_that_runs_as_65532(relea
     config = json.loads(podman("image", "inspect", image).stdout)[0]["Config"]
     assert config["User"] == "65532:65532"
     assert config["Labels"]["org.opencontainers.image.version"] == VERSION
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert config["Labels"]["org.opencontainers.image.revision"] in (head, f"{head}-dirty")
     ran = podman("run", "--rm", "--network", "none", "--read-only", "--entrypoint", "/usr/local/bin/agentprocess",
                  image, "--version")
     assert VERSION in ran.stdout, ran.stdout
@@ -166,7 +168,7 @@ def test_the_tarball_and_the_sboms_are_reproducible(released, tmp_path):
         datetime.fromtimestamp(COMMITTED_AT, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
 
 
-def test_a_chart_out_of_step_and_a_folder_holding_other_files_are_refused_before_any_work(tmp_path):
+def test_every_problem_is_named_at_once_before_any_work(tmp_path):
     tree = tmp_path / "tree"
     for path in ("scripts/release", "Cargo.toml", "helm/agentprocess/Chart.yaml"):
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
@@ -176,13 +178,16 @@ def test_a_chart_out_of_step_and_a_folder_holding_other_files_are_refused_before
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("kept")
-    refused = subprocess.run([str(tree / "scripts/release"), "--out", str(out)], capture_output=True, text=True,
-                             timeout=60, env=os.environ | {"AGENTPROCESS_HELM": str(tmp_path / "no-helm")})
+    # Paths are the caller's, here relative to tmp_path.
+    refused = subprocess.run([str(tree / "scripts/release"), "--out", "out", "--binaries", "bins"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60,
+                             env=os.environ | {"AGENTPROCESS_HELM": str(tmp_path / "no-helm")})
     assert refused.returncode == 1
     # Every problem at once.
     assert refused.stderr.splitlines() == [
         f"scripts/release: helm/agentprocess/Chart.yaml: appVersion is 9.9.9, the workspace is {VERSION}",
         f"scripts/release: no helm at {tmp_path / 'no-helm'} (AGENTPROCESS_HELM)",
-        f"scripts/release: {out} holds notes.txt, which a release does not make: give an empty folder (--out)",
+        f"scripts/release: {out} holds notes.txt, which this release does not make: give an empty folder (--out)",
+        *(f"scripts/release: no {tmp_path / 'bins' / program} (--binaries)" for program in PROGRAMS),
     ], refused.stderr
     assert [path.name for path in out.iterdir()] == ["notes.txt"], "nothing was made or removed"

@@ -12,18 +12,23 @@ use crate::report::{Failure, ensure};
 
 /// Fails when `view` (the answer to a submission the server took on `step`, a
 /// fixture's step definition) does not record `step`'s check as check-1 says, under
-/// the server's `limits` (`describe.limits`). Steps without `check` pass unread.
-pub(crate) fn recorded(step: &Value, view: &Value, limits: &Value) -> Result<(), Failure> {
+/// the server's `limits` (`describe.limits`); else the verdict it records. Steps
+/// without `check` pass unread (`None`), as does a blocking check the server escalated
+/// after its evaluator's errors, which §3 allows (`None`, or `error` if recorded).
+pub(crate) fn recorded(step: &Value, view: &Value, limits: &Value) -> Result<Option<String>, Failure> {
     let Some(asked) = questions(&step["check"]) else {
-        return Ok(());
+        return Ok(None);
     };
     let id = step["id"].as_str().unwrap_or_default();
     let record = &view["data"]["steps"][id]["check"];
+    let advisory = step["advisory"] == true;
+    if !advisory && (record.is_null() || record["verdict"] == "error") && escalated(view, id) {
+        return Ok(record["verdict"].as_str().map(str::to_owned));
+    }
     ensure!(
         record.is_object(),
         "steps.{id}.check is missing from the run data after a submission its check took"
     );
-    let advisory = step["advisory"] == true;
     ensure!(
         record["advisory"] == advisory,
         "steps.{id}.check records advisory {}, the step says {advisory}",
@@ -44,7 +49,7 @@ pub(crate) fn recorded(step: &Value, view: &Value, limits: &Value) -> Result<(),
         "steps.{id}.check records verdict {verdict:?} for a submission the server took (expected one of {allowed:?})"
     );
     if verdict == "error" {
-        return Ok(());
+        return Ok(Some(verdict.to_owned()));
     }
     let answers = record["questions"].as_array().map(Vec::as_slice).unwrap_or_default();
     ensure!(
@@ -85,7 +90,16 @@ pub(crate) fn recorded(step: &Value, view: &Value, limits: &Value) -> Result<(),
         verdict == worst,
         "steps.{id}.check records verdict {verdict:?}, but its worst question is {worst:?}"
     );
-    Ok(())
+    Ok(Some(verdict.to_owned()))
+}
+
+/// Whether the run has step `id` escalated to a person.
+fn escalated(view: &Value, id: &str) -> bool {
+    view["workItems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|item| item["stepId"] == id && !item["escalation"].is_null())
 }
 
 /// The questions of a `check` key: the short form is one yes/no question.
@@ -129,9 +143,10 @@ fn answered_in_kind(question: &Value, answer: &Value) -> bool {
 
 /// The result check-1 §2 gives `answer` to `question`: a yes/no probability at or
 /// above `pass` passes, at or above `fail` (when there is one) is unsure, and fails
-/// below; a choice or a level below the least confidence is unsure, and otherwise
-/// passes when listed in (or at or above) `pass`, is unsure when listed in `unsure`,
-/// and fails.
+/// below; a choice or a level below the least confidence is unsure, and otherwise a
+/// choice is unsure when listed in `unsure`, passes when listed in `pass` (publication
+/// refuses a name in both), and fails; a level at or above `pass` passes, and fails
+/// below.
 fn expected_result(question: &Value, answer: &Value, limits: &Value) -> Option<&'static str> {
     let kind = kind(question);
     if kind == "yes_no" {
@@ -166,10 +181,10 @@ fn expected_result(question: &Value, answer: &Value, limits: &Value) -> Option<&
     }
     let name = &answer["answer"];
     let listed = |key: &str| question[key].as_array().is_some_and(|names| names.contains(name));
-    Some(if listed("pass") {
-        "pass"
-    } else if listed("unsure") {
+    Some(if listed("unsure") {
         "unsure"
+    } else if listed("pass") {
+        "pass"
     } else {
         "fail"
     })
@@ -225,20 +240,38 @@ mod tests {
 
     #[test]
     fn a_record_of_every_question_in_kind_with_its_worst_verdict_passes() {
-        assert!(recorded(&step(), &view("pass", passing()), &LIMITS).is_ok());
+        let read =
+            |step: &Value, record: &Value| recorded(step, record, &LIMITS).map(|verdict| verdict.unwrap_or_default());
+        assert_eq!(read(&step(), &view("pass", passing())), Ok("pass".to_owned()));
         let between = answers((0.6, "unsure"), ("absent", 0.9, "unsure"), (0, 0.5, "unsure"));
-        assert_eq!(recorded(&step(), &view("unsure", between), &LIMITS), Ok(()));
+        assert_eq!(read(&step(), &view("unsure", between)), Ok("unsure".to_owned()));
         let failing = answers((0.4, "fail"), ("cites", 0.9, "pass"), (0, 0.9, "fail"));
         let advisory = json!({ "id": "screen", "advisory": true, "check": step()["check"] });
         let mut record = view("fail", failing);
         record["data"]["steps"]["screen"]["check"]["advisory"] = json!(true);
-        assert!(
-            recorded(&advisory, &record, &LIMITS).is_ok(),
+        assert_eq!(
+            read(&advisory, &record),
+            Ok("fail".to_owned()),
             "an advisory check records a fail"
         );
+        assert_eq!(
+            recorded(&json!({ "id": "screen" }), &json!({}), &LIMITS),
+            Ok(None),
+            "no check, nothing to read"
+        );
+    }
+
+    #[test]
+    fn a_blocking_check_escalated_after_the_evaluators_errors_needs_no_verdict() {
+        let escalated = json!({ "data": { "steps": {} }, "workItems": [
+            { "stepId": "screen", "escalation": { "note": "The evaluator did not answer." } }
+        ] });
+        assert_eq!(recorded(&step(), &escalated, &LIMITS), Ok(None));
+        let mut waiting = escalated.clone();
+        waiting["workItems"][0]["escalation"] = Value::Null;
         assert!(
-            recorded(&json!({ "id": "screen" }), &json!({}), &LIMITS).is_ok(),
-            "no check, nothing to record"
+            recorded(&step(), &waiting, &LIMITS).is_err(),
+            "a work item that is no escalation is not one"
         );
     }
 

@@ -65,6 +65,8 @@ pub(crate) struct Walker<'a> {
     pub(crate) routes: BTreeSet<(String, String)>,
     /// `(step, decision)` of every decision made.
     pub(crate) decisions: BTreeSet<(String, String)>,
+    /// `(step, verdict)` of every check record read.
+    pub(crate) verdicts: BTreeSet<(String, String)>,
     /// How many events the walker sent to each wait_for step.
     pub(crate) events_sent: HashMap<String, usize>,
     /// The route this walk is aimed at, when it is.
@@ -88,6 +90,7 @@ impl<'a> Walker<'a> {
             mode: "live".to_owned(),
             routes: BTreeSet::new(),
             decisions: BTreeSet::new(),
+            verdicts: BTreeSet::new(),
             events_sent: HashMap::new(),
             aim: None,
             escalates: true,
@@ -123,7 +126,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Fails unless `view`, a submission's answer, records step `id`'s check (if it has
-    /// one) as check-1 says.
+    /// one) as check-1 says; notes the verdict read.
     async fn check_recorded(&mut self, id: &Value, view: &Value) -> Result<(), Failure> {
         let step = self.definition(id);
         if step.get("check").is_none() {
@@ -133,7 +136,11 @@ impl<'a> Walker<'a> {
             let described = self.cx.agents[0].ok("describe", json!({})).await?;
             self.limits = Some(described["limits"].clone());
         }
-        verdict::recorded(step, view, self.limits.as_ref().unwrap_or(&NULL))
+        if let Some(verdict) = verdict::recorded(step, view, self.limits.as_ref().unwrap_or(&NULL))? {
+            let id = id.as_str().unwrap_or_default().to_owned();
+            self.verdicts.insert((id, verdict));
+        }
+        Ok(())
     }
 
     /// The fixture's definition of step `id` (null when it has none).

@@ -14,7 +14,8 @@ use anyhow::Context as _;
     agentprocess conformance --url https://mcp.example.com/mcp --credentials tokens.json \\\n      \
       --expected-failures known.yaml --junit conformance.xml --only 'errors/*'\n\n\
     Exit status: 0 when every case that ran passed (or failed as listed in --expected-failures),\n\
-    1 when any did not, 2 when the runner could not start (unreadable files, no session).")]
+    1 when any did not or --only matched no case, 2 when the runner could not start (unreadable\n\
+    files, no session).")]
 pub(crate) struct Conformance {
     /// The server's MCP endpoint. Repeat it for several processes of one server: the
     /// sessions are spread over them. By default, the `url` in the credentials file.
@@ -76,13 +77,18 @@ pub(crate) fn run(options: Conformance) -> anyhow::Result<ExitCode> {
         schemas: options.schemas,
         fixtures: options.fixtures,
         clocks: options.clocks,
-        only: options.only,
+        only: options.only.clone(),
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let report = runtime.block_on(agentprocess_conformance::run(&runner))?;
     print!("{}", report.text(&expected));
     if let Some(path) = &options.junit {
         std::fs::write(path, report.junit(&expected)).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // A run that checked nothing did not pass: a mistyped pattern must not look green.
+    if let (Some(pattern), true) = (&options.only, report.cases.is_empty()) {
+        eprintln!("agentprocess conformance: no case matches --only {pattern:?}");
+        return Ok(ExitCode::FAILURE);
     }
     Ok(if report.succeeded(&expected) {
         ExitCode::SUCCESS

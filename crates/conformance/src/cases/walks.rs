@@ -70,18 +70,20 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
     let mut plan = Plan::default();
     let mut taken = BTreeSet::new();
     let mut decided: BTreeMap<String, (usize, BTreeSet<String>)> = BTreeMap::new();
+    let mut verdicts = BTreeSet::new();
     let mut walks = Vec::new();
     let mut unreachable = Vec::new();
     for choice in 0..ROUND_ROBIN_WALKS {
         let walker = Walker::new(cx, fixture, &mut plan, choice);
-        let (routes, decisions) = walk(cx, env, fixture, walker, choice, "round robin").await?;
-        for (step, decision) in &decisions {
+        let walked = walk(cx, env, fixture, walker, choice, "round robin").await?;
+        for (step, decision) in &walked.decisions {
             let (walks, decisions) = decided.entry(step.clone()).or_default();
             *walks += 1;
             decisions.insert(decision.clone());
         }
-        walks.push(describe(choice, "round robin", &routes));
-        taken.extend(routes);
+        walks.push(describe(choice, "round robin", &walked.routes));
+        taken.extend(walked.routes);
+        verdicts.extend(walked.verdicts);
     }
     let left: Vec<(String, String)> = declared.difference(&taken).cloned().collect();
     for (index, target) in left.into_iter().enumerate() {
@@ -96,9 +98,10 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
         }
         let choice = ROUND_ROBIN_WALKS + index;
         let walker = Walker::new(cx, fixture, &mut plan, choice).aimed(aim);
-        let (routes, _) = walk(cx, env, fixture, walker, choice, &label).await?;
-        walks.push(describe(choice, &label, &routes));
-        taken.extend(routes);
+        let walked = walk(cx, env, fixture, walker, choice, &label).await?;
+        walks.push(describe(choice, &label, &walked.routes));
+        taken.extend(walked.routes);
+        verdicts.extend(walked.verdicts);
     }
     let never: Vec<String> = declared
         .difference(&taken)
@@ -129,8 +132,17 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
             walks.join("\n")
         ));
     }
+    let checks = if verdicts.is_empty() {
+        String::new()
+    } else {
+        let read: Vec<String> = verdicts
+            .iter()
+            .map(|(step, verdict)| format!("{step} {verdict}"))
+            .collect();
+        format!("; check records read: {}", read.join(", "))
+    };
     Ok(Outcome::PassedWith(format!(
-        "{} of {} routes taken in {} walks\n{}",
+        "{} of {} routes taken in {} walks{checks}\n{}",
         taken.intersection(&declared).count(),
         declared.len(),
         walks.len(),
@@ -138,7 +150,15 @@ async fn walk_every_route(cx: &Context, env: &Env<'_>, fixture: &Fixture) -> Res
     )))
 }
 
-/// One walk to the end of its run: the routes it took and the decisions it made.
+/// What one walk did: the routes it took, the decisions it made, the check verdicts
+/// it read.
+struct Walked {
+    routes: BTreeSet<(String, String)>,
+    decisions: BTreeSet<(String, String)>,
+    verdicts: BTreeSet<(String, String)>,
+}
+
+/// One walk to the end of its run.
 async fn walk(
     cx: &Context,
     env: &Env<'_>,
@@ -146,7 +166,7 @@ async fn walk(
     mut walker: Walker<'_>,
     choice: usize,
     label: &str,
-) -> Result<(BTreeSet<(String, String)>, BTreeSet<(String, String)>), Failure> {
+) -> Result<Walked, Failure> {
     match walker.run(start_arguments(cx, env, fixture), "live").await? {
         End::Ended(view) => {
             ensure!(
@@ -162,7 +182,11 @@ async fn walk(
             )));
         }
     }
-    Ok((walker.routes, walker.decisions))
+    Ok(Walked {
+        routes: walker.routes,
+        decisions: walker.decisions,
+        verdicts: walker.verdicts,
+    })
 }
 
 /// `walk 3 (aimed at verify → recover): triage → verify, verify → recover`.
