@@ -80,9 +80,10 @@ pub(crate) fn recorded(step: &Value, view: &Value, limits: &Value) -> Result<Opt
             "steps.{id}.check question {index} answered {} (confidence {}) has result {result:?}, where the thresholds give {}",
             answer["answer"],
             answer["confidence"],
-            expected.map_or("none: an answer without its confidence".to_owned(), |expected| format!(
-                "{expected:?}"
-            ))
+            expected.map_or(
+                "none: the answer or the question lacks a value they need".to_owned(),
+                |expected| format!("{expected:?}")
+            )
         );
         worst = worse(worst, result);
     }
