@@ -8,9 +8,11 @@ builds it."""
 from __future__ import annotations
 
 import base64
+import io
 import os
 import secrets
 import subprocess
+import tarfile
 import urllib.request
 import uuid
 
@@ -83,6 +85,41 @@ def test_the_image_runs_as_65532_with_the_three_binaries_and_stays_small(image):
     # The base (glibc, CA certificates, time zones) is about 16 MB; the rest is the three
     # stripped binaries, about 60 MB each from the dev profile used here.
     assert size < 240 * 1024 * 1024, size
+
+
+def test_the_image_lists_its_debian_packages_where_scanners_look_and_keeps_their_notices(image):
+    # An image scanner finds the OS in /etc/os-release and, in an image without dpkg,
+    # the packages in /var/lib/dpkg/status.d/ (distroless's layout).
+    name = f"agentprocess-e2e-{uuid.uuid4().hex[:12]}"
+    podman("create", "--name", name, image)
+    try:
+        def read(path: str) -> dict[str, tarfile.TarInfo | bytes]:
+            """The files below `path` (their bytes) and the links (their TarInfo)."""
+            archive = subprocess.run(["podman", "cp", f"{name}:{path}", "-"], capture_output=True, timeout=60,
+                                     check=True, env=os.environ | {"CONTAINERS_CONF": conf()}).stdout
+            with tarfile.open(fileobj=io.BytesIO(archive)) as files:
+                return {member.name: files.extractfile(member).read() if member.isfile() else member
+                        for member in files.getmembers() if member.isfile() or member.issym()}
+
+        os_release = read("/usr/lib/os-release")
+        assert b"VERSION_CODENAME=bookworm" in os_release["os-release"]
+        listed = read("/var/lib/dpkg/status.d")
+        packages = {path.rsplit("/", 1)[-1]: text.decode() for path, text in listed.items()}
+        assert set(packages) == {"base-files", "ca-certificates", "gcc-12-base", "libc6", "libgcc-s1", "netbase",
+                                 "tzdata"}
+        for package, control in packages.items():
+            fields = dict(line.split(": ", 1) for line in control.splitlines() if ": " in line)
+            assert fields["Package"] == package and fields["Status"] == "install ok installed", control
+            assert fields["Version"] and fields["Architecture"] in ("amd64", "all"), control
+        docs = read("/usr/share/doc")
+        assert all(path.endswith("/copyright") for path, kept in docs.items() if isinstance(kept, bytes)), sorted(docs)
+        for package in packages:
+            # A package's notice is in its own folder, or one it links to (libgcc-s1 → gcc-12-base).
+            linked = docs.get(f"doc/{package}")
+            folder = linked.linkname if isinstance(linked, tarfile.TarInfo) else package
+            assert docs.get(f"doc/{folder}/copyright"), f"{package}: no doc/{folder}/copyright"
+    finally:
+        podman("rm", name, check=False)
 
 
 def test_agentprocess_dev_in_the_image_answers_healthz(image):

@@ -1,9 +1,10 @@
-"""scripts/release, on the binaries the tests run (the dev build: a release build per
-test run would take longer than the rest of the suite): the tarball of the three
+"""scripts/release, on the binaries the tests run (the dev build: a release build would
+add 5 minutes to a warm test run, 12½ to a cold one): the tarball of the three
 binaries, the image as an OCI archive that loads and runs, a CycloneDX SBOM per binary
 that agrees with Cargo.lock, the Helm chart, and SHA-256 sums of them all; the archives
-reproducible; a chart out of step with the workspace, a folder holding other files, or
-missing binaries refused, each named, before any work."""
+reproducible; the sums signed; a chart out of step with the workspace, a folder holding
+other files, missing binaries or a missing signing key refused, each named, before any
+work."""
 
 from __future__ import annotations
 
@@ -32,16 +33,44 @@ COMMITTED_AT = int(subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=REPO
                                   check=True).stdout)
 
 
-def release(out: Path, image: str) -> subprocess.CompletedProcess:
+def release(out: Path, image: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(REPO / "scripts" / "release"), "--out", str(out), "--binaries", str(BIN),
-                           "--image", image], capture_output=True, text=True, timeout=900)
+                           "--image", image, *extra], capture_output=True, text=True, timeout=900,
+                          env=os.environ | (env or {}))
+
+
+class Keyring:
+    """A GnuPG home of the test's own holding one fresh signing key, without a
+    passphrase: a stand-in for the release key a real release signs with."""
+
+    def __init__(self, home: Path) -> None:
+        home.mkdir(mode=0o700)
+        self.env = {"GNUPGHOME": str(home)}
+        self.gpg("--passphrase", "", "--pinentry-mode", "loopback", "--quick-gen-key",
+                 "agentprocess release test <release@example.com>", "ed25519", "sign", "never")
+        listed = self.gpg("--with-colons", "--list-secret-keys").stdout
+        self.fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:"))
+
+    def gpg(self, *arguments: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["gpg", "--batch", *arguments], capture_output=True, text=True, timeout=60,
+                              check=check, env=os.environ | self.env)
+
+    def close(self) -> None:
+        subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=os.environ | self.env, check=False)
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
+def keyring(tmp_path_factory):
+    made = Keyring(tmp_path_factory.mktemp("gnupg") / "home")
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory, keyring):
     image = f"localhost/agentprocess-release-test:{secrets.token_hex(4)}"
     out = tmp_path_factory.mktemp("release") / "dist"
-    made = release(out, image)
+    made = release(out, image, "--sign", keyring.fingerprint, env=keyring.env)
     assert made.returncode == 0, made.stdout + made.stderr
     print(made.stdout)
     yield out, image
@@ -57,12 +86,24 @@ def names() -> set[str]:
 
 def test_every_file_is_summed_and_every_sum_holds(released):
     out, _ = released
-    assert {path.name for path in out.iterdir()} == names() | {"SHA256SUMS"}
+    assert {path.name for path in out.iterdir()} == names() | {"SHA256SUMS", "SHA256SUMS.asc"}
     sums = dict(reversed(line.split("  ", 1)) for line in (out / "SHA256SUMS").read_text().splitlines())
     assert set(sums) == names()
     for name, digest in sums.items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
     assert subprocess.run(["sha256sum", "--check", "--strict", "--quiet", "SHA256SUMS"], cwd=out).returncode == 0
+
+
+def test_the_sums_are_signed_and_a_changed_sum_fails_the_signature(released, keyring, tmp_path):
+    out, _ = released
+    assert (out / "SHA256SUMS.asc").read_text().startswith("-----BEGIN PGP SIGNATURE-----")
+    verified = keyring.gpg("--status-fd", "1", "--verify", str(out / "SHA256SUMS.asc"), str(out / "SHA256SUMS"))
+    assert f"VALIDSIG {keyring.fingerprint}" in verified.stdout, verified.stdout
+    forged = tmp_path / "SHA256SUMS"
+    sums = (out / "SHA256SUMS").read_text()
+    forged.write_text(sums.replace(sums[0], "0" if sums[0] != "0" else "1", 1))
+    refused = keyring.gpg("--verify", str(out / "SHA256SUMS.asc"), str(forged), check=False)
+    assert refused.returncode != 0 and "BAD signature" in refused.stderr, refused.stderr
 
 
 def test_the_tarball_holds_the_three_binaries_stripped_and_they_run(released, tmp_path):
@@ -179,15 +220,18 @@ def test_every_problem_is_named_at_once_before_any_work(tmp_path):
     out.mkdir()
     (out / "notes.txt").write_text("kept")
     # Paths are the caller's, here relative to tmp_path.
-    refused = subprocess.run([str(tree / "scripts/release"), "--out", "out", "--binaries", "bins"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=60,
-                             env=os.environ | {"AGENTPROCESS_HELM": str(tmp_path / "no-helm")})
+    gnupg = tmp_path / "gnupg"
+    gnupg.mkdir(mode=0o700)
+    refused = subprocess.run([str(tree / "scripts/release"), "--out", "out", "--binaries", "bins", "--sign",
+                              "release@example.com"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                             env=os.environ | {"AGENTPROCESS_HELM": str(tmp_path / "no-helm"), "GNUPGHOME": str(gnupg)})
     assert refused.returncode == 1
     # Every problem at once.
     assert refused.stderr.splitlines() == [
         f"scripts/release: helm/agentprocess/Chart.yaml: appVersion is 9.9.9, the workspace is {VERSION}",
         f"scripts/release: no helm at {tmp_path / 'no-helm'} (AGENTPROCESS_HELM)",
         f"scripts/release: {out} holds notes.txt, which this release does not make: give an empty folder (--out)",
+        f"scripts/release: no secret key release@example.com in the GnuPG keyring {gnupg} (--sign)",
         *(f"scripts/release: no {tmp_path / 'bins' / program} (--binaries)" for program in PROGRAMS),
     ], refused.stderr
     assert [path.name for path in out.iterdir()] == ["notes.txt"], "nothing was made or removed"
