@@ -46,10 +46,14 @@ class Keyring:
     def __init__(self, home: Path) -> None:
         home.mkdir(mode=0o700)
         self.env = {"GNUPGHOME": str(home)}
-        self.gpg("--passphrase", "", "--pinentry-mode", "loopback", "--quick-gen-key",
-                 "agentprocess release test <release@example.com>", "ed25519", "sign", "never")
-        listed = self.gpg("--with-colons", "--list-secret-keys").stdout
-        self.fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:"))
+        try:
+            self.gpg("--passphrase", "", "--pinentry-mode", "loopback", "--quick-gen-key",
+                     "agentprocess release test <release@example.com>", "ed25519", "sign", "never")
+            listed = self.gpg("--with-colons", "--list-secret-keys").stdout
+            self.fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:"))
+        except BaseException:
+            self.close()
+            raise
 
     def gpg(self, *arguments: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(["gpg", "--batch", *arguments], capture_output=True, text=True, timeout=60,
@@ -102,8 +106,8 @@ def test_the_sums_are_signed_and_a_changed_sum_fails_the_signature(released, key
     forged = tmp_path / "SHA256SUMS"
     sums = (out / "SHA256SUMS").read_text()
     forged.write_text(sums.replace(sums[0], "0" if sums[0] != "0" else "1", 1))
-    refused = keyring.gpg("--verify", str(out / "SHA256SUMS.asc"), str(forged), check=False)
-    assert refused.returncode != 0 and "BAD signature" in refused.stderr, refused.stderr
+    refused = keyring.gpg("--status-fd", "1", "--verify", str(out / "SHA256SUMS.asc"), str(forged), check=False)
+    assert refused.returncode != 0 and "BADSIG" in refused.stdout, refused.stdout
 
 
 def test_the_tarball_holds_the_three_binaries_stripped_and_they_run(released, tmp_path):
@@ -231,7 +235,8 @@ def test_every_problem_is_named_at_once_before_any_work(tmp_path):
         f"scripts/release: helm/agentprocess/Chart.yaml: appVersion is 9.9.9, the workspace is {VERSION}",
         f"scripts/release: no helm at {tmp_path / 'no-helm'} (AGENTPROCESS_HELM)",
         f"scripts/release: {out} holds notes.txt, which this release does not make: give an empty folder (--out)",
-        f"scripts/release: no secret key release@example.com in the GnuPG keyring {gnupg} (--sign)",
+        f"scripts/release: cannot sign with release@example.com from the GnuPG keyring {gnupg} (--sign): no such "
+        "secret key, or it is expired, revoked, not for signing or locked",
         *(f"scripts/release: no {tmp_path / 'bins' / program} (--binaries)" for program in PROGRAMS),
     ], refused.stderr
     assert [path.name for path in out.iterdir()] == ["notes.txt"], "nothing was made or removed"
