@@ -104,10 +104,10 @@ fn escalated(view: &Value, id: &str) -> bool {
 }
 
 /// The questions of a `check` key: the short form is one yes/no question.
-fn questions(check: &Value) -> Option<Vec<Value>> {
+fn questions(check: &Value) -> Option<&[Value]> {
     match check {
-        Value::String(_) => Some(vec![check.clone()]),
-        Value::Array(list) => Some(list.clone()),
+        Value::String(_) => Some(std::slice::from_ref(check)),
+        Value::Array(list) => Some(list),
         _ => None,
     }
 }
@@ -307,40 +307,37 @@ mod tests {
             json!({ "data": { "steps": {} } }),
             "steps.screen.check is missing",
         );
-        fails(
-            &step(),
-            view(
+        // (verdict, answers, what the failure says), each record wrong in one way.
+        let wrong = [
+            (
                 "pass",
-                answers((0.95, "pass"), ("cites", 0.9, "pass"), (3, 0.9, "pass")),
+                ((0.95, "pass"), ("cites", 0.9, "pass"), (3, 0.9, "pass")),
+                "which the question does not offer",
             ),
-            "which the question does not offer",
-        );
-        fails(
-            &step(),
-            view(
+            (
                 "pass",
-                answers((0.95, "pass"), ("cites", 0.9, "pass"), (2, 0.5, "pass")),
+                ((0.95, "pass"), ("cites", 0.9, "pass"), (2, 0.5, "pass")),
+                "where the thresholds give \"unsure\"",
             ),
-            "where the thresholds give \"unsure\"",
-        );
-        fails(
-            &step(),
-            view("pass", answers((0.6, "pass"), ("cites", 0.9, "pass"), (2, 0.9, "pass"))),
-            "where the thresholds give \"unsure\"",
-        );
-        fails(
-            &step(),
-            view(
+            (
                 "pass",
-                answers((0.95, "pass"), ("absent", 0.9, "unsure"), (2, 0.9, "pass")),
+                ((0.6, "pass"), ("cites", 0.9, "pass"), (2, 0.9, "pass")),
+                "where the thresholds give \"unsure\"",
             ),
-            "its worst question is \"unsure\"",
-        );
-        fails(
-            &step(),
-            view("fail", answers((0.4, "fail"), ("cites", 0.9, "pass"), (2, 0.9, "pass"))),
-            "for a submission the server took",
-        );
+            (
+                "pass",
+                ((0.95, "pass"), ("absent", 0.9, "unsure"), (2, 0.9, "pass")),
+                "its worst question is \"unsure\"",
+            ),
+            (
+                "fail",
+                ((0.4, "fail"), ("cites", 0.9, "pass"), (2, 0.9, "pass")),
+                "for a submission the server took",
+            ),
+        ];
+        for (verdict, (yes, choice, rubric), expected) in wrong {
+            fails(&step(), view(verdict, answers(yes, choice, rubric)), expected);
+        }
         let short = json!({ "id": "screen", "check": "The verdict follows from the rule." });
         fails(&short, view("pass", passing()), "answers 3 questions, the step asks 1");
     }

@@ -403,11 +403,12 @@ impl<'a> Walker<'a> {
     fn decision(&mut self, item: &Value) -> &'static str {
         let step = item["stepId"].as_str().unwrap_or_default().to_owned();
         if let Some(aim) = &mut self.aim {
-            let reject = item["kind"] == "approve" && aim.reject(&step);
-            return match (item["kind"] == "approve", reject) {
-                (true, true) => "rejected",
-                (true, false) => "approved",
-                _ => "completed",
+            return if item["kind"] != "approve" {
+                "completed"
+            } else if aim.reject(&step) {
+                "rejected"
+            } else {
+                "approved"
             };
         }
         if item["kind"] == "approve" {
