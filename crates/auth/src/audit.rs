@@ -133,6 +133,10 @@ audit_events! {
     ProcessPublished => "process.published",
     /// A process role was bound to a group. (`process.role_bound`)
     ProcessRoleBound => "process.role_bound",
+    /// An older version was closed to new runs again. (`process.version_closed`)
+    ProcessVersionClosed => "process.version_closed",
+    /// A version was kept open to new runs once newer ones are published. (`process.version_kept_open`)
+    ProcessVersionKeptOpen => "process.version_kept_open",
     /// A run was cancelled. (`run.cancelled`)
     RunCancelled => "run.cancelled",
     /// A person decided a work item. (`run.decided`)

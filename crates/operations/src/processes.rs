@@ -7,7 +7,7 @@ use agentprocess_auth::idempotency::Operation;
 use agentprocess_auth::{Acting, Role};
 use agentprocess_engine::Claimants;
 use agentprocess_service::admin::{Draft, Published};
-use agentprocess_store::{Store, StoredVersion};
+use agentprocess_store::{KeptOpen, Openings, Store, StoredVersion};
 use agentprocess_views::agreement::{AgreementQuery, AgreementReport};
 use serde_json::json;
 
@@ -72,6 +72,16 @@ pub struct Binding {
     /// Bind even though the group has no members yet.
     #[serde(default)]
     pub force: bool,
+}
+
+/// Why an admin keeps a version open to new runs.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeepOpen {
+    /// Why runs may still start on it (who still needs it, until when); kept with
+    /// the version and in the audit log. Required.
+    #[serde(default)]
+    pub reason: String,
 }
 
 /// Two versions of a process compared.
@@ -211,6 +221,49 @@ impl Operations {
             return Err(Error::not_found(format!("there is no published process {process:?}")));
         }
         Ok(versions)
+    }
+
+    /// Which versions of a process new runs may start on.
+    pub async fn openings(&self, acting: &Acting, process: &str) -> Result<Openings, Error> {
+        acting.require(Role::Member, false)?;
+        Ok(self.service.admin().openings(acting.org(), process).await?)
+    }
+
+    /// Keeps a version open to new runs once newer versions are published.
+    pub async fn keep_version_open(
+        &self,
+        acting: &Acting,
+        (process, number): (&str, u32),
+        keep: &KeepOpen,
+    ) -> Result<KeptOpen, Error> {
+        acting.require(Role::Admin, true)?;
+        let kept = self
+            .service
+            .admin()
+            .keep_open(acting.org(), (process, number), &acting.identity.id, &keep.reason)
+            .await?;
+        let detail = detail([("number", json!(number)), ("reason", json!(kept.reason))]);
+        self.record(acting, AuditEvent::ProcessVersionKeptOpen, process, detail)
+            .await?;
+        Ok(kept)
+    }
+
+    /// Closes a version an admin kept open: new runs start on it again only while it
+    /// is the latest. Closing one that was not kept open changes nothing and records
+    /// nothing.
+    pub async fn close_version(&self, acting: &Acting, (process, number): (&str, u32)) -> Result<(), Error> {
+        acting.require(Role::Admin, true)?;
+        let closed = self
+            .service
+            .admin()
+            .close_version(acting.org(), (process, number))
+            .await?;
+        if closed {
+            let detail = detail([("number", json!(number))]);
+            self.record(acting, AuditEvent::ProcessVersionClosed, process, detail)
+                .await?;
+        }
+        Ok(())
     }
 
     /// One version.

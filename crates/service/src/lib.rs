@@ -15,6 +15,7 @@ mod limits;
 mod messages;
 mod notify;
 mod observe;
+mod open_versions;
 mod overdue;
 mod people;
 mod policies;
@@ -51,6 +52,7 @@ pub use limits::{Admission, Limit, LimitValues, LimitsReport, OrgLimits, OverLim
 pub use messages::{
     ChatHookView, Choice, Choices, LONGEST_REMINDER_HOURS, MailSettings, MessageKind, OrgMessageSettings,
 };
+pub use open_versions::MAX_KEEP_OPEN_REASON_CHARS;
 pub use overdue::{OVERDUE_SHOWN, Overdue, WaitsOn};
 pub use policies::Policies;
 pub use retention::{Retention, SweepSettings};

@@ -103,6 +103,9 @@ impl Service {
     pub async fn start_run(&self, caller: &Caller, args: StartRunArgs, write: &Write) -> Result<RunView, Error> {
         let version = self.process_version(caller.org(), &args.process, args.version).await?;
         let tx = fresh!(self.open(caller, write, Tool::StartRun, (Limit::OpenRuns, 1)).await?);
+        if let Some(number) = args.version {
+            self.refuse_closed_version(caller.org(), &args.process, number).await?;
+        }
         let now = self.now();
         let actor = caller.actor();
         let run_id = random_id("r_", 10);

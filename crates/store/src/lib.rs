@@ -10,6 +10,7 @@ mod lent;
 mod limits;
 mod messages;
 mod model;
+mod open_versions;
 mod outbox;
 mod retention;
 mod runs;
@@ -35,6 +36,7 @@ pub use model::{
     StoredRun, StoredVersion, TakenTimer, TimerRow, Upload, Webhook, WorkKind, WorkLevels, WorkQuery, WorkRow,
     WriteOutcome,
 };
+pub use open_versions::{KeptOpen, OpenVersions, OpenVersionsTx, Openings, Standing};
 pub use retention::Purge;
 pub use sql::{Dialect, SqlStore, SqlTx, Writes};
 

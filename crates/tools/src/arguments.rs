@@ -152,7 +152,7 @@ pub const ARGUMENTS: &[ToolSpec] = &[
                     min: Lower::Above(0),
                     max: MAX_SAFE_INTEGER,
                 },
-                "A published version; the latest by default.",
+                "A published version; the latest by default. An older version takes new runs only while an admin of the organization keeps it open (else forbidden).",
             ),
             required("inputs", Kind::Object, "Values for the process's inputs."),
             optional("mode", Kind::OneOf(&["live", "test"]), "live (default) or test."),

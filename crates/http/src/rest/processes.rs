@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use agentprocess_engine::{Claimants, EVERY_AGENT_STEP};
-use agentprocess_operations::processes::{AgentBinding, Binding, Diff, unpack};
+use agentprocess_operations::processes::{AgentBinding, Binding, Diff, KeepOpen, unpack};
 use agentprocess_service::admin::{Draft, Published};
-use agentprocess_store::StoredVersion;
+use agentprocess_store::{KeptOpen, Openings, StoredVersion};
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Multipart, Path, Query, State};
@@ -32,6 +32,7 @@ pub(super) fn routes() -> OpenApiRouter<Arc<Web>> {
         .routes(needs::<AdminWrites>(routes!(publish)))
         .routes(needs::<MemberReads>(routes!(versions)))
         .routes(needs::<MemberReads>(routes!(version)))
+        .routes(needs::<AdminWrites>(routes!(keep_version_open, close_version)))
         .routes(needs::<MemberReads>(routes!(diff)))
         .routes(needs::<OperatorReads>(routes!(check_agreement)))
 }
@@ -188,6 +189,12 @@ pub(super) struct VersionView {
     /// Agent step id, or `*` for every agent step without its own, → the agents and
     /// groups that may claim it. Empty: any agent of the organization.
     agents: Value,
+    /// Whether a new run may start on it: the latest version always, an older one
+    /// only while an admin keeps it open.
+    open_to_new_runs: bool,
+    /// The admin's keeping of it open, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_open: Option<KeptOpenView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frontmatter: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -195,7 +202,16 @@ pub(super) struct VersionView {
 }
 
 impl VersionView {
-    fn of(version: &StoredVersion) -> Self {
+    /// The latest version of its process.
+    fn latest(version: &StoredVersion) -> Self {
+        let openings = Openings {
+            latest: version.number,
+            kept: Vec::new(),
+        };
+        Self::of(version, &openings)
+    }
+
+    fn of(version: &StoredVersion, openings: &Openings) -> Self {
         Self {
             process: version.process.clone(),
             number: version.number,
@@ -203,8 +219,34 @@ impl VersionView {
             published_at: time_text(version.published_at),
             roles: serde_json::from_str(&version.roles).unwrap_or(Value::Null),
             agents: serde_json::from_str(&version.agents).unwrap_or(Value::Null),
+            open_to_new_runs: openings.standing(version.number).open_to_new_runs(version.number),
+            kept_open: openings.kept(version.number).map(KeptOpenView::of),
             frontmatter: None,
             body: None,
+        }
+    }
+}
+
+/// An admin's keeping of a version open to new runs.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct KeptOpenView {
+    process: String,
+    number: u32,
+    /// The admin who kept it open (an identity id).
+    by: String,
+    reason: String,
+    at: String,
+}
+
+impl KeptOpenView {
+    fn of(kept: &KeptOpen) -> Self {
+        Self {
+            process: kept.process.clone(),
+            number: kept.number,
+            by: kept.by.clone(),
+            reason: kept.reason.clone(),
+            at: time_text(kept.at),
         }
     }
 }
@@ -220,7 +262,7 @@ pub(super) async fn processes(
     Authenticated(caller): Authenticated,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.latest_versions(&caller).await?;
-    Ok(Json(versions.iter().map(VersionView::of).collect()))
+    Ok(Json(versions.iter().map(VersionView::latest).collect()))
 }
 
 /// `multipart/form-data` with the PROCESS.md in a part named `file` (or the folder as a
@@ -393,7 +435,13 @@ pub(super) async fn versions(
     Path(name): Path<String>,
 ) -> Result<Json<Items<VersionView>>, ApiError> {
     let versions = web.operations.versions(&caller, &name).await?;
-    Ok(Json(versions.iter().map(VersionView::of).collect()))
+    let openings = web.operations.openings(&caller, &name).await?;
+    Ok(Json(
+        versions
+            .iter()
+            .map(|version| VersionView::of(version, &openings))
+            .collect(),
+    ))
 }
 
 #[utoipa::path(
@@ -409,12 +457,56 @@ pub(super) async fn version(
     Path((name, number)): Path<(String, u32)>,
 ) -> Result<Json<VersionView>, ApiError> {
     let version = web.operations.version(&caller, &name, number).await?;
+    let openings = web.operations.openings(&caller, &name).await?;
     let (frontmatter, text) =
         agentprocess_format::read_parts(version.source.as_bytes()).map_err(|_| ApiError::retry())?;
-    let mut view = VersionView::of(&version);
+    let mut view = VersionView::of(&version, &openings);
     view.frontmatter = Some(frontmatter);
     view.body = Some(text);
     Ok(Json(view))
+}
+
+/// New runs start on the latest version of a process; an older version takes new runs
+/// only while an admin keeps it open, so that naming it does not walk around what a
+/// newer version added (an agent binding, a role's group, a check). Keeping the latest
+/// open keeps it open once a newer one is published. Audited.
+#[utoipa::path(
+    put,
+    path = "/api/v1/processes/{name}/versions/{number}/open",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("number" = u32, Path, description = "The version number")),
+    request_body = KeepOpen,
+    responses((status = 200, description = "The version is kept open to new runs", body = KeptOpenView))
+)]
+pub(super) async fn keep_version_open(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, u32)>,
+    Body(keep): Body<KeepOpen>,
+) -> Result<Json<KeptOpenView>, ApiError> {
+    let kept = web
+        .operations
+        .keep_version_open(&caller, (&name, number), &keep)
+        .await?;
+    Ok(Json(KeptOpenView::of(&kept)))
+}
+
+/// Closes a version an admin kept open: new runs start on it only while it is the
+/// latest. Runs already started on it go on. Audited when it was kept open.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/processes/{name}/versions/{number}/open",
+    tag = "processes",
+    params(("name" = String, Path, description = "The process name"), ("number" = u32, Path, description = "The version number")),
+    responses((status = 204, description = "The version is no longer kept open"))
+)]
+pub(super) async fn close_version(
+    State(web): State<Arc<Web>>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, u32)>,
+) -> Result<StatusCode, ApiError> {
+    web.operations.close_version(&caller, (&name, number)).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -11,6 +11,7 @@ mod idempotency;
 mod limits;
 mod messages;
 mod oauth;
+mod older_versions;
 mod people_oauth;
 mod policies;
 mod reseal;

@@ -5,6 +5,7 @@ mod concurrency;
 mod directory;
 mod limits;
 mod messages;
+mod open_versions;
 mod pieces;
 mod retention;
 mod rows;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentprocess_engine::{Code, ToolError};
-use agentprocess_store::{Role, StoredVersion};
+use agentprocess_store::{Openings, Role, StoredVersion};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -171,6 +171,11 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
         Ok(parsed) => parsed,
         Err(error) => return failed(visitor, error),
     };
+    let openings = match web.service.admin().openings(visitor.caller.org(), name).await {
+        Ok(openings) => openings,
+        Err(error) => return failed(visitor, error),
+    };
+    let open = openings.standing(shown.number).open_to_new_runs(shown.number);
     let map = agentprocess_views::map::layout(&parsed.process.document().steps);
     let checked = parsed.process.document().steps.iter().any(|step| step.check.is_some());
     let frontmatter = parsed.process.frontmatter();
@@ -178,11 +183,19 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
     let body = html! {
         p { (frontmatter["description"].as_str().unwrap_or("")) }
         (systems(frontmatter))
-        p { a href=(format!("/processes/{name}/start?version={}", shown.number)) { "Start a run of version " (shown.number) }
+        p {
+            @if open { a href=(format!("/processes/{name}/start?version={}", shown.number)) { "Start a run of version " (shown.number) } }
+            @else { a href=(format!("/processes/{name}/start")) { "Start a run of the latest version (" (openings.latest) ")" } }
             @if checked && visitor.caller.identity.has_role(Role::Operator) {
                 " · " a href=(format!("/processes/{name}/check-agreement")) { "How its checks agree with approvers" }
             } }
         dl {
+            dt { "New runs" } dd {
+                (standing_words(&openings, shown.number, &visitor.zone))
+                @if visitor.caller.identity.has_role(Role::Admin) {
+                    " · " a href=(format!("/admin/processes/{name}")) { "Keep a version open or close it" }
+                }
+            }
             dt { "Published" } dd { (at_millis(&visitor.zone, shown.published_at)) }
             dt { "Content hash" } dd { code { (shown.content_hash) } }
             dt { "Roles" } dd {
@@ -192,8 +205,10 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
             }
             dt { "Versions" } dd {
                 @for version in versions.iter().rev() {
-                    @if version.number == shown.number { strong { "v" (version.number) } " " }
-                    @else { a href=(format!("/processes/{name}/versions/{}", version.number)) { "v" (version.number) } " " }
+                    @let marked = if version.number == openings.latest { " (latest)" }
+                        else if openings.kept(version.number).is_some() { " (kept open)" } else { "" };
+                    @if version.number == shown.number { strong { "v" (version.number) (marked) } " " }
+                    @else { a href=(format!("/processes/{name}/versions/{}", version.number)) { "v" (version.number) (marked) } " " }
                 }
             }
         }
@@ -220,6 +235,21 @@ async fn version_page(web: &Web, visitor: &Visitor, name: &str, number: Option<u
     )
 }
 
+/// Whether new runs start on version `number`, in words: the latest, kept open (by
+/// whom, when, why), or closed.
+pub(super) fn standing_words(openings: &Openings, number: u32, zone: &jiff::tz::TimeZone) -> Markup {
+    html! {
+        @if let Some(kept) = openings.kept(number) {
+            "Kept open to new runs by " (kept.by) " on " (at_millis(zone, kept.at)) ": “" (kept.reason) "”"
+            @if number == openings.latest { " (the latest)" }
+        } @else if number == openings.latest {
+            "New runs start on this version: it is the latest."
+        } @else {
+            "Closed to new runs: they start on the latest version (" (openings.latest) "). Runs already started on this version go on."
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Which {
     version: Option<u32>,
@@ -239,6 +269,14 @@ async fn start_page(
         Ok(version) => version,
         Err(error) => return failed(visitor, error),
     };
+    if let Some(number) = number
+        && let Err(closed) = web
+            .service
+            .refuse_closed_version(visitor.caller.org(), name, number)
+            .await
+    {
+        return failed(visitor, closed);
+    }
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),

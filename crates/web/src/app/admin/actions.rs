@@ -146,6 +146,16 @@ const ACTIONS: &[Action] = &[
         fields: &[],
     },
     Action {
+        name: "keep-version-open",
+        names: &["process", "version"],
+        fields: &[("reason", "reason", Kind::Text)],
+    },
+    Action {
+        name: "close-version",
+        names: &["process", "version"],
+        fields: &[],
+    },
+    Action {
         name: "add-webhook",
         names: &[],
         fields: &[("url", "url", Kind::Text)],
@@ -295,6 +305,16 @@ fn command<T: DeserializeOwned>(action: &Action, form: &[(String, String)]) -> R
         .map_err(|rejection| ApiError::body(&rejection))
 }
 
+/// The version number a form names.
+fn version_named(sent: &str) -> Result<u32, ApiError> {
+    sent.parse().map_err(|_| {
+        ApiError::invalid(
+            "the form names no version; nothing changed",
+            vec![format!("version: {sent:?} is not a version number")],
+        )
+    })
+}
+
 /// A group's chat hook as the form sends it.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -394,6 +414,17 @@ async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, S
         }
         "publish" => {
             operations.publish(acting, name(0), key).await?;
+        }
+        "keep-version-open" => {
+            let version = version_named(name(1))?;
+            operations
+                .keep_version_open(acting, (name(0), version), &command(action, form)?)
+                .await?;
+        }
+        "close-version" => {
+            operations
+                .close_version(acting, (name(0), version_named(name(1))?))
+                .await?
         }
         "add-webhook" => {
             let webhook = operations.add_webhook(acting, &command(action, form)?, key).await?;

@@ -410,6 +410,7 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
     // hand need members, or a binding that says it may wait.
     let claim = web.auth.organization(caller.acting.org()).await?.groups_claim;
     let empty = |id: &str| groups.iter().any(|group| group.id == id && group.members.is_empty());
+    let new_runs = new_runs(web, caller, form, &process).await?;
     Ok(html! {
         @if !draft.systems.is_empty() { p { "Needs: " @for system in &draft.systems { span class="system" { (system) } " " } } }
         h2 { "Roles" }
@@ -452,6 +453,54 @@ async fn draft(web: &Web, caller: &Caller, form: &Form<'_>, name: &str) -> Drawn
             (form.button("publish", &format!("Publish {process}"), &[("process", &process)]))
         } @else {
             p { "Bind every role to a group first." }
+        }
+        (new_runs)
+    })
+}
+
+/// Which published versions new runs start on, and the forms that keep an older one
+/// open or close it again.
+async fn new_runs(web: &Web, caller: &Caller, form: &Form<'_>, process: &str) -> Drawn {
+    let versions = web.service.admin().versions(caller.acting.org(), process).await?;
+    if versions.is_empty() {
+        return Ok(html! {});
+    }
+    let openings = web.operations.openings(&caller.acting, process).await?;
+    let zone = &caller.visitor.zone;
+    Ok(html! {
+        h2 { "Versions new runs start on" }
+        p { "New runs start on the latest version. An older version takes new runs only while an admin keeps it open, so that naming it does not get around an agent binding, a role's group or a check that a newer version added. Runs already started keep their version." }
+        table {
+            thead { tr { th scope="col" { "Version" } th scope="col" { "Published" } th scope="col" { "New runs" } th scope="col" { "Change" } } }
+            tbody {
+                @for version in versions.iter().rev() {
+                    @let number = version.number.to_string();
+                    @let kept = openings.kept(version.number);
+                    tr {
+                        td data-label="Version" { a href=(format!("/processes/{}/versions/{number}", segment(process))) { "v" (number) } }
+                        td data-label="Published" { (at_millis(zone, version.published_at)) }
+                        td data-label="New runs" { (crate::app::processes::standing_words(&openings, version.number, zone)) }
+                        td data-label="Change" {
+                            @if kept.is_some() {
+                                (form.button("close-version", &format!("Close v{number} to new runs"), &[("process", process), ("version", &number)]))
+                            } @else {
+                                form method="post" action="/admin/do/keep-version-open" class="inline-form" {
+                                    (form.hidden())
+                                    input type="hidden" name="process" value=(process);
+                                    input type="hidden" name="version" value=(number);
+                                    label for=(format!("reason-{number}")) { "Why keep v" (number) " open" }
+                                    input id=(format!("reason-{number}")) type="text" name="reason" required
+                                        maxlength=(agentprocess_service::MAX_KEEP_OPEN_REASON_CHARS);
+                                    button type="submit" {
+                                        @if version.number == openings.latest { "Keep open after the next version" }
+                                        @else { "Keep v" (number) " open" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     })
 }
