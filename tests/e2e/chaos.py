@@ -203,7 +203,8 @@ class Layout:
             [
                 str(servers.BIN / "agentprocess-scheduler"), "serve", "--database-url", self.url,
                 "--listen", f"127.0.0.1:{self.scheduler_ports[index]}", *self.queue_flags(),
-                *scheduling.SCHEDULER_FLAGS, "--webhook-allow-private-networks", "--secret-key", servers.SECRET_KEY,
+                *scheduling.SCHEDULER_FLAGS, "--webhook-allow-private-networks", "--allow-plain-http-hooks",
+                "--secret-key", servers.SECRET_KEY,
                 "--call-deadline-seconds", self.deadline,
             ],
             stdout=log, stderr=subprocess.STDOUT,

@@ -248,10 +248,13 @@ def api_command(url: str, port: int, secret: bytes, workdir: Path, *extra: str) 
     ]
 
 
-def add_webhook(database_url: str, url: str, org: str = "acme") -> dict:
+def add_webhook(database_url: str, url: str, org: str = "acme", plain_http: bool = True) -> dict:
     """`agentprocess admin add-webhook`, sealing with SECRET_KEY: the new endpoint's
-    id, URL and secret."""
-    return json.loads(admin(database_url, "add-webhook", "--org", org, url, "--secret-key", SECRET_KEY))
+    id, URL and secret. The suite's receivers listen on loopback over plain http, so
+    it is allowed unless `plain_http` is False (as it is for the servers that post to
+    them: --allow-plain-http-hooks)."""
+    plain = ["--allow-plain-http-hooks"] if plain_http else []
+    return json.loads(admin(database_url, "add-webhook", "--org", org, url, "--secret-key", SECRET_KEY, *plain))
 
 
 def start_postgres(processes: int = 2, extra: tuple[str, ...] = ()) -> Server:

@@ -1165,12 +1165,14 @@ def test_invite_with_codes_in_an_existing_secret(tmp_path):
 
 def test_development_only_settings_stay_out_of_the_chart(rendered):
     """The server's development switches (private identity providers, sign-in with no
-    provider) have no value in the chart and are set by no render."""
-    switches = ("AGENTPROCESS_OIDC_ALLOW_PRIVATE_ISSUERS", "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN")
+    provider, hooks over plain http) have no value in the chart and are set by no
+    render."""
+    switches = ("AGENTPROCESS_OIDC_ALLOW_PRIVATE_ISSUERS", "AGENTPROCESS_DANGEROUSLY_ALLOW_DEV_SIGN_IN",
+                "AGENTPROCESS_ALLOW_PLAIN_HTTP_HOOKS")
     sources = [CHART / "values.yaml", CHART / "values.schema.json", *sorted((CHART / "templates").iterdir())]
     for path in sources:
         text = path.read_text()
-        for word in (*switches, "allowPrivateIssuers", "dangerously", "devSignIn"):
+        for word in (*switches, "allowPrivateIssuers", "dangerously", "devSignIn", "plainHttp"):
             assert word.lower() not in text.lower(), f"{word} in {path.name}"
     _, docs = rendered
     text = yaml.safe_dump_all(docs)

@@ -60,7 +60,7 @@ def deployment():
     deployment = scheduling.Deployment(
         scheduling.SHARED_REDIS, schedulers=1,
         flags=("--smtp-url", mailbox.url, "--mail-from", "Acme processes <processes@acme.test>",
-               "--public-url", PUBLIC, "--webhook-allow-private-networks"),
+               "--public-url", PUBLIC, "--webhook-allow-private-networks", "--allow-plain-http-hooks"),
     )
     yield deployment, mailbox, chat
     deployment.close()
@@ -80,7 +80,7 @@ async def test_people_hear_of_waiting_overdue_and_ended_work_as_they_chose(deplo
     deployment, mailbox, chat = deployment
     database = deployment.server.database_url
     hooked = json.loads(servers.admin(database, "chat-hook", "--org", "acme", "--group", "people", chat.url,
-                                      "--secret-key", servers.SECRET_KEY))
+                                      "--secret-key", servers.SECRET_KEY, "--allow-plain-http-hooks"))
     assert hooked == {"group": "people", "host": "127.0.0.1"}
     # Bob turned off what waits for him and what goes overdue.
     bob = deployment.sql("SELECT id FROM identities WHERE org_id = 'acme' AND person = 'bob@example.com'").strip()

@@ -53,7 +53,7 @@ class Traced:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [*servers.api_command(self.url, port, self.secret, self.workdir), "--log-json",
-                 "--webhook-allow-private-networks", "--metrics-organizations", "acme"],
+                 "--webhook-allow-private-networks", "--allow-plain-http-hooks", "--metrics-organizations", "acme"],
                 stdout=log, stderr=subprocess.STDOUT, env=env,
             )
         servers.wait_ready(self.base, self.process)
@@ -390,7 +390,8 @@ def test_prometheus_metrics_cover_every_series_of_the_dashboard():
     api_metrics, scheduler_metrics = servers.free_port(), servers.free_port()
     deployment = Deployment(
         SHARED_REDIS,
-        flags=("--metrics-listen", f"127.0.0.1:{scheduler_metrics}", "--webhook-allow-private-networks"),
+        flags=("--metrics-listen", f"127.0.0.1:{scheduler_metrics}", "--webhook-allow-private-networks",
+               "--allow-plain-http-hooks"),
         api_flags=("--metrics-listen", f"127.0.0.1:{api_metrics}"),
     )
     try:

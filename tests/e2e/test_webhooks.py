@@ -78,10 +78,11 @@ def verify(secret: str, post: dict) -> dict:
 
 @pytest.fixture
 def setup():
-    # Three attempts, so giving up is seen within a test; the receiver is on loopback.
+    # Three attempts, so giving up is seen within a test; the receiver is on loopback,
+    # over plain http.
     deployment = scheduling.Deployment(
         scheduling.SHARED_REDIS, schedulers=1,
-        flags=("--webhook-max-attempts", "3", "--webhook-allow-private-networks"),
+        flags=("--webhook-max-attempts", "3", "--webhook-allow-private-networks", "--allow-plain-http-hooks"),
     )
     receiver = Receiver()
     added = servers.add_webhook(deployment.server.database_url, receiver.url)
@@ -191,8 +192,10 @@ async def deliveries_once(database: str, done, timeout: float = 10) -> str:
 
 @pytest.fixture
 def guarded():
-    """A scheduler with the default guard: no webhooks to private networks."""
-    deployment = scheduling.Deployment(scheduling.SHARED_REDIS, schedulers=1, flags=("--webhook-max-attempts", "1"))
+    """A scheduler with the default guard: no webhooks to private networks (plain http
+    allowed, so that the address guard is what refuses)."""
+    deployment = scheduling.Deployment(scheduling.SHARED_REDIS, schedulers=1,
+                                       flags=("--webhook-max-attempts", "1", "--allow-plain-http-hooks"))
     receiver = Receiver()
     yield deployment, receiver
     receiver.close()
@@ -211,6 +214,40 @@ async def test_endpoints_on_private_networks_are_refused_by_default(guarded):
     rows = {row[3]: row for row in (line.split("\t") for line in listing.splitlines())}
     assert rows[loopback["id"]][4] == "failed" and "not a public address" in rows[loopback["id"]][7], listing
     assert rows[named["id"]][4] == "failed" and "no public address" in rows[named["id"]][7], listing
+    assert receiver.posts == [], "nothing reached the receiver"
+
+
+@pytest.fixture
+def https_only():
+    """A scheduler that may reach loopback but, by default, only over https."""
+    deployment = scheduling.Deployment(scheduling.SHARED_REDIS, schedulers=1,
+                                       flags=("--webhook-max-attempts", "1", "--webhook-allow-private-networks"))
+    receiver = Receiver()
+    yield deployment, receiver
+    receiver.close()
+    deployment.close()
+
+
+async def test_plain_http_hooks_are_refused_when_set_and_not_posted_to_when_kept(https_only):
+    """A hook's URL is a credential: `agentprocess admin` refuses plain http ones in
+    words, as the servers do, and keeps nothing; an endpoint kept from before (set here
+    with the flag, as an older server took it) is not posted to by a scheduler without
+    --allow-plain-http-hooks: the delivery says why, and nothing reaches the receiver."""
+    deployment, receiver = https_only
+    database = deployment.server.database_url
+    for command in (("add-webhook", "--org", "acme"), ("chat-hook", "--org", "acme", "--group", "people")):
+        with pytest.raises(RuntimeError, match="url: must be an https:// URL"):
+            servers.admin(database, *command, receiver.url, "--secret-key", servers.SECRET_KEY)
+    assert deployment.sql("SELECT count(*) FROM webhooks").strip() == "0"
+    assert deployment.sql("SELECT count(*) FROM chat_hooks").strip() == "0"
+    kept = servers.add_webhook(database, receiver.url)
+    async with AsyncExitStack() as stack:
+        alice = (await clients_of(stack, deployment))["alice"]
+        await start(alice, "signoff")
+    listing = await deliveries_once(database, lambda listing: "failed" in listing)
+    row = listing.splitlines()[0].split("\t")
+    assert row[3] == kept["id"] and row[4] == "failed", listing
+    assert row[7].startswith("refused: the endpoint's URL must be an https:// URL"), listing
     assert receiver.posts == [], "nothing reached the receiver"
 
 

@@ -193,6 +193,16 @@ pub struct BackgroundArgs {
     /// default, so an endpoint cannot reach into the service's own network).
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_ALLOW_PRIVATE_NETWORKS")]
     pub webhook_allow_private_networks: bool,
+    /// Let webhooks and chat hooks be plain http:// URLs; only https:// otherwise, since
+    /// a hook's URL is a credential (a chat hook's URL is its secret, a delivery carries
+    /// its signature and run data) that plain http shows to anyone on the way. Apart
+    /// from --webhook-allow-private-networks, which says where hooks may go, not how:
+    /// an internal receiver can still have TLS. Give it to the API processes (which
+    /// check URLs when they are set) and the schedulers (which check them again before
+    /// each post, so a plain http hook kept from before is not posted to). For
+    /// development and tests on loopback (`agentprocess dev` allows it).
+    #[arg(long, env = "AGENTPROCESS_ALLOW_PLAIN_HTTP_HOOKS")]
+    pub allow_plain_http_hooks: bool,
     /// How email to people is sent.
     #[command(flatten)]
     pub mail: MailArgs,
@@ -241,6 +251,19 @@ impl MailArgs {
 }
 
 impl BackgroundArgs {
+    /// Whether hooks may post over plain http, and the warning that says so.
+    pub fn plain_http_hooks(&self) -> (agentprocess_service::PlainHttpHooks, Option<String>) {
+        let warning = self.allow_plain_http_hooks.then(|| {
+            "--allow-plain-http-hooks: webhooks and chat hooks may be plain http://, so their URLs and what is \
+             posted cross the network readable; never on a public server"
+                .to_owned()
+        });
+        (
+            agentprocess_service::PlainHttpHooks::allowed_if(self.allow_plain_http_hooks),
+            warning,
+        )
+    }
+
     /// The settings these flags give.
     pub fn background(&self) -> anyhow::Result<Background> {
         Ok(Background {
@@ -858,6 +881,9 @@ impl ApiConfig {
         let mut allowed_hosts = args.allowed_host.clone();
         allowed_hosts.extend(host_of(&args.public_url));
         let mut warnings = Vec::new();
+        let (plain_http_hooks, warning) = args.background.plain_http_hooks();
+        service.plain_http_hooks = plain_http_hooks;
+        warnings.extend(warning);
         if args.auth.seal.secret_key.is_none() {
             warnings.push(
                 "no --secret-key: secrets are sealed with a key derived from --url-secret, so changing that \
@@ -950,6 +976,8 @@ impl SchedulerConfig {
             warnings.push("no --redis-url: firing timers from the database rows".to_owned());
         }
         let background = args.background.background()?;
+        let (plain_http_hooks, warning) = args.background.plain_http_hooks();
+        warnings.extend(warning);
         anyhow::ensure!(
             background.mail.is_none() || args.public_url.is_some(),
             "--smtp-url needs --public-url: email links to the pages where people act"
@@ -959,6 +987,7 @@ impl SchedulerConfig {
         let service = agentprocess_service::Settings {
             call_deadline: args.process.call_deadline_seconds.0,
             seal_key: args.seal.key_of_the_api(args.url_secret.as_deref())?,
+            plain_http_hooks,
             ..agentprocess_service::Settings::new(args.public_url.unwrap_or_default(), Vec::new())
         };
         Ok(Self {
@@ -1142,6 +1171,32 @@ mod tests {
             let error = api(flags).expect_err("refused");
             assert!(format!("{error:#}").contains(refusal), "{flags:?}: {error:#}");
         }
+    }
+
+    #[test]
+    fn plain_http_hooks_are_refused_unless_allowed_on_the_api_and_the_scheduler() {
+        use agentprocess_service::PlainHttpHooks;
+        assert_eq!(
+            api(&[]).expect("a configuration").service.plain_http_hooks,
+            PlainHttpHooks::Refused
+        );
+        let allowed = api(&["--allow-plain-http-hooks"]).expect("a configuration");
+        assert_eq!(allowed.service.plain_http_hooks, PlainHttpHooks::Allowed);
+        assert!(
+            allowed.warnings.iter().any(|warning| warning.contains("plain http://")),
+            "{:?}",
+            allowed.warnings
+        );
+        let scheduler = |extra: &[&str]| {
+            let mut argv = vec!["scheduler", "--database-url", "sqlite://x"];
+            argv.extend_from_slice(extra);
+            SchedulerConfig::from_args(Scheduler::try_parse_from(argv).expect("flags").args)
+                .expect("a configuration")
+                .service
+                .plain_http_hooks
+        };
+        assert_eq!(scheduler(&[]), PlainHttpHooks::Refused);
+        assert_eq!(scheduler(&["--allow-plain-http-hooks"]), PlainHttpHooks::Allowed);
     }
 
     #[test]

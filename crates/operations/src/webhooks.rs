@@ -13,7 +13,8 @@ use crate::{Error, Operations, Replay};
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewWebhook {
-    /// Where deliveries are posted: an https (or http) URL of a public address.
+    /// Where deliveries are posted: an https:// URL of a public address (plain http://
+    /// only on a server whose operator allows it).
     #[schema(pattern = "^https?://[^\\s]+$")]
     pub url: String,
 }

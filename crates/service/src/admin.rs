@@ -13,6 +13,7 @@ use agentprocess_store::{
     NewVersion, OrgLimits, Role, SqlTx, Store, StoreTx, StoredDraft, StoredVersion, TokenRow, Webhook,
 };
 
+use crate::hook_urls::{PlainHttpHooks, hook_url_issues};
 use crate::ids::{random_id, secret, sha256_hex, webhook_secret};
 use crate::{CAPABILITIES, Clock, Error, invalid, millis, not_found, webhooks};
 use agentprocess_store::Directory;
@@ -78,6 +79,8 @@ pub struct Admin {
     /// Seals the secrets it makes and keeps (webhook signing secrets); without it,
     /// nothing that keeps a secret can be done.
     seal_key: Option<SecretKey>,
+    /// Whether webhooks and chat hooks may be set to plain http URLs.
+    pub(crate) plain_http_hooks: PlainHttpHooks,
 }
 
 impl Admin {
@@ -89,7 +92,16 @@ impl Admin {
             person,
             capabilities: CAPABILITIES,
             seal_key: None,
+            plain_http_hooks: PlainHttpHooks::Refused,
         }
+    }
+
+    /// Lets webhooks and chat hooks be set to plain http URLs when `plain_http` allows
+    /// it (the servers' `--allow-plain-http-hooks`); only https otherwise.
+    #[must_use]
+    pub fn with_plain_http_hooks(mut self, plain_http: PlainHttpHooks) -> Self {
+        self.plain_http_hooks = plain_http;
+        self
     }
 
     /// Seals the secrets it keeps with `key` (the servers' `--secret-key`).
@@ -501,19 +513,10 @@ impl Admin {
     /// from now on, signed with a new `whsec_…` secret (returned, with the id; kept
     /// sealed, and recorded sealed for a replay, which [`Admin::revealed`] opens).
     pub async fn add_webhook(&self, org: &str, url: &str, request: Option<&Idempotent>) -> Result<Webhook, Error> {
-        let mut issues = Vec::new();
-        match reqwest::Url::parse(url) {
-            Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
-                issues.push(format!("url: {url:?} is not an http or https URL"));
-            }
-            Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => {
-                issues.push(format!("url: {url:?} names no host"));
-            }
-            Ok(parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
-                issues.push("url: must not carry credentials".to_owned());
-            }
-            Ok(_) => {}
-            Err(error) => issues.push(format!("url: {url:?} is not a URL ({error})")),
+        let mut issues = hook_url_issues("url", url, self.plain_http_hooks);
+        // Admins list endpoints' URLs and the audit log records them: no secret in one.
+        if reqwest::Url::parse(url).is_ok_and(|parsed| !parsed.username().is_empty() || parsed.password().is_some()) {
+            issues.push("url: must not carry credentials".to_owned());
         }
         refuse(issues)?;
         let id = random_id("wh_", 8);

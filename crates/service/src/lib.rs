@@ -9,6 +9,7 @@ mod cursor;
 mod deadline;
 mod error;
 mod files;
+mod hook_urls;
 mod ids;
 mod index;
 mod limits;
@@ -47,6 +48,7 @@ pub use clock::{Clock, SystemClock, TestClock};
 pub use deadline::DeadlinePassed;
 pub use error::{Cause, Error, RETRY_MESSAGE};
 pub use files::FileDownload;
+pub use hook_urls::PlainHttpHooks;
 pub use ids::{random_id, sha256_hex, token_run};
 pub use limits::{Admission, Limit, LimitValues, LimitsReport, OrgLimits, OverLimit};
 pub use messages::{
@@ -253,6 +255,9 @@ pub struct Settings {
     /// The limits of every organization unless the platform granted it others
     /// (`None`: no limit). [`DEFAULT_LIMITS`] in a server; none by default here.
     pub limits: LimitValues,
+    /// Whether webhooks and chat hooks may post over plain http: checked when a URL is
+    /// set (the API) and before each post (the scheduler), so both need it.
+    pub plain_http_hooks: PlainHttpHooks,
 }
 
 impl std::fmt::Debug for Settings {
@@ -267,6 +272,7 @@ impl std::fmt::Debug for Settings {
             .field("seal_key", &self.seal_key)
             .field("call_deadline", &self.call_deadline)
             .field("limits", &self.limits)
+            .field("plain_http_hooks", &self.plain_http_hooks)
             .finish()
     }
 }
@@ -289,6 +295,7 @@ impl Settings {
             identity_cache_seconds: 10,
             call_deadline: DEFAULT_CALL_DEADLINE,
             limits: LimitValues::default(),
+            plain_http_hooks: PlainHttpHooks::Refused,
         }
     }
 }
@@ -512,6 +519,7 @@ impl Service {
         Admin::new(self.store.clone(), Arc::clone(&self.clock), self.settings.engine.person)
             .with_capabilities(self.capabilities())
             .with_seal_key(self.settings.seal_key.clone())
+            .with_plain_http_hooks(self.settings.plain_http_hooks)
     }
 
     /// The store.

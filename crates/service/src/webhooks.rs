@@ -18,6 +18,7 @@ use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use crate::hook_urls::send_refusal;
 use crate::scheduler::{after_failure, duration_millis, rest};
 use crate::{Service, millis};
 use agentprocess_auth::outbound::{Outbound, OutboundError, OutboundSettings};
@@ -166,8 +167,15 @@ impl Service {
         )
         .map_err(|error| format!("the endpoint's secret cannot be opened: {error}"))
         .map(|secret| sign_webhook(&secret, &delivery.notification_id, timestamp, &delivery.body));
-        let url =
-            reqwest::Url::parse(&delivery.url).map_err(|error| format!("the endpoint's URL is not valid: {error}"));
+        let url = reqwest::Url::parse(&delivery.url)
+            .map_err(|error| format!("the endpoint's URL is not valid: {error}"))
+            .and_then(|url| {
+                // An endpoint kept before https was required is not posted to.
+                match send_refusal("the endpoint's URL", &url, self.settings.plain_http_hooks) {
+                    Some(refused) => Err(refused),
+                    None => Ok(url),
+                }
+            });
         let answer = match (signature, url) {
             (Err(unopened), _) => Err(unopened),
             (_, Err(invalid)) => Err(invalid),

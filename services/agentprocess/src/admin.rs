@@ -219,11 +219,14 @@ enum Action {
         /// The organization.
         #[arg(long)]
         org: String,
-        /// The endpoint (http:// or https://).
+        /// The endpoint: an https:// URL.
         url: String,
         /// The servers' key, which seals the signing secret (--secret-key is required).
         #[command(flatten)]
         seal: SealArgs,
+        /// Whether the servers allow plain http hooks.
+        #[command(flatten)]
+        hooks: PlainHttpArgs,
     },
     /// Point a group at a Slack-compatible incoming webhook (Slack, Mattermost,
     /// Rocket.Chat): the messages its members get by email (work waiting, overdue,
@@ -236,11 +239,14 @@ enum Action {
         /// The group (`operators` for the operators' escalations and overdue steps).
         #[arg(long)]
         group: String,
-        /// The incoming-webhook URL.
+        /// The incoming-webhook URL: an https:// URL.
         url: String,
         /// The servers' key, which seals the URL.
         #[command(flatten)]
         seal: SealArgs,
+        /// Whether the servers allow plain http hooks.
+        #[command(flatten)]
+        hooks: PlainHttpArgs,
     },
     /// Remove a group's chat hook; its messages not yet posted are dropped.
     RemoveChatHook {
@@ -321,6 +327,22 @@ enum Kind {
     Operator,
     /// A person who also manages the organization.
     Admin,
+}
+
+/// Whether a hook set here may be a plain http URL: as the servers of this database
+/// allow, so the command accepts no URL they would refuse to post to.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct PlainHttpArgs {
+    /// Accept a plain http:// URL, as servers given the same flag do (development and
+    /// tests); only https:// otherwise.
+    #[arg(long, env = "AGENTPROCESS_ALLOW_PLAIN_HTTP_HOOKS")]
+    allow_plain_http_hooks: bool,
+}
+
+impl PlainHttpArgs {
+    fn policy(self) -> agentprocess_service::PlainHttpHooks {
+        agentprocess_service::PlainHttpHooks::allowed_if(self.allow_plain_http_hooks)
+    }
 }
 
 /// Identity's operations over `store`, sealing with `seal`'s key (a throwaway key when
@@ -545,17 +567,25 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 print!("{}", crate::agreement::text(&report));
             }
         }
-        Action::AddWebhook { org, url, seal } => {
+        Action::AddWebhook { org, url, seal, hooks } => {
             let webhook = admin
                 .with_seal_key(seal.key(None)?)
+                .with_plain_http_hooks(hooks.policy())
                 .add_webhook(&org, &url, None)
                 .await?;
             let added = serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret });
             println!("{added}");
         }
-        Action::ChatHook { org, group, url, seal } => {
+        Action::ChatHook {
+            org,
+            group,
+            url,
+            seal,
+            hooks,
+        } => {
             let hook = admin
                 .with_seal_key(seal.key(None)?)
+                .with_plain_http_hooks(hooks.policy())
                 .set_chat_hook(&org, &group, &url)
                 .await?;
             println!("{}", serde_json::json!({ "group": hook.group, "host": hook.host }));

@@ -131,6 +131,8 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
     settings.engine.lease_seconds = dev.lease_seconds;
     settings.engine.check = dev.check.limits();
     settings.limits = dev.limits.limits(1);
+    // Webhook and chat receivers on one's own machine listen on plain http.
+    settings.plain_http_hooks = agentprocess_service::PlainHttpHooks::Allowed;
     if dev.limits.org_concurrent_calls.is_none() {
         // One SQLite connection serves every call in turn anyway; bounded at one, a
         // second caller would be refused after a second instead of waiting its turn.

@@ -159,7 +159,8 @@ pub(super) async fn chat_hooks(
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewChatHook {
-    /// The incoming-webhook URL; kept sealed and never shown again.
+    /// The incoming-webhook URL, https:// (plain http:// only on a server whose operator
+    /// allows it); kept sealed and never shown again.
     #[schema(pattern = "^https?://[^\\s]+$")]
     url: String,
 }

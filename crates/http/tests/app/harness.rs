@@ -69,6 +69,15 @@ impl TestApp {
         Self::built(dialect, settings, None).await
     }
 
+    /// A server whose operator allows plain http hooks (`--allow-plain-http-hooks`).
+    pub(crate) async fn allowing_plain_http_hooks(dialect: Dialect) -> Self {
+        let settings = Settings {
+            plain_http_hooks: agentprocess_service::PlainHttpHooks::Allowed,
+            ..settings(PUBLIC_URL)
+        };
+        Self::built(dialect, settings, None).await
+    }
+
     /// The database the server's store connects to.
     pub(crate) fn database_url(&self) -> &str {
         &self.db.url

@@ -7,6 +7,7 @@ mod checks;
 mod deadline;
 mod direct;
 mod harness;
+mod hook_urls;
 mod idempotency;
 mod limits;
 mod messages;

@@ -6,6 +6,7 @@ use agentprocess_store::{ChatHook, Directory as _, Messages as _, MessagesTx as 
 
 use super::chat::{hook_context, open_hook};
 use crate::admin::Admin;
+use crate::hook_urls::hook_url_issues;
 use crate::{Error, invalid, millis, not_found};
 
 /// A group's chat hook as admins see it: the URL is never shown again once set.
@@ -30,17 +31,7 @@ impl Admin {
 
     /// Points `group` at a Slack-compatible incoming-webhook `url`, replacing its hook.
     pub async fn set_chat_hook(&self, org: &str, group: &str, url: &str) -> Result<ChatHookView, Error> {
-        let mut issues = Vec::new();
-        match reqwest::Url::parse(url) {
-            Ok(parsed) if parsed.scheme() != "https" && parsed.scheme() != "http" => {
-                issues.push("url: an https URL (the chat's incoming webhook)".to_owned());
-            }
-            Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => {
-                issues.push("url: names no host".to_owned());
-            }
-            Ok(_) => {}
-            Err(error) => issues.push(format!("url: not a URL ({error})")),
-        }
+        let issues = hook_url_issues("url", url, self.plain_http_hooks);
         let groups = self.store.groups(org).await?;
         let operators = agentprocess_engine::Settings::default().escalation_group;
         if group != operators && !groups.iter().any(|known| known == group) {

@@ -54,7 +54,7 @@ impl Service {
                 None
             }
         });
-        let chat = match chat::Chat::new(&settings) {
+        let chat = match chat::Chat::new(&settings, self.settings.plain_http_hooks) {
             Ok(chat) => chat,
             Err(error) => {
                 tracing::error!(%error, "no HTTP client: messages are not sent");
