@@ -809,9 +809,11 @@ def test_sign_in_settings(tmp_path):
     assert api["AGENTPROCESS_OIDC_TIMEOUT_SECONDS"] == "10"
     assert api["AGENTPROCESS_ACCESS_TOKEN_SECONDS"] == "3600"
     assert "AGENTPROCESS_OIDC_ALLOW_HOSTS" not in api
+    # The server's own protective limits: an address is the client's, as the trusted
+    # proxies name it, not the ingress's.
     assert (api["AGENTPROCESS_SIGN_INS_PER_ADDRESS"], api["AGENTPROCESS_SIGN_INS_PER_ORGANIZATION"],
-            api["AGENTPROCESS_TOKEN_FAILURES_PER_ADDRESS"], api["AGENTPROCESS_TOKEN_FAILURES_PER_CLIENT"]) == (
-        "2000", "600", "2000", "30")
+            api["AGENTPROCESS_TOKEN_FAILURES_PER_ADDRESS"], api["AGENTPROCESS_TOKEN_FAILURES_PER_CLIENT"],
+            api["AGENTPROCESS_CLIENT_REGISTRATIONS_PER_HOUR"]) == ("120", "600", "120", "30", "20")
     secret = named(docs, "Secret", RELEASE + "-agentprocess")
     assert "AGENTPROCESS_SIGNUP_CODES" not in secret["data"]
     (container,) = named(docs, "Deployment", "-api")["spec"]["template"]["spec"]["containers"]
@@ -964,7 +966,8 @@ def test_metrics_without_a_service_monitor(tmp_path):
 
 
 def test_ingress(tmp_path):
-    docs = render(DEFAULT, extra={"ingress": {"enabled": True}}, tmp_path=tmp_path)
+    docs = render(DEFAULT, extra={"ingress": {"enabled": True}, "trustedProxies": ["10.42.0.0/16", "fd00:42::/56"]},
+                  tmp_path=tmp_path)
     (ingress,) = of_kind(docs, "Ingress")
     (rule,) = ingress["spec"]["rules"]
     assert rule["host"] == "process.example.com"  # from publicUrl
@@ -974,7 +977,11 @@ def test_ingress(tmp_path):
         "name": named(docs, "Service", "-api")["metadata"]["name"],
         "port": {"name": "http"},
     }
+    # The ingress's pods are the API's trusted proxies; the scheduler serves no clients.
+    assert named(docs, "ConfigMap", "-api")["data"]["AGENTPROCESS_TRUSTED_PROXIES"] == "10.42.0.0/16,fd00:42::/56"
+    assert "AGENTPROCESS_TRUSTED_PROXIES" not in named(docs, "ConfigMap", "-scheduler")["data"]
     production = render(PRODUCTION)
+    assert named(production, "ConfigMap", "-api")["data"]["AGENTPROCESS_TRUSTED_PROXIES"] == "10.244.0.0/16"
     (ingress,) = of_kind(production, "Ingress")
     assert ingress["spec"]["tls"] == [{"secretName": "process-example-com-tls", "hosts": ["process.example.com"]}]
     assert ingress["spec"]["ingressClassName"] == "nginx"
@@ -1110,6 +1117,9 @@ def test_api_spreads_over_zones_and_nodes(tmp_path):
         ({"oidc": {"allowPrivateIssuers": True}}, "allowPrivateIssuers"),
         ({"otel": {"protocol": "thrift"}}, "/otel/protocol"),
         ({"database": {"url": "mysql://db/agentprocess"}}, "/database/url"),
+        ({"trustedProxies": "10.0.0.0/8"}, "/trustedProxies"),
+        ({"trustedProxies": ["10.0.0.0/8,fd00::/8"]}, "/trustedProxies/0"),
+        ({"trustedProxies": ["ingress-nginx"]}, "/trustedProxies/0"),
     ],
 )
 def test_schema_refuses(values, message, tmp_path):
@@ -1147,6 +1157,7 @@ def test_required_values_are_named():
             "with existingSecret, signup.codes belongs in that Secret",
         ),
         ({"signup": {"policy": "invite"}}, "signup.policy invite needs sign-up codes: list them in signup.codes"),
+        ({"ingress": {"enabled": True}}, "ingress.enabled needs trustedProxies"),
     ],
 )
 def test_inconsistent_values_are_refused(values, message, tmp_path):

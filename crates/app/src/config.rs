@@ -60,6 +60,9 @@ pub struct HttpSettings {
     /// Whether plain stateless `tools/call` requests are answered without building an
     /// rmcp service for each; off, rmcp serves every request.
     pub direct_tool_calls: bool,
+    /// The proxies whose `X-Forwarded-For` names the client (the ingress); none: the
+    /// connection's peer is the client.
+    pub trusted_proxies: agentprocess_auth::forwarded::TrustedProxies,
 }
 
 /// Identity: the operator's rules, and how identity providers and client metadata

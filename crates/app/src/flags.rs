@@ -692,8 +692,8 @@ pub struct AuthArgs {
     #[arg(long, env = "AGENTPROCESS_CLIENT_METADATA_CA_FILE")]
     pub client_metadata_ca_file: Option<std::path::PathBuf>,
     /// How many clients one network address may register (RFC 7591) per hour on each
-    /// API process; fifty times as many from everyone. Behind a proxy every client has
-    /// the proxy's address: raise it there.
+    /// API process; fifty times as many from everyone. Behind a proxy, name it with
+    /// --trusted-proxies, or every client has the proxy's address.
     #[arg(long, env = "AGENTPROCESS_CLIENT_REGISTRATIONS_PER_HOUR", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub client_registrations_per_hour: u32,
     /// What anyone may do without an account.
@@ -705,7 +705,7 @@ pub struct AuthArgs {
 }
 
 /// What anyone may do without an account, per ten minutes on each API process. Behind
-/// a proxy every client has the proxy's address: raise the per-address limits there.
+/// a proxy, name it with --trusted-proxies, or every client has the proxy's address.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AnonymousLimitArgs {
     /// Sign-ins one network address may start per ten minutes (each sends the server
@@ -816,6 +816,15 @@ pub struct ApiArgs {
     /// Browser origins allowed to call /mcp (repeat or comma-separate); none by default.
     #[arg(long, env = "AGENTPROCESS_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origin: Vec<String>,
+    /// The reverse proxies in front of this server (an ingress, a load balancer), as
+    /// comma-separated networks (10.244.0.0/16,fd00::/8) or addresses. For a connection
+    /// from one of them, the client is the rightmost X-Forwarded-For hop that is not
+    /// itself a trusted proxy, and that address is what the per-address limits count and
+    /// the audit log records. Without it X-Forwarded-For is ignored and every client
+    /// behind a proxy has the proxy's address. Name only the proxies' own networks: a
+    /// trusted address can claim to forward for anyone.
+    #[arg(long, env = "AGENTPROCESS_TRUSTED_PROXIES", value_name = "NETWORKS")]
+    pub trusted_proxies: Option<String>,
     /// Serve every /mcp request through the MCP SDK's own request handling, including
     /// plain tool calls, which are otherwise answered directly (the same answers, with
     /// less work per call). For comparing the two.
@@ -896,6 +905,12 @@ impl ApiConfig {
                 "development sign-in on: anyone can sign in as organization {org}'s people"
             ));
         }
+        let trusted_proxies = args
+            .trusted_proxies
+            .as_deref()
+            .unwrap_or_default()
+            .parse()
+            .map_err(|error| anyhow::anyhow!("--trusted-proxies (AGENTPROCESS_TRUSTED_PROXIES): {error}"))?;
         let queue = args.queue.settings();
         let background = (!args.no_timers && queue.is_none())
             .then(|| args.background.background())
@@ -920,6 +935,7 @@ impl ApiConfig {
                 allowed_origins: args.allowed_origin,
                 dev_sign_in_org: args.dangerously_allow_dev_sign_in,
                 direct_tool_calls: !args.no_direct_tool_calls,
+                trusted_proxies,
             },
             warnings,
         })
@@ -1167,6 +1183,10 @@ mod tests {
                 &["--s3-bucket", "b", "--s3-access-key-id", "k"][..],
                 "give both --s3-access-key-id",
             ),
+            (
+                &["--trusted-proxies", "10.0.0.0/8,10.0.0.0/33,ingress"][..],
+                r#"--trusted-proxies (AGENTPROCESS_TRUSTED_PROXIES): "10.0.0.0/33", "ingress" are not networks"#,
+            ),
         ] {
             let error = api(flags).expect_err("refused");
             assert!(format!("{error:#}").contains(refusal), "{flags:?}: {error:#}");
@@ -1197,6 +1217,15 @@ mod tests {
         };
         assert_eq!(scheduler(&[]), PlainHttpHooks::Refused);
         assert_eq!(scheduler(&["--allow-plain-http-hooks"]), PlainHttpHooks::Allowed);
+    }
+
+    #[test]
+    fn trusted_proxies_are_a_typed_list_of_networks_and_none_by_default() {
+        assert!(api(&[]).expect("a configuration").http.trusted_proxies.is_empty());
+        let config = api(&["--trusted-proxies", "10.244.0.0/16, fd00::/8"]).expect("a configuration");
+        assert_eq!(config.http.trusted_proxies.to_string(), "10.244.0.0/16,fd00::/8");
+        assert!(config.http.trusted_proxies.trusts("10.244.3.4".parse().expect("ip")));
+        assert!(!config.http.trusted_proxies.trusts("10.245.0.1".parse().expect("ip")));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod client_auth;
 pub mod clients;
 pub mod domains;
 mod error;
+pub mod forwarded;
 pub mod groups;
 pub mod idempotency;
 pub mod limits;

@@ -2,6 +2,7 @@
 #![recursion_limit = "256"]
 
 mod direct;
+mod forwarded;
 mod headers;
 mod hosts;
 mod jsonrpc;
@@ -39,6 +40,7 @@ pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, setting
     let max_body = max_body_bytes(service.settings().max_upload_bytes);
     let https = service.settings().public_url.starts_with("https://");
     let allowed_hosts: Arc<[String]> = Arc::from(settings.allowed_hosts.clone());
+    let trusted_proxies = Arc::new(settings.trusted_proxies.clone());
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -104,6 +106,9 @@ pub fn router(service: Arc<Service>, auth: Arc<agentprocess_auth::Auth>, setting
         .layer(middleware::from_fn(move |request, next| {
             headers::security_headers(https, request, next)
         }))
+        .layer(middleware::from_fn(move |request, next| {
+            forwarded::client_ip(Arc::clone(&trusted_proxies), request, next)
+        }))
 }
 
 /// Resolves `Authorization: Bearer …` to a caller and leaves it on the request for
@@ -121,10 +126,7 @@ async fn authenticate(State(service): State<Arc<Service>>, mut request: Request,
     };
     match service.within_deadline(service.authenticate(token)).await {
         Ok(Some(mut caller)) => {
-            caller.address = request
-                .extensions()
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map(|axum::extract::ConnectInfo(address)| address.ip().to_string());
+            caller.address = agentprocess_web::session::client_address(request.extensions());
             request.extensions_mut().insert(caller);
             next.run(request).await
         }

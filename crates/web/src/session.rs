@@ -3,13 +3,12 @@
 //! surface (an API token, or a session). Sessions never reach `/mcp`: the session
 //! layer wraps only the browser's routes and `/api/v1`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agentprocess_auth::sessions::{SIGNED_IN, Sessions, SignedIn};
 use agentprocess_auth::{Auth, Identity};
 use agentprocess_service::Service;
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use tower_sessions::cookie::SameSite;
@@ -121,12 +120,17 @@ pub fn session_layer(web: &Web) -> SessionManagerLayer<Sessions> {
         ))
 }
 
-/// The caller's network address, as the listener saw it.
+/// The caller's network address: the connection's peer, or behind a trusted proxy
+/// the client it forwards for, as the router's front worked it out.
+pub fn client_address(extensions: &axum::http::Extensions) -> Option<String> {
+    extensions
+        .get::<agentprocess_auth::forwarded::ClientIp>()
+        .map(|agentprocess_auth::forwarded::ClientIp(address)| address.to_string())
+}
+
+/// The caller's network address (see [`client_address`]).
 pub(crate) fn address(parts: &Parts) -> Option<String> {
-    parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(address)| address.ip().to_string())
+    client_address(&parts.extensions)
 }
 
 /// The caller's network address, as an extractor.

@@ -172,6 +172,8 @@ async fn serve(dev: Dev) -> anyhow::Result<()> {
             allowed_origins: dev.allowed_origin.clone(),
             dev_sign_in_org: (!dev.no_dev_sign_in).then(|| ORG.to_owned()),
             direct_tool_calls: true,
+            // On one's own machine nothing stands in front of the server.
+            trusted_proxies: agentprocess_auth::forwarded::TrustedProxies::default(),
         },
         warnings: Vec::new(),
     };

@@ -28,6 +28,7 @@ fn http_settings(dev_sign_in_org: Option<String>, direct_tool_calls: bool) -> Ht
         allowed_origins: Vec::new(),
         dev_sign_in_org,
         direct_tool_calls,
+        trusted_proxies: agentprocess_auth::forwarded::TrustedProxies::default(),
     }
 }
 
@@ -140,6 +141,17 @@ impl TestApp {
     /// sign people in without an identity provider.
     pub(crate) fn with_dev_sign_in(mut self) -> Self {
         let settings = http_settings(Some(self.org.clone()), true);
+        self.router = agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings);
+        self
+    }
+
+    /// The same server behind proxies in `networks` (as `--trusted-proxies` names them):
+    /// for a connection from one, `X-Forwarded-For` names the client.
+    pub(crate) fn behind_proxies(mut self, networks: &str) -> Self {
+        let settings = HttpSettings {
+            trusted_proxies: networks.parse().expect("networks"),
+            ..http_settings(None, true)
+        };
         self.router = agentprocess_http::router(Arc::clone(&self.service), Arc::clone(&self.auth), &settings);
         self
     }

@@ -15,6 +15,7 @@ mod oauth;
 mod older_versions;
 mod people_oauth;
 mod policies;
+mod proxies;
 mod reseal;
 mod rest;
 mod web;
