@@ -542,7 +542,7 @@ def test_people_choose_what_they_hear_of_and_operators_see_what_is_overdue(site,
     page.get_by_role("button", name="Save the policies").click()
     page.goto("/admin/policies")
     assert page.get_by_label("The person who started a run does not decide its approvals and tasks").is_checked()
-    assert not page.get_by_label("No person decides two approvals of one run (four eyes)").is_checked()
+    assert not page.get_by_label("Four eyes: nobody approves work they did in the same run").is_checked()
     accessible(watched, "the policies page")
     browser.close()
     for person, offered in (("bob", False), ("alice", True)):

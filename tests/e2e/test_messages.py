@@ -3,15 +3,18 @@ people it concerns and sends them by email, through a real SMTP server on loopba
 (aiosmtpd), and to the group's Slack-compatible chat hook (a local receiver). The
 group's members hear that work waits; the group and every operator hear it went
 overdue, and again as a reminder while it stays so; a person who turned them off hears
-nothing; once decided, the reminders stop and the initiator hears the run ended."""
+nothing; once decided, the reminders stop and the initiator hears the run ended. Whoever the
+organization's policies keep from deciding an item is not told it waits for them."""
 
 from __future__ import annotations
 
 import email
 import email.policy
 import json
+import tempfile
 import threading
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import anyio
 import pytest
@@ -19,7 +22,7 @@ from aiosmtpd.controller import Controller
 
 import scheduling
 import servers
-from client import request_id
+from client import connect, request_id
 from test_scheduler import clients_of, eventually, start
 from test_webhooks import Receiver
 
@@ -158,3 +161,100 @@ async def test_people_hear_of_waiting_overdue_and_ended_work_as_they_chose(deplo
 
 async def _async(value):
     return value
+
+
+PAYMENT = """---
+name: payment
+description: Finance prepares a payment, then approves it.
+steps:
+  - id: prepare_payment
+    person: finance
+    task: Prepare the payment.
+    output:
+      amount: number
+  - id: approve_payment
+    person: finance
+    approve: Approve the payment.
+  - id: done
+    finish: paid
+---
+# Payment
+
+## Prepare payment
+
+Enter the amount to pay.
+
+## Approve payment
+
+Check the amount before it is paid.
+"""
+
+
+def publish_payment(database: str) -> None:
+    """Publishes PAYMENT with its role bound to the people group, as the seed does."""
+    with tempfile.TemporaryDirectory() as folder:
+        process = Path(folder) / "payment"
+        process.mkdir()
+        (process / "PROCESS.md").write_text(PAYMENT)
+        servers.admin(database, "import", "--org", "acme", str(process))
+    servers.admin(database, "bind", "--org", "acme", "payment", "finance", "people")
+    servers.admin(database, "publish", "--org", "acme", "payment")
+
+
+async def test_whoever_a_policy_keeps_from_an_item_is_not_told_it_waits_for_them(deployment):
+    deployment, mailbox, _ = deployment
+    database = deployment.server.database_url
+    publish_payment(database)
+    # Carol joins the people group (alice and bob are in it).
+    servers.admin(database, "create-identity", "--org", "acme", "--kind", "person", "carol",
+                  "--person", "carol@example.com", "--group", "people")
+    carol_token = servers.admin(database, "issue-token", "--org", "acme", "carol").strip()
+    deployment.sql("INSERT INTO org_policies (org_id, policies, updated_at) "
+                   "VALUES ('acme', '{\"initiatorDoesNotDecide\": true, \"fourEyes\": true}', 0)")
+
+    def told(step: str) -> list[str]:
+        """Who was handed an email that `step`'s item waits for them, from the record."""
+        rows = deployment.sql(
+            "SELECT i.person FROM messages m JOIN notifications n ON n.org_id = m.org_id AND n.id = m.notification_id "
+            "JOIN identities i ON i.org_id = m.org_id AND i.id = m.recipient "
+            f"WHERE m.channel = 'email' AND m.kind = 'waiting' AND n.body::json->>'step' = '{step}' ORDER BY 1")
+        return rows.split()
+
+    async with AsyncExitStack() as stack:
+        clients = await clients_of(stack, deployment)
+        alice, bob = clients["alice"], clients["bob"]
+        carol = await connect(stack, deployment.server.mcp_url(), carol_token, "carol")
+        run = await start(alice, "payment")
+
+        # The task: not alice, who started the run (initiatorDoesNotDecide).
+        for address in ("bob@example.com", "carol@example.com"):
+            async def task_waits(address=address):
+                return mailbox.to(address, "Prepare payment waits for you")
+
+            await eventually(task_waits, what=f"the task's email to {address}")
+        assert told("prepare_payment") == ["bob@example.com", "carol@example.com"]
+
+        # Bob completes it; the approval: not bob, who made the payment (fourEyes), nor alice.
+        view = await bob.call("get_run", runId=run)
+        task = view["workItems"][0]["decide"]["arguments"]
+        await bob.call("decide", **dict(task, decision="completed", output={"amount": 120}, requestId=request_id()))
+
+        async def approval_waits():
+            return mailbox.to("carol@example.com", "Approve payment waits for you")
+
+        [message] = await eventually(approval_waits, what="the approval's email to carol")
+        assert "because you are in the people group" in text_of(message)
+        assert told("approve_payment") == ["carol@example.com"]
+
+        # Those kept are refused, and carol, who is not, approves.
+        view = await carol.call("get_run", runId=run)
+        approval = view["workItems"][0]["decide"]["arguments"]
+        refused = await bob.error("decide", **dict(approval, decision="approved", requestId=request_id()))
+        assert refused["code"] == "forbidden", refused
+        assert refused["message"].startswith("you completed prepare_payment in this run"), refused
+        await carol.call("decide", **dict(approval, decision="approved", requestId=request_id()))
+        await eventually(lambda: _async(mailbox.to("alice@example.com", "Your run ended")), what="the ended email")
+
+    assert mailbox.to("alice@example.com", "waits for you") == []
+    assert [str(message["subject"]) for message in mailbox.to("bob@example.com")] == [
+        "Prepare payment waits for you · payment v1"]

@@ -56,7 +56,7 @@ pub use messages::{
 };
 pub use open_versions::MAX_KEEP_OPEN_REASON_CHARS;
 pub use overdue::{OVERDUE_SHOWN, Overdue, WaitsOn};
-pub use policies::Policies;
+pub use policies::{Kept, POLICY_ISSUE, Policies, WorkDone};
 pub use retention::{Retention, SweepSettings};
 pub use runs::{ListRuns, PendingTimer, RunDetails, StartRunArgs};
 pub use scheduler::SchedulerSettings;

@@ -7,7 +7,7 @@ use agentprocess_views::RunView;
 use crate::check::{CHECK_ROUNDS, Concluded, kept_changing};
 use crate::ids::RunIds;
 use crate::write::{Locked, Opened, Target, Write, on_run};
-use crate::{Caller, Error, Policies, Service, Tool};
+use crate::{Caller, Error, Service, Tool};
 use agentprocess_store::Directory;
 
 impl Service {
@@ -20,7 +20,7 @@ impl Service {
             ("decision".to_owned(), serde_json::json!(decide.decision.as_str())),
             ("note".to_owned(), serde_json::json!(decide.note)),
         ]);
-        if policies != Policies::default() {
+        if !policies.all_off() {
             // The policies in force when it was decided.
             audited.insert("policies".to_owned(), serde_json::json!(policies));
         }

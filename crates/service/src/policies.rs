@@ -1,15 +1,20 @@
 //! Policies an organization may turn on beyond the protocol, which leaves segregation
 //! of duties to the server: the person who started a run does not decide its work
-//! items, and no person decides two approvals of one run (four eyes across steps).
-//! While one is on, such a person is not offered those items (`get_work`, the inbox)
-//! and a `decide` from them is `forbidden`, naming the policy.
+//! items, and no person decides an approval of work they did in the same run (four
+//! eyes: the maker is not the checker). While one is on, such a person is not offered
+//! those items (`get_work`, the inbox), is not told they wait for them (messages), and
+//! a `decide` from them is `forbidden`, saying why. [`Policies::keeps`] is the one rule
+//! all of these ask.
 
-use agentprocess_engine::{Run, StepRun};
+use agentprocess_engine::{ProcessVersion, Record, Run, StepRun};
 use agentprocess_format::StepKind;
 use agentprocess_store::{Messages as _, MessagesTx as _, Store as _, StoreTx as _};
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Service, millis, retry};
+
+/// How an issue of a refusal by a policy starts; the policy's name follows.
+pub const POLICY_ISSUE: &str = "policy: ";
 
 /// An organization's policies; every one off unless turned on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -18,41 +23,151 @@ pub struct Policies {
     /// The person who started a run does not decide its approvals and tasks.
     #[serde(default)]
     pub initiator_does_not_decide: bool,
-    /// No person decides two approvals of one run.
+    /// Four eyes: no person decides an approval of work they did in the same run: a task
+    /// they completed, an approval they decided (another step, or an earlier round of
+    /// another step), or an escalated agent step they completed.
     #[serde(default)]
     pub four_eyes: bool,
 }
 
-impl Policies {
-    /// Why `person` may not decide the item on `step` of `run` under these policies,
-    /// naming the policy; `None` when they may.
-    pub fn refusal(&self, run: &Run, step: &StepRun, kind: &StepKind, person: &str) -> Option<String> {
-        let same = |other: &str| other.eq_ignore_ascii_case(person);
-        let approval_or_task = matches!(kind, StepKind::Approve(_) | StepKind::Task(_));
-        if self.initiator_does_not_decide && approval_or_task && run.initiator.as_deref().is_some_and(same) {
-            return Some(format!(
-                "policy: initiatorDoesNotDecide: {person} started this run, and this organization lets no one \
-                 decide a run they started"
-            ));
+/// Why a policy keeps a person from deciding a work item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// `initiatorDoesNotDecide`: they started the run.
+    Initiator,
+    /// `fourEyes`: the item is an approval, and they did `work` on step `step` of the
+    /// same run.
+    OwnWork {
+        /// The step they worked on.
+        step: String,
+        /// What they did there.
+        work: WorkDone,
+    },
+}
+
+/// Work a person did in a run, which an approval of the run then checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkDone {
+    /// They completed a task.
+    CompletedTask,
+    /// They decided an approval.
+    DecidedApproval,
+    /// They completed an agent step escalated to people.
+    CompletedEscalation,
+}
+
+impl WorkDone {
+    /// What `person` did on a completion `record` of a step of `kind`, if it is work an
+    /// approval checks. A task's or an escalated agent step's completion has no
+    /// decision; an agent's own submission is by the agent, never a person.
+    fn of(kind: &StepKind, record: &Record, person: &str) -> Option<Self> {
+        if !record.by.eq_ignore_ascii_case(person) {
+            return None;
         }
-        if self.four_eyes && matches!(kind, StepKind::Approve(_)) {
-            let decided = run.steps.iter().filter(|other| other.id != step.id).find(|other| {
-                other
-                    .record
-                    .iter()
-                    .chain(&other.history)
-                    .any(|record| record.decision.is_some() && same(&record.by))
-            });
-            if let Some(other) = decided {
-                return Some(format!(
-                    "policy: fourEyes: {person} decided the approval {} of this run, and this organization lets no \
-                     one decide two approvals of one run",
-                    other.id
-                ));
-            }
+        match (kind, record.decision) {
+            (StepKind::Approve(_), Some(_)) => Some(WorkDone::DecidedApproval),
+            (StepKind::Task(_), None) => Some(WorkDone::CompletedTask),
+            (StepKind::Agent(_), None) => Some(WorkDone::CompletedEscalation),
+            _ => None,
+        }
+    }
+
+    /// The work, said of `step` (`completed prepare_payment`).
+    fn said(self, step: &str) -> String {
+        match self {
+            WorkDone::CompletedTask => format!("completed {step}"),
+            WorkDone::DecidedApproval => format!("decided the approval {step}"),
+            WorkDone::CompletedEscalation => format!("completed the escalated step {step}"),
+        }
+    }
+}
+
+impl Kept {
+    /// The policy's name, as the settings spell it.
+    pub fn policy(&self) -> &'static str {
+        match self {
+            Kept::Initiator => "initiatorDoesNotDecide",
+            Kept::OwnWork { .. } => "fourEyes",
+        }
+    }
+
+    /// Why, said to the person kept: the refusal's message.
+    pub fn said_to_them(&self) -> String {
+        match self {
+            Kept::Initiator => "you started this run; under the organization's initiator-does-not-decide policy \
+                                someone else decides its approvals and tasks"
+                .to_owned(),
+            Kept::OwnWork { step, work } => format!(
+                "you {} in this run; under the organization's four-eyes policy someone else decides this approval",
+                work.said(step)
+            ),
+        }
+    }
+
+    /// Why, said of `person`, led by the policy's name: the refusal's issue, and the
+    /// reason a message to them is dropped.
+    pub fn issue(&self, person: &str) -> String {
+        let why = match self {
+            Kept::Initiator => format!("{person} started this run"),
+            Kept::OwnWork { step, work } => format!("{person} {} in this run", work.said(step)),
+        };
+        format!("{POLICY_ISSUE}{}: {why}", self.policy())
+    }
+}
+
+impl Policies {
+    /// Whether every policy is off.
+    pub fn all_off(&self) -> bool {
+        *self == Policies::default()
+    }
+
+    /// Why these policies keep `person` from deciding the open work item `work_item` of
+    /// `run`; `None` when they do not, or it is no open item. Deciding, offering an
+    /// item and telling someone it waits for them all ask this.
+    pub fn keeps(&self, run: &Run, version: &ProcessVersion, work_item: &str, person: &str) -> Option<Kept> {
+        if self.all_off() {
+            return None;
+        }
+        let steps = &version.process.document().steps;
+        let (step, definition) = run
+            .steps
+            .iter()
+            .zip(steps)
+            .find(|(step, _)| step.work_item.as_ref().is_some_and(|item| item.id == work_item))?;
+        let approval = matches!(definition.kind, StepKind::Approve(_));
+        let approval_or_task = approval || matches!(definition.kind, StepKind::Task(_));
+        let initiator = run
+            .initiator
+            .as_deref()
+            .is_some_and(|initiator| initiator.eq_ignore_ascii_case(person));
+        if self.initiator_does_not_decide && approval_or_task && initiator {
+            return Some(Kept::Initiator);
+        }
+        if self.four_eyes && approval {
+            return own_work(run, version, step, person);
         }
         None
     }
+}
+
+/// The first work `person` did in `run` on a step other than `approval` (whose own
+/// earlier rounds are the same check, made again after rework), in the process's order.
+fn own_work(run: &Run, version: &ProcessVersion, approval: &StepRun, person: &str) -> Option<Kept> {
+    run.steps
+        .iter()
+        .zip(&version.process.document().steps)
+        .filter(|(other, _)| other.id != approval.id)
+        .find_map(|(other, definition)| {
+            let work = other
+                .history
+                .iter()
+                .chain(&other.record)
+                .find_map(|record| WorkDone::of(&definition.kind, record, person))?;
+            Some(Kept::OwnWork {
+                step: other.id.clone(),
+                work,
+            })
+        })
 }
 
 impl Service {
@@ -69,26 +184,18 @@ impl Service {
     pub(crate) fn permitted(
         policies: &Policies,
         run: &Run,
-        version: &agentprocess_engine::ProcessVersion,
+        version: &ProcessVersion,
         work_item: &str,
         person: Option<&str>,
     ) -> Result<(), Error> {
         let Some(person) = person else {
             return Ok(());
         };
-        let open = run
-            .steps
-            .iter()
-            .zip(&version.process.document().steps)
-            .find(|(step, _)| step.work_item.as_ref().is_some_and(|item| item.id == work_item));
-        let Some((step, definition)) = open else {
-            return Ok(());
-        };
-        match policies.refusal(run, step, &definition.kind, person) {
-            Some(issue) => Err(agentprocess_engine::ToolError::new(
+        match policies.keeps(run, version, work_item, person) {
+            Some(kept) => Err(agentprocess_engine::ToolError::new(
                 agentprocess_engine::Code::Forbidden,
-                "this organization's policy keeps you from deciding this work item: someone else decides it",
-                vec![issue],
+                kept.said_to_them(),
+                vec![kept.issue(person)],
             )
             .into()),
             None => Ok(()),
@@ -107,48 +214,161 @@ impl Service {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use agentprocess_engine::{Assignee, Decision, WorkItem};
+    use agentprocess_store::StoredVersion;
+
+    const SOURCE: &str = "---
+name: payment
+description: A payment prepared, then approved twice.
+steps:
+  - id: collect
+    agent: Collect the invoice.
+  - id: prepare_payment
+    person: clerks
+    task: Prepare the payment.
+  - id: first_approval
+    person: approvers
+    approve: Approve the payment.
+  - id: second_approval
+    person: approvers
+    approve: Approve the payment again.
+  - id: done
+    finish: paid
+---
+A payment.
+";
+
+    /// A payment: an agent step, a task, two approvals.
+    pub(crate) fn version() -> ProcessVersion {
+        crate::versions::parsed(&StoredVersion {
+            process: "payment".to_owned(),
+            number: 1,
+            content_hash: String::new(),
+            source: SOURCE.to_owned(),
+            roles: r#"{"clerks": "clerks", "approvers": "approvers"}"#.to_owned(),
+            agents: "{}".to_owned(),
+            published_at: 0,
+        })
+        .expect("a version")
+    }
+
+    fn by(person: &str, decision: Option<Decision>) -> Record {
+        Record {
+            decision,
+            by: person.to_owned(),
+            ..Record::default()
+        }
+    }
+
+    /// Started by ann: an agent step completed by an agent, then escalated and completed
+    /// by cid; a task completed by old, sent back and completed by pat; the first
+    /// approval decided by bob; the second open (`wi_2`, for the approvers), which sam
+    /// rejected in an earlier round.
+    pub(crate) fn run() -> Run {
+        let at = jiff::Timestamp::UNIX_EPOCH;
+        let mut collect = StepRun::new("collect");
+        collect.history = vec![by("agent-1", None)];
+        collect.record = Some(by("cid@x.test", None));
+        let mut prepare = StepRun::new("prepare_payment");
+        prepare.history = vec![by("old@x.test", None)];
+        prepare.record = Some(by("pat@x.test", None));
+        let mut first = StepRun::new("first_approval");
+        first.record = Some(by("bob@x.test", Some(Decision::Approved)));
+        let mut second = StepRun::new("second_approval");
+        second.history = vec![by("sam@x.test", Some(Decision::Rejected))];
+        second.work_item = Some(WorkItem {
+            id: "wi_2".to_owned(),
+            assigned_to: Assignee::Group("approvers".to_owned()),
+            created_at: at,
+            escalation: None,
+        });
+        Run {
+            initiator: Some("ann@x.test".to_owned()),
+            ..Run::new(
+                "r",
+                ("payment", 1),
+                "ann@x.test",
+                at,
+                vec![collect, prepare, first, second, StepRun::new("done")],
+            )
+        }
+    }
+
+    /// Every policy on.
+    pub(crate) const ALL: Policies = Policies {
+        initiator_does_not_decide: true,
+        four_eyes: true,
+    };
 
     #[test]
-    fn each_policy_names_itself_and_off_refuses_nothing() {
-        let approve = StepKind::Approve("Approve.".to_owned());
-        let task = StepKind::Task("Do.".to_owned());
-        let mut first = StepRun::new("first");
-        first.record = Some(agentprocess_engine::Record {
-            decision: Some(agentprocess_engine::Decision::Approved),
-            by: "bob@x.test".to_owned(),
-            ..agentprocess_engine::Record::default()
-        });
-        let at = jiff::Timestamp::UNIX_EPOCH;
-        let started_by_ann = Run {
-            initiator: Some("ann@x.test".to_owned()),
-            completions: 1,
-            ..Run::new("r", ("p", 1), "ann@x.test", at, vec![first, StepRun::new("second")])
+    fn four_eyes_keeps_whoever_did_work_of_the_run_from_its_approval() {
+        let (run, version) = (run(), version());
+        let kept = |policies: Policies, person: &str| policies.keeps(&run, &version, "wi_2", person);
+        let own = |step: &str, work| {
+            Some(Kept::OwnWork {
+                step: step.to_owned(),
+                work,
+            })
         };
-        let second = &started_by_ann.steps[1];
-        let all = Policies {
-            initiator_does_not_decide: true,
-            four_eyes: true,
-        };
-        let refused = all
-            .refusal(&started_by_ann, second, &task, "ANN@x.test")
-            .expect("refused");
-        assert!(refused.starts_with("policy: initiatorDoesNotDecide"), "{refused}");
-        let refused = all
-            .refusal(&started_by_ann, second, &approve, "bob@x.test")
-            .expect("refused");
-        assert!(
-            refused.starts_with("policy: fourEyes") && refused.contains("first"),
-            "{refused}"
+        assert_eq!(kept(ALL, "ANN@x.test"), Some(Kept::Initiator));
+        assert_eq!(kept(ALL, "pat@x.test"), own("prepare_payment", WorkDone::CompletedTask));
+        assert_eq!(
+            kept(ALL, "old@x.test"),
+            own("prepare_payment", WorkDone::CompletedTask),
+            "an earlier round is work of the run"
         );
         assert_eq!(
-            all.refusal(&started_by_ann, second, &task, "bob@x.test"),
+            kept(ALL, "bob@x.test"),
+            own("first_approval", WorkDone::DecidedApproval)
+        );
+        assert_eq!(kept(ALL, "cid@x.test"), own("collect", WorkDone::CompletedEscalation));
+        assert_eq!(kept(ALL, "sam@x.test"), None, "the same approval's earlier round");
+        assert_eq!(kept(ALL, "eve@x.test"), None);
+        let four_eyes = Policies {
+            four_eyes: true,
+            ..Policies::default()
+        };
+        assert_eq!(kept(four_eyes, "ann@x.test"), None, "the initiator did no work");
+        assert_eq!(
+            kept(four_eyes, "pat@x.test"),
+            own("prepare_payment", WorkDone::CompletedTask)
+        );
+        for person in ["ann@x.test", "pat@x.test", "bob@x.test", "cid@x.test"] {
+            assert_eq!(kept(Policies::default(), person), None, "{person}: off keeps no one");
+        }
+        assert_eq!(ALL.keeps(&run, &version, "wi_9", "pat@x.test"), None, "no open item");
+    }
+
+    #[test]
+    fn a_task_is_kept_only_from_the_initiator_and_each_reason_names_its_policy() {
+        let (mut run, version) = (run(), version());
+        let item = run.steps[3].work_item.take();
+        run.steps[1].work_item = item;
+        assert_eq!(ALL.keeps(&run, &version, "wi_2", "ann@x.test"), Some(Kept::Initiator));
+        assert_eq!(
+            ALL.keeps(&run, &version, "wi_2", "bob@x.test"),
             None,
             "a task is no approval"
         );
-        assert_eq!(all.refusal(&started_by_ann, second, &approve, "cid@x.test"), None);
-        let off = Policies::default();
-        assert_eq!(off.refusal(&started_by_ann, second, &approve, "ann@x.test"), None);
+
+        let made = Kept::OwnWork {
+            step: "prepare_payment".to_owned(),
+            work: WorkDone::CompletedTask,
+        };
+        assert_eq!(
+            made.said_to_them(),
+            "you completed prepare_payment in this run; under the organization's four-eyes policy someone \
+             else decides this approval"
+        );
+        assert_eq!(
+            made.issue("pat@x.test"),
+            "policy: fourEyes: pat@x.test completed prepare_payment in this run"
+        );
+        assert_eq!(
+            Kept::Initiator.issue("ann@x.test"),
+            "policy: initiatorDoesNotDecide: ann@x.test started this run"
+        );
     }
 }

@@ -177,14 +177,11 @@ impl Service {
             // agent step its binding keeps from the calling agent.
             let kept_from_them = match &found {
                 Some(WorkEntry::Agent(item)) => !admitted(&version.agents, &actor, &item.step_id),
-                Some(WorkEntry::Person(item)) => Self::permitted(
-                    &policies,
-                    run,
-                    version,
-                    &item.work_item.id,
-                    caller.identity.person.as_deref(),
-                )
-                .is_err(),
+                Some(WorkEntry::Person(item)) => caller
+                    .identity
+                    .person
+                    .as_deref()
+                    .is_some_and(|person| policies.keeps(run, version, &item.work_item.id, person).is_some()),
                 _ => false,
             };
             if !kept_from_them {

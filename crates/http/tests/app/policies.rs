@@ -1,8 +1,9 @@
 //! The organization's policies of who decides, over MCP and REST: off, the person who
 //! started a run is offered and decides its approvals; with the policies on, they are
 //! not offered them and a `decide` from them is `forbidden` naming the policy, and no
-//! one decides two approvals of one run. The audit log keeps the policies in force at
-//! each decision. Only admins change them.
+//! one decides an approval of work they did in the same run (four eyes: the person who
+//! completed a task, or decided another approval, does not approve). The audit log
+//! keeps the policies in force at each decision. Only admins change them.
 
 use agentprocess_auth::Role;
 use axum::http::{Method, StatusCode};
@@ -36,8 +37,16 @@ async fn first_item(app: &TestApp, token: &str) -> Option<Value> {
 }
 
 async fn decide(app: &TestApp, token: &str, run: &str, item: &Value, request: &str) -> Value {
-    let arguments = json!({ "requestId": request, "runId": run, "workItemId": item["workItem"]["id"],
-                            "snapshot": item["workItem"]["snapshot"], "decision": "approved" });
+    decide_as(app, token, run, item, request, json!({ "decision": "approved" })).await
+}
+
+/// `decide` on `item` with `decision` (the decision and what goes with it).
+async fn decide_as(app: &TestApp, token: &str, run: &str, item: &Value, request: &str, decision: Value) -> Value {
+    let mut arguments = json!({ "requestId": request, "runId": run, "workItemId": item["workItem"]["id"],
+                                "snapshot": item["workItem"]["snapshot"] });
+    for (name, value) in decision.as_object().expect("an object") {
+        arguments[name] = value.clone();
+    }
     app.call(token, "decide", arguments).await
 }
 
@@ -138,5 +147,165 @@ async fn policies(app: TestApp) -> TestApp {
     for entry in entries {
         assert_eq!(entry["detail"]["policies"], on, "{entry}");
     }
+    app
+}
+
+const PAYMENT: &str = "---
+name: payment
+description: Finance prepares a payment, approves it and releases it.
+steps:
+  - id: prepare_payment
+    person: finance
+    task: Prepare the payment.
+    output:
+      amount: number
+  - id: approve_payment
+    person: finance
+    approve: Approve the payment.
+  - id: release_payment
+    person: finance
+    approve: Release the payment.
+  - id: done
+    finish: paid
+---
+A payment, prepared and checked by different people.
+";
+
+/// The item of `run` that `token` is offered, if any.
+async fn offered(app: &TestApp, token: &str, run: &str) -> Option<Value> {
+    let work = app.call(token, "get_work", json!({})).await;
+    assert_eq!(work["ok"], true, "{work}");
+    work["data"]["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|item| item["runId"] == run).cloned())
+}
+
+/// `decide` from `token` on `item` is refused `forbidden` with `words` and `issue`, and
+/// changes nothing of the run.
+async fn refused_saying(app: &TestApp, token: &str, run: &str, item: &Value, words: &str, issue: &str) {
+    let before = app.call(token, "get_run", json!({ "runId": run })).await;
+    let refused = decide(
+        app,
+        token,
+        run,
+        item,
+        &format!("refused-{}", item["workItem"]["id"].as_str().unwrap_or_default()),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    assert_eq!(refused["error"]["message"], words, "{refused}");
+    assert_eq!(refused["error"]["issues"], json!([issue]), "{refused}");
+    let after = app.call(token, "get_run", json!({ "runId": run })).await;
+    assert_eq!(before["data"], after["data"], "a refused decide changed the run");
+}
+
+/// A payment run started by `starter`, its task completed by `maker`: the run's id.
+async fn pay(app: &TestApp, (starter, maker): (&str, &str), request: &str) -> String {
+    let started = app
+        .call(
+            starter,
+            "start_run",
+            json!({ "requestId": request, "process": "payment", "inputs": {} }),
+        )
+        .await;
+    let run = started["data"]["run"]["id"].as_str().expect("run").to_owned();
+    let task = offered(app, maker, &run).await.expect("the maker is offered the task");
+    let completed = decide_as(
+        app,
+        maker,
+        &run,
+        &task,
+        &format!("{request}-prepared"),
+        json!({ "decision": "completed", "output": { "amount": 120 } }),
+    )
+    .await;
+    assert_eq!(completed["ok"], true, "{completed}");
+    run
+}
+
+on_both!(
+    four_eyes_keeps_whoever_completed_the_task_or_decided_an_approval_from_approving,
+    maker_checker
+);
+async fn maker_checker(app: TestApp) -> TestApp {
+    let app = app
+        .with_org("acme")
+        .await
+        .with_member("ann", Role::Admin, &[])
+        .await
+        .with_member("sam", Role::Member, &[])
+        .await
+        .with_member("pat", Role::Member, &["finance"])
+        .await
+        .with_member("bob", Role::Member, &["finance"])
+        .await
+        .with_member("eve", Role::Member, &["finance"])
+        .await;
+    let admin = app.api_token("ann", "admin").await;
+    app.publish(&admin, "payment", PAYMENT.as_bytes(), "finance").await;
+    let (sam, pat, bob, eve) = (
+        app.mcp_token("sam").await,
+        app.mcp_token("pat").await,
+        app.mcp_token("bob").await,
+        app.mcp_token("eve").await,
+    );
+    let on = json!({ "initiatorDoesNotDecide": false, "fourEyes": true });
+    let (status, _) = app.rest(&admin, Method::PUT, "/organization/policies", Some(on)).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Pat completed the task: not offered its approval, and refused in words.
+    let run = pay(&app, (&sam, &pat), "p1").await;
+    assert!(offered(&app, &pat, &run).await.is_none(), "hidden from the maker");
+    let approval = offered(&app, &bob, &run).await.expect("bob is offered it");
+    assert_eq!(approval["workItem"]["stepId"], "approve_payment");
+    refused_saying(
+        &app,
+        &pat,
+        &run,
+        &approval,
+        "you completed prepare_payment in this run; under the organization's four-eyes policy someone else \
+         decides this approval",
+        "policy: fourEyes: pat@acme.test completed prepare_payment in this run",
+    )
+    .await;
+    let approved = decide(&app, &bob, &run, &approval, "d-bob").await;
+    assert_eq!(approved["ok"], true, "{approved}");
+
+    // Bob decided the approval: not the release, nor pat; eve does.
+    let release = offered(&app, &eve, &run).await.expect("eve is offered the release");
+    assert_eq!(release["workItem"]["stepId"], "release_payment");
+    assert!(
+        offered(&app, &bob, &run).await.is_none(),
+        "hidden from the first checker"
+    );
+    assert!(offered(&app, &pat, &run).await.is_none(), "hidden from the maker");
+    refused_saying(
+        &app,
+        &bob,
+        &run,
+        &release,
+        "you decided the approval approve_payment in this run; under the organization's four-eyes policy \
+         someone else decides this approval",
+        "policy: fourEyes: bob@acme.test decided the approval approve_payment in this run",
+    )
+    .await;
+    let released = decide(&app, &eve, &run, &release, "d-eve").await;
+    assert_eq!(released["ok"], true, "{released}");
+    assert_eq!(released["data"]["run"]["state"], "ended", "{released}");
+
+    // Off: the maker approves, and decides both approvals.
+    let (status, _) = app
+        .rest(&admin, Method::PUT, "/organization/policies", Some(json!({})))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let run = pay(&app, (&sam, &pat), "p2").await;
+    for (step, request) in [("approve_payment", "d-pat-1"), ("release_payment", "d-pat-2")] {
+        let item = offered(&app, &pat, &run).await.expect("offered to the maker");
+        assert_eq!(item["workItem"]["stepId"], step);
+        let decided = decide(&app, &pat, &run, &item, request).await;
+        assert_eq!(decided["ok"], true, "{decided}");
+    }
+    let view = app.call(&pat, "get_run", json!({ "runId": run })).await;
+    assert_eq!(view["data"]["run"]["state"], "ended", "{view}");
     app
 }

@@ -114,23 +114,32 @@ impl Service {
             .into_iter()
             .map(|hook| hook.group)
             .collect();
+        let policies = self.policies(org).await.map_err(|error| error.to_string())?;
         let now = millis(self.now());
         let audience = recipients::Audience {
             identities: &identities,
             chosen: &chosen,
             chat_groups: &chat_groups,
             operators_group: &self.settings.engine.escalation_group,
+            policies: &policies,
             now,
         };
         for notification in notifications {
             let body: serde_json::Value = serde_json::from_str(&notification.body).unwrap_or_default();
             let mut messages = Vec::new();
             if let Some(kind) = recipients::kind_of(&notification.event) {
-                let run = match kind {
-                    MessageKind::Ended => self.current_run(org, &notification.run_id).await?,
-                    _ => None,
+                // Whoever a policy keeps from an item is read against the run as it is now.
+                let read_run = match kind {
+                    MessageKind::Ended => true,
+                    MessageKind::Waiting | MessageKind::Overdue => !policies.all_off(),
+                    MessageKind::Escalation => false,
                 };
-                messages = audience.messages(kind, &body, run.as_ref().map(|(run, _)| run));
+                let run = if read_run {
+                    self.current_run(org, &notification.run_id).await?
+                } else {
+                    None
+                };
+                messages = audience.messages(kind, &body, run.as_ref().map(|(run, version)| (run, &**version)));
                 if sender.mailer.is_none() {
                     messages.retain(|message| message.channel != agentprocess_store::Channel::Email);
                 }

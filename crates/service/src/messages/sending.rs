@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentprocess_engine::{Assignee, ProcessVersion, Run, StepState};
+use agentprocess_engine::{ProcessVersion, Run, StepState};
 use agentprocess_store::{
     Channel, ChatHook, Directory as _, Identity, MessageOutcome, Messages as _, Role, Store as _, TakenMessage,
 };
@@ -16,9 +16,9 @@ use super::chat::{Chat, open_hook};
 use super::choices::{Chosen, MessageKind};
 use super::letters::{Told, chat_text, digest, letter};
 use super::mail::Mailer;
-use super::recipients::{assigned_because, assignee_in};
+use super::recipients::Item;
 use crate::scheduler::duration_millis;
-use crate::{Service, WebhookSettings, millis};
+use crate::{Policies, Service, WebhookSettings, millis};
 
 /// What sends messages.
 pub(crate) struct Sender {
@@ -42,6 +42,7 @@ struct Organization {
     identities: Vec<Identity>,
     chosen: Chosen,
     hooks: Vec<ChatHook>,
+    policies: Policies,
 }
 
 impl Service {
@@ -108,6 +109,7 @@ impl Service {
             identities: self.store.identities(org).await.map_err(text)?,
             chosen: Chosen::read(org, self.store.message_choices(org).await.map_err(text)?),
             hooks: self.store.chat_hooks(org).await.map_err(text)?,
+            policies: self.policies(org).await.map_err(|error| error.to_string())?,
         })
     }
 
@@ -251,7 +253,8 @@ impl Service {
                 else {
                     return Ok(Err(format!("{} is no longer a member", message.recipient)));
                 };
-                match self.why(identity, kind, assignee_in(&body).as_ref()) {
+                let item = Item::of(&body, Some((&run, &version)), &organization.policies);
+                match self.why(identity, kind, item.as_ref()) {
                     Some(why) => why,
                     None => return Ok(Err(format!("{} no longer may decide it", message.recipient))),
                 }
@@ -271,12 +274,11 @@ impl Service {
         }))
     }
 
-    /// Why `identity` hears of a message of `kind` about an item assigned so; `None`
-    /// when they no longer should (left the group, no longer an operator).
-    fn why(&self, identity: &Identity, kind: MessageKind, assignee: Option<&Assignee>) -> Option<String> {
+    /// Why `identity` hears of a message of `kind` about `item`; `None` when they no
+    /// longer should (left the group, no longer an operator, kept by a policy).
+    fn why(&self, identity: &Identity, kind: MessageKind, item: Option<&Item<'_>>) -> Option<String> {
         let operator = identity.has_role(Role::Operator);
-        let assigned =
-            assignee.and_then(|assignee| assigned_because(identity, assignee, &self.settings.engine.escalation_group));
+        let assigned = item.and_then(|item| item.decider_because(identity, &self.settings.engine.escalation_group));
         match kind {
             MessageKind::Waiting => assigned,
             MessageKind::Overdue => assigned.or_else(|| operator.then(|| "you are an operator".to_owned())),

@@ -656,7 +656,7 @@ async fn policies(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
     let policies = web.operations.policies(&caller.acting).await?;
     Ok(html! {
         p { "The protocol leaves segregation of duties to the server. These are this server's policies, off until turned on: "
-            "while one is on, a person it keeps from an item is not offered it, a decision from them is refused naming the policy, "
+            "while one is on, a person it keeps from an item is not offered it nor told it waits for them, a decision from them is refused saying why, "
             "and the audit log records the policies in force at each decision." }
         form method="post" action="/admin/do/set-policies" {
             (form.hidden())
@@ -666,7 +666,7 @@ async fn policies(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
             }
             div {
                 input id="four-eyes" type="checkbox" name="fourEyes" value="true" checked[policies.four_eyes];
-                label for="four-eyes" class="inline" { "No person decides two approvals of one run (four eyes)" }
+                label for="four-eyes" class="inline" { "Four eyes: nobody approves work they did in the same run (a task they completed, an approval they decided)" }
             }
             button type="submit" { "Save the policies" }
         }
