@@ -34,15 +34,37 @@ fn what_to_do(code: Code) -> &'static str {
 }
 
 /// The box at the top of a page for a refusal: what to do, each issue in words, and
-/// the protocol's words under "Technical details".
+/// the protocol's words under "Technical details". A refusal by one of the
+/// organization's policies of who decides says why in its own message, addressed to
+/// the person: that is the sentence, and its issue stays in the details.
 pub(crate) fn shown(error: &ToolError) -> Markup {
+    if by_policy(error) {
+        let words = format!("{} Nothing was changed.", sentence(&error.message));
+        return boxed(error, &words, &[]);
+    }
     shown_as(error, what_to_do(error.code))
+}
+
+/// Whether `error` is a refusal by one of the organization's policies of who decides.
+fn by_policy(error: &ToolError) -> bool {
+    error.code == Code::Forbidden
+        && !error.issues.is_empty()
+        && error
+            .issues
+            .iter()
+            .all(|issue| issue.starts_with(agentprocess_service::POLICY_ISSUE))
 }
 
 /// The same, led by `sentence` instead of the code's own: for a page where the code
 /// alone does not say what happened (a sign-in that failed is `forbidden`).
 pub(crate) fn shown_as(error: &ToolError, sentence: &str) -> Markup {
-    let fields: Vec<(Option<&str>, String)> = error.issues.iter().map(|issue| in_words(issue)).collect();
+    boxed(error, sentence, &error.issues)
+}
+
+/// The box: `sentence`, the `told` issues in words, and under "Technical details" the
+/// code, the message and every issue.
+fn boxed(error: &ToolError, sentence: &str, told: &[String]) -> Markup {
+    let fields: Vec<(Option<&str>, String)> = told.iter().map(|issue| in_words(issue)).collect();
     html! {
         div class="problems" role="alert" {
             h2 { "There is a problem" }
@@ -202,5 +224,28 @@ mod tests {
         assert!(details.contains("those arguments do not go together"), "{html}");
         assert!(details.contains("<code>note: required with rejected</code>"), "{html}");
         assert!(details.contains("<code>invalid</code>"), "{html}");
+    }
+
+    #[test]
+    fn a_refusal_by_a_policy_says_why_to_the_person() {
+        let error = ToolError::new(
+            Code::Forbidden,
+            "you completed prepare_payment in this run; under the organization's four-eyes policy someone else \
+             decides this approval",
+            vec!["policy: fourEyes: pat@x.test completed prepare_payment in this run".to_owned()],
+        );
+        let html = shown(&error).into_string();
+        let (visible, details) = html.split_once("<details>").expect("details");
+        assert!(
+            visible.contains("You completed prepare_payment in this run; under the organization's four-eyes"),
+            "{html}"
+        );
+        assert!(visible.contains("Nothing was changed."), "{html}");
+        assert!(!visible.contains("Your role"), "{html}");
+        assert!(!visible.contains("pat@x.test"), "{html}");
+        assert!(
+            details.contains("<code>policy: fourEyes: pat@x.test completed"),
+            "{html}"
+        );
     }
 }
