@@ -981,7 +981,7 @@ def test_ingress(tmp_path):
     assert named(docs, "ConfigMap", "-api")["data"]["AGENTPROCESS_TRUSTED_PROXIES"] == "10.42.0.0/16,fd00:42::/56"
     assert "AGENTPROCESS_TRUSTED_PROXIES" not in named(docs, "ConfigMap", "-scheduler")["data"]
     production = render(PRODUCTION)
-    assert named(production, "ConfigMap", "-api")["data"]["AGENTPROCESS_TRUSTED_PROXIES"] == "10.244.0.0/16"
+    assert named(production, "ConfigMap", "-api")["data"]["AGENTPROCESS_TRUSTED_PROXIES"] == "10.244.250.0/24"
     (ingress,) = of_kind(production, "Ingress")
     assert ingress["spec"]["tls"] == [{"secretName": "process-example-com-tls", "hosts": ["process.example.com"]}]
     assert ingress["spec"]["ingressClassName"] == "nginx"

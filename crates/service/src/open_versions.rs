@@ -68,10 +68,7 @@ impl Admin {
         } else if reason.chars().count() > MAX_KEEP_OPEN_REASON_CHARS {
             issues.push(format!("reason: at most {MAX_KEEP_OPEN_REASON_CHARS} characters"));
         }
-        let standing = self.store.standing(org, process, number).await?;
-        if standing.is_none_or(|standing| number == 0 || number > standing.latest) {
-            return Err(not_found(format!("{process} has no version {number}")));
-        }
+        self.published(org, (process, number)).await?;
         refuse(issues)?;
         let kept = KeptOpen {
             process: process.to_owned(),
@@ -89,9 +86,19 @@ impl Admin {
     /// Closes version `number` of `process` to new runs unless it is the latest;
     /// whether an admin had kept it open.
     pub async fn close_version(&self, org: &str, (process, number): (&str, u32)) -> Result<bool, Error> {
+        self.published(org, (process, number)).await?;
         let mut tx = self.store.begin().await?;
         let closed = tx.close_version(org, process, number).await?;
         tx.commit().await?;
         Ok(closed)
+    }
+
+    /// `not_found` unless the organization published version `number` of `process`.
+    async fn published(&self, org: &str, (process, number): (&str, u32)) -> Result<(), Error> {
+        let standing = self.store.standing(org, process, number).await?;
+        if standing.is_none_or(|standing| number == 0 || number > standing.latest) {
+            return Err(not_found(format!("{process} has no version {number}")));
+        }
+        Ok(())
     }
 }

@@ -54,12 +54,16 @@ pub enum WorkDone {
     DecidedApproval,
     /// They completed an agent step escalated to people.
     CompletedEscalation,
+    /// They sent the event a `wait_for` step consumed (an operator's `send_event`): its
+    /// data is the run's data, as a task's output is.
+    SentEvent,
 }
 
 impl WorkDone {
     /// What `person` did on a completion `record` of a step of `kind`, if it is work an
     /// approval checks. A task's or an escalated agent step's completion has no
-    /// decision; an agent's own submission is by the agent, never a person.
+    /// decision; an agent's own submission or event is by the agent, a timeout by the
+    /// server, never a person.
     fn of(kind: &StepKind, record: &Record, person: &str) -> Option<Self> {
         if !record.by.eq_ignore_ascii_case(person) {
             return None;
@@ -68,6 +72,7 @@ impl WorkDone {
             (StepKind::Approve(_), Some(_)) => Some(WorkDone::DecidedApproval),
             (StepKind::Task(_), None) => Some(WorkDone::CompletedTask),
             (StepKind::Agent(_), None) => Some(WorkDone::CompletedEscalation),
+            (StepKind::WaitFor(_), _) => Some(WorkDone::SentEvent),
             _ => None,
         }
     }
@@ -78,6 +83,7 @@ impl WorkDone {
             WorkDone::CompletedTask => format!("completed {step}"),
             WorkDone::DecidedApproval => format!("decided the approval {step}"),
             WorkDone::CompletedEscalation => format!("completed the escalated step {step}"),
+            WorkDone::SentEvent => format!("sent the event {step} waited for"),
         }
     }
 }
@@ -228,6 +234,8 @@ steps:
   - id: prepare_payment
     person: clerks
     task: Prepare the payment.
+  - id: bank_details
+    wait_for: bank_details
   - id: first_approval
     person: approvers
     approve: Approve the payment.
@@ -240,7 +248,7 @@ steps:
 A payment.
 ";
 
-    /// A payment: an agent step, a task, two approvals.
+    /// A payment: an agent step, a task, an event, two approvals.
     pub(crate) fn version() -> ProcessVersion {
         crate::versions::parsed(&StoredVersion {
             process: "payment".to_owned(),
@@ -263,7 +271,8 @@ A payment.
     }
 
     /// Started by ann: an agent step completed by an agent, then escalated and completed
-    /// by cid; a task completed by old, sent back and completed by pat; the first
+    /// by cid; a task completed by old, sent back and completed by pat; the bank details
+    /// sent as an event by the operator ops; the first
     /// approval decided by bob; the second open (`wi_2`, for the approvers), which sam
     /// rejected in an earlier round.
     pub(crate) fn run() -> Run {
@@ -274,6 +283,8 @@ A payment.
         let mut prepare = StepRun::new("prepare_payment");
         prepare.history = vec![by("old@x.test", None)];
         prepare.record = Some(by("pat@x.test", None));
+        let mut details = StepRun::new("bank_details");
+        details.record = Some(by("ops@x.test", None));
         let mut first = StepRun::new("first_approval");
         first.record = Some(by("bob@x.test", Some(Decision::Approved)));
         let mut second = StepRun::new("second_approval");
@@ -291,7 +302,7 @@ A payment.
                 ("payment", 1),
                 "ann@x.test",
                 at,
-                vec![collect, prepare, first, second, StepRun::new("done")],
+                vec![collect, prepare, details, first, second, StepRun::new("done")],
             )
         }
     }
@@ -324,6 +335,11 @@ A payment.
             own("first_approval", WorkDone::DecidedApproval)
         );
         assert_eq!(kept(ALL, "cid@x.test"), own("collect", WorkDone::CompletedEscalation));
+        assert_eq!(
+            kept(ALL, "ops@x.test"),
+            own("bank_details", WorkDone::SentEvent),
+            "event data an operator supplied is work of the run"
+        );
         assert_eq!(kept(ALL, "sam@x.test"), None, "the same approval's earlier round");
         assert_eq!(kept(ALL, "eve@x.test"), None);
         let four_eyes = Policies {
@@ -344,7 +360,7 @@ A payment.
     #[test]
     fn a_task_is_kept_only_from_the_initiator_and_each_reason_names_its_policy() {
         let (mut run, version) = (run(), version());
-        let item = run.steps[3].work_item.take();
+        let item = run.steps[4].work_item.take();
         run.steps[1].work_item = item;
         assert_eq!(ALL.keeps(&run, &version, "wi_2", "ann@x.test"), Some(Kept::Initiator));
         assert_eq!(

@@ -121,7 +121,7 @@ Every template includes it, so no render gets past a broken set of values.
 {{- fail "\n\nagentprocess: signup.policy invite needs sign-up codes: list them in signup.codes (or keep them in existingSecret as AGENTPROCESS_SIGNUP_CODES), or set signup.policy to open or closed." }}
 {{- end }}
 {{- if and $v.ingress.enabled (not $v.trustedProxies) }}
-{{- fail "\n\nagentprocess: ingress.enabled needs trustedProxies: the networks of the ingress controller's pods (your cluster's pod network, such as 10.244.0.0/16). Without it every client has the ingress's address and shares its per-address limits." }}
+{{- fail "\n\nagentprocess: ingress.enabled needs trustedProxies: the ingress controller's own pod addresses, or the narrowest network holding only them (never the cluster's whole pod network). Without it every client has the ingress's address and shares its per-address limits." }}
 {{- end }}
 {{- $grace := add (int64 $v.shutdown.graceSeconds) (int64 $v.shutdown.delaySeconds) }}
 {{- if le (int64 $v.terminationGracePeriodSeconds) $grace }}

@@ -199,6 +199,23 @@ async fn older_versions(app: TestApp) -> TestApp {
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .rest(
+            &admin,
+            Method::DELETE,
+            "/processes/vendor-payment/versions/9/open",
+            None,
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "closing what is not published is not found"
+    );
+    let (status, _) = app
+        .rest(&admin, Method::DELETE, "/processes/elsewhere/versions/1/open", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(audited(&app, &admin, "process.version_kept_open").await.is_empty());
 
     let reason = "the bank's integration names version 1 until 2027-01-31";
