@@ -71,6 +71,9 @@ pub async fn assemble(
     if let Some(evaluator) = extras.evaluator {
         service = service.with_evaluator(evaluator);
     }
+    if extras.publishes_check {
+        service = service.publishing_check();
+    }
     Ok(Arc::new(service))
 }
 
@@ -89,6 +92,9 @@ pub struct Extras {
     pub queue: Option<Arc<dyn agentprocess_timers::TimerQueue>>,
     /// The check-1 evaluator; `None` leaves check-1 unoffered.
     pub evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
+    /// Publish processes with `check:` without an evaluator here: the API processes
+    /// of this database run one (`agentprocess admin --with-check`).
+    pub publishes_check: bool,
 }
 
 /// Why the service could not be assembled.

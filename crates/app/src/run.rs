@@ -40,6 +40,7 @@ impl Api {
         let extras = Extras {
             queue: config::queue(config.queue.as_ref())?,
             evaluator,
+            publishes_check: false,
         };
         let service = crate::assemble(&config.database, &config.storage, config.service.clone(), clock, extras).await?;
         if let Some(evaluator) = &config.evaluator {
@@ -109,6 +110,7 @@ pub async fn run_scheduler(config: &SchedulerConfig, telemetry: &Arc<Telemetry>)
     let extras = Extras {
         queue: config::queue(config.queue.as_ref())?,
         evaluator: None,
+        publishes_check: false,
     };
     // Uploads are swept by the API processes, which hold the evidence store.
     let service = match crate::assemble(&config.database, &Storage::None, config.service.clone(), clock, extras).await {

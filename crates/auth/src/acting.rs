@@ -1,8 +1,15 @@
 //! Who acts on the organization's operations, as every surface names them: the
 //! identity, how it was authenticated (a read-only API token only reads) and its
 //! network address, which the audit log records.
+//!
+//! The platform's operator, who holds the database URL and runs `agentprocess admin`,
+//! acts as [`COMMAND_LINE_ID`] ([`Acting::command_line`]): an admin of whichever
+//! organization a command names, with no row among its identities, and the only
+//! caller of what the platform alone grants ([`Acting::require_platform`]). No
+//! surface reached over the network builds that acting: they name callers by a
+//! session or a token.
 
-use agentprocess_store::{Identity, Role};
+use agentprocess_store::{Identity, IdentityKind, Role};
 
 use crate::Error;
 use crate::audit::Actor;
@@ -15,6 +22,8 @@ pub enum Via {
     Session,
     /// An API token of this scope.
     Token(Scope),
+    /// The platform's operator, at `agentprocess admin` with the database URL.
+    CommandLine,
 }
 
 impl Via {
@@ -23,6 +32,7 @@ impl Via {
         match self {
             Via::Session => "session",
             Via::Token(_) => "token",
+            Via::CommandLine => "command-line",
         }
     }
 }
@@ -38,7 +48,52 @@ pub struct Acting {
     pub address: Option<String>,
 }
 
+/// The identity id the audit log names the platform's operator by, at the command
+/// line; no organization may give it to an identity of its own.
+pub const COMMAND_LINE_ID: &str = "agentprocess-admin";
+
 impl Acting {
+    /// The platform's operator at `agentprocess admin`, acting on `org` as its admin
+    /// would (and beyond, where [`Acting::require_platform`] asks for it). It is no
+    /// stored identity: nothing reads it back from the organization's rows.
+    pub fn command_line(org: &str) -> Self {
+        Self {
+            identity: Identity {
+                org: org.to_owned(),
+                id: COMMAND_LINE_ID.to_owned(),
+                kind: IdentityKind::Person,
+                role: Some(Role::Admin),
+                person: None,
+                name: "agentprocess admin".to_owned(),
+                groups: Vec::new(),
+                deactivated_at: None,
+            },
+            via: Via::CommandLine,
+            address: None,
+        }
+    }
+
+    /// The same caller, acting on `org`.
+    #[must_use]
+    pub fn in_org(&self, org: &str) -> Self {
+        let mut acting = self.clone();
+        acting.identity.org = org.to_owned();
+        acting
+    }
+
+    /// Refuses unless the platform's operator acts, at the command line: what only
+    /// the platform grants (organizations, limits above the defaults, resealing, a
+    /// person's static token) is never reached through a session or a token.
+    pub fn require_platform(&self) -> Result<(), Error> {
+        if self.via == Via::CommandLine {
+            Ok(())
+        } else {
+            Err(Error::forbidden(
+                "only the platform's operators do this, with `agentprocess admin`",
+            ))
+        }
+    }
+
     /// The caller as the audit log names them.
     pub fn actor(&self) -> Actor {
         Actor {
@@ -151,5 +206,27 @@ mod tests {
             (Via::Session.as_str(), Via::Token(Scope::Read).as_str()),
             ("session", "token")
         );
+    }
+
+    #[test]
+    fn the_command_line_acts_as_an_admin_of_the_organization_it_names_and_alone_as_the_platform() {
+        let platform = Acting::command_line("acme");
+        assert_eq!(platform.org(), "acme");
+        assert_eq!(
+            platform.actor(),
+            Actor {
+                id: COMMAND_LINE_ID.to_owned(),
+                address: None
+            }
+        );
+        assert!(platform.require(Role::Admin, true).is_ok());
+        assert!(platform.require_platform().is_ok());
+        assert_eq!(platform.in_org("other").org(), "other");
+        for via in [Via::Session, Via::Token(Scope::Admin)] {
+            assert_eq!(
+                refused(acting(Some(Role::Admin), via).require_platform()),
+                "forbidden: only the platform's operators do this, with `agentprocess admin`"
+            );
+        }
     }
 }

@@ -72,7 +72,7 @@ impl Auth {
         now: jiff::Timestamp,
         request: Option<&Idempotent>,
     ) -> Result<Identity, Error> {
-        let mut issues = crate::id_issues(&new.id);
+        let mut issues = crate::identity_id_issues(&new.id);
         if new.name.as_deref().is_some_and(|name| name.chars().count() > 200) {
             issues.push("name: at most 200 characters".to_owned());
         }
@@ -183,49 +183,18 @@ impl Auth {
             ));
         }
         let mut tx = self.store.begin().await?;
-        let made = self
-            .add_agent_token(&mut tx, actor, org, id, expires_in_days, millis(now))
-            .await?;
+        let made = add_mcp_token(
+            &mut tx,
+            actor,
+            (org, id),
+            expires_in_days,
+            millis(now),
+            AuditEvent::AgentTokenCreated,
+        )
+        .await?;
         remember(request, &mut tx, org, &made, millis(now)).await?;
         tx.commit().await?;
         Ok(made)
-    }
-
-    async fn add_agent_token(
-        &self,
-        tx: &mut SqlTx,
-        actor: &Actor,
-        org: &str,
-        id: &str,
-        expires_in_days: Option<u32>,
-        at: i64,
-    ) -> Result<(TokenRow, String), Error> {
-        let secret = new_token(MCP_TOKEN_PREFIX);
-        let row = TokenRow {
-            id: new_id("tok_"),
-            org: org.to_owned(),
-            identity: id.to_owned(),
-            token_hash: sha256_hex(secret.as_bytes()),
-            audience: Audience::Mcp,
-            scope: None,
-            name: None,
-            expires_at: expires_in_days.map(|days| at.saturating_add(i64::from(days) * 86_400_000)),
-            created_by: Some(actor.id.clone()),
-            created_at: at,
-            revoked_at: None,
-        };
-        tx.add_token(&row).await?;
-        audit::append(
-            tx,
-            org,
-            actor,
-            AuditEvent::AgentTokenCreated,
-            Some(id),
-            detail([("token", json!(row.id))]),
-            at,
-        )
-        .await?;
-        Ok((row, secret))
     }
 
     /// Replaces an agent's token: a new one now, and the old one keeps working for
@@ -264,7 +233,7 @@ impl Auth {
                 .clamp(1, MAX_TOKEN_DAYS)
         });
         let mut tx = self.store.begin().await?;
-        let made = self.add_agent_token(&mut tx, actor, org, id, days, at).await?;
+        let made = add_mcp_token(&mut tx, actor, (org, id), days, at, AuditEvent::AgentTokenCreated).await?;
         tx.set_token_expiry(org, &old.id, at.saturating_add(i64::from(overlap_seconds) * 1000))
             .await?;
         audit::append(
@@ -315,4 +284,33 @@ impl Auth {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Adds a static MCP token for identity `id` of `org` and its audit entry of `kind`,
+/// in `tx`: the row (only the token's hash) and the token itself, shown this once.
+pub(crate) async fn add_mcp_token(
+    tx: &mut SqlTx,
+    actor: &Actor,
+    (org, id): (&str, &str),
+    expires_in_days: Option<u32>,
+    at: i64,
+    kind: AuditEvent,
+) -> Result<(TokenRow, String), Error> {
+    let secret = new_token(MCP_TOKEN_PREFIX);
+    let row = TokenRow {
+        id: new_id("tok_"),
+        org: org.to_owned(),
+        identity: id.to_owned(),
+        token_hash: sha256_hex(secret.as_bytes()),
+        audience: Audience::Mcp,
+        scope: None,
+        name: None,
+        expires_at: expires_in_days.map(|days| at.saturating_add(i64::from(days) * 86_400_000)),
+        created_by: Some(actor.id.clone()),
+        created_at: at,
+        revoked_at: None,
+    };
+    tx.add_token(&row).await?;
+    audit::append(tx, org, actor, kind, Some(id), detail([("token", json!(row.id))]), at).await?;
+    Ok((row, secret))
 }

@@ -99,14 +99,23 @@ audit_events! {
     GroupMemberAdded => "group.member_added",
     /// A person was removed from a group. (`group.member_removed`)
     GroupMemberRemoved => "group.member_removed",
+    /// Every token of an identity was revoked at once (`agentprocess admin revoke-tokens`).
+    /// (`identity.tokens_revoked`)
+    IdentityTokensRevoked => "identity.tokens_revoked",
     /// The organization's admins chose (lower) limits. (`limits.chosen`)
     LimitsChosen => "limits.chosen",
+    /// The platform granted the organization limits in place of the defaults.
+    /// (`limits.granted`)
+    LimitsGranted => "limits.granted",
     /// A member's role, groups or standing changed. (`member.changed`)
     MemberChanged => "member.changed",
     /// A person was invited. (`member.invited`)
     MemberInvited => "member.invited",
     /// A person became a member at their first sign-in. (`member.provisioned`)
     MemberProvisioned => "member.provisioned",
+    /// The platform issued a person a static MCP token (`agentprocess admin issue-token`).
+    /// (`member.token_created`)
+    MemberTokenCreated => "member.token_created",
     /// A person changed what they hear of. (`messages.chosen`)
     MessagesChosen => "messages.chosen",
     /// The organization's settings of messages were changed. (`messages.settings_changed`)
@@ -119,8 +128,11 @@ audit_events! {
     OauthTokenRevoked => "oauth.token_revoked",
     /// The organization's settings changed. (`organization.changed`)
     OrganizationChanged => "organization.changed",
-    /// The organization was signed up. (`organization.created`)
+    /// The organization was signed up, or made by the platform. (`organization.created`)
     OrganizationCreated => "organization.created",
+    /// The platform sealed the organization's secrets again with the current key.
+    /// (`organization.resealed`)
+    OrganizationResealed => "organization.resealed",
     /// The organization's identity provider changed. (`organization.sign_in_changed`)
     OrganizationSignInChanged => "organization.sign_in_changed",
     /// A draft's agent steps were bound to agents. (`process.agents_bound`)

@@ -15,6 +15,7 @@ mod error;
 pub mod forwarded;
 pub mod groups;
 pub mod idempotency;
+pub mod identities;
 pub mod limits;
 pub mod members;
 pub mod metadata_documents;
@@ -210,6 +211,19 @@ pub fn id_issues(id: &str) -> Vec<String> {
     if !id.bytes().all(allowed) || id.starts_with(['-', '_', '.']) {
         issues.push(format!(
             "id: {id:?} may hold only lowercase letters, digits, '-', '_' and '.', and starts with a letter or digit"
+        ));
+    }
+    issues
+}
+
+/// Every reason `id` cannot name an identity: the rules of ids, and the id the
+/// platform's operator acts under, which no organization may give to one of its own
+/// (the audit log would name two callers alike).
+pub fn identity_id_issues(id: &str) -> Vec<String> {
+    let mut issues = id_issues(id);
+    if id == acting::COMMAND_LINE_ID {
+        issues.push(format!(
+            "id: {id:?} is the platform's operator's, as the audit log names them"
         ));
     }
     issues

@@ -1,5 +1,6 @@
-//! The organization's operations, as every surface calls them: the REST admin API
-//! and the admin pages. Each takes who acts ([`Acting`]), checks the
+//! The organization's operations, as every surface calls them: the REST admin API,
+//! the admin pages and `agentprocess admin` (as `agentprocess-admin`,
+//! [`Acting::command_line`]). Each takes who acts ([`Acting`]), checks the
 //! role it needs (a read-only API token only reads), gives a creating request's first
 //! answer again when its key was sent before, and writes the audit entry with the
 //! change. The surfaces only translate: a request or a form into the typed command,
@@ -11,10 +12,12 @@ mod archive;
 pub mod audit;
 pub mod clients;
 pub mod groups;
+pub mod identities;
 pub mod limits;
 pub mod members;
 pub mod messages;
 pub mod organization;
+pub mod platform;
 pub mod processes;
 pub mod runs;
 pub mod tokens;

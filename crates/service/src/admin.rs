@@ -1,5 +1,8 @@
-//! Admin actions: organizations, groups, identities and their bearer tokens; drafts,
-//! role bindings, publication. Used by the CLI until the REST admin surface exists.
+//! Admin actions: organizations, identities and their bearer tokens; drafts, role
+//! bindings, publication; webhooks and limits. The steps under the organization's
+//! operations (`agentprocess-operations`), which check the caller's role and write the
+//! audit entry for every surface; called as they are only by what acts as no caller
+//! (`agentprocess dev`'s seed, the tests' fixtures).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -144,16 +147,6 @@ impl Admin {
         Ok(tx.commit().await?)
     }
 
-    /// Creates a group (nothing happens if it exists).
-    pub async fn create_group(&self, org: &str, id: &str) -> Result<(), Error> {
-        let mut issues = Vec::new();
-        check_id("group id", id, &mut issues);
-        refuse(issues)?;
-        let mut tx = self.store.begin().await?;
-        tx.create_group(org, id, millis(self.now())).await?;
-        Ok(tx.commit().await?)
-    }
-
     /// Creates an identity in `groups` (each created if missing): a person with
     /// `role`, or an agent when `role` is `None`. People need a person value (an
     /// email).
@@ -244,19 +237,6 @@ impl Admin {
         .await?;
         tx.commit().await?;
         Ok(token)
-    }
-
-    /// Revokes every bearer token of an identity; returns how many. API processes
-    /// that remember the identity stop accepting its tokens within
-    /// `identity_cache_seconds`.
-    pub async fn revoke_tokens(&self, org: &str, identity: &str) -> Result<u64, Error> {
-        if self.store.identity(org, identity).await?.is_none() {
-            return Err(not_found(format!("there is no identity {identity:?}")));
-        }
-        let mut tx = self.store.begin().await?;
-        let revoked = tx.revoke_tokens(org, identity, millis(self.now())).await?;
-        tx.commit().await?;
-        Ok(revoked)
     }
 
     /// Imports a PROCESS.md as the draft of its process, keeping bindings of roles it

@@ -452,6 +452,9 @@ pub struct Service {
     evaluator: Option<Arc<dyn agentprocess_evaluator::Evaluator>>,
     /// Whether the evaluator answered its last probe or question.
     evaluator_answering: AtomicBool,
+    /// Processes with `check:` publish although this process has no evaluator: the
+    /// API processes of its database run one (`agentprocess admin --with-check`).
+    publishes_check: bool,
     /// Every organization's limits, and what each used.
     gate: limits::Gate,
 }
@@ -480,6 +483,7 @@ impl Service {
             messages_wake: Notify::new(),
             evaluator: None,
             evaluator_answering: AtomicBool::new(false),
+            publishes_check: false,
         }
     }
 
@@ -493,10 +497,18 @@ impl Service {
         self
     }
 
+    /// Publishes processes with `check:` without an evaluator of its own, for a
+    /// process beside API processes that run one (`agentprocess admin --with-check`).
+    #[must_use]
+    pub fn publishing_check(mut self) -> Self {
+        self.publishes_check = true;
+        self
+    }
+
     /// What a process may use when published here.
     pub fn capabilities(&self) -> agentprocess_format::Capabilities {
         agentprocess_format::Capabilities {
-            check: self.evaluator.is_some(),
+            check: self.evaluator.is_some() || self.publishes_check,
             ..CAPABILITIES
         }
     }

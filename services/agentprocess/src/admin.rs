@@ -1,13 +1,27 @@
-//! `agentprocess admin`: organizations, identities, tokens and processes, straight
-//! against the database (until the REST admin surface exists).
+//! `agentprocess admin`: the platform operator's command line, one more surface over
+//! the organization's operations (`agentprocess-operations`), as the REST API and the
+//! admin pages are. Each subcommand is one operation call and its printed answer, so
+//! it gets that operation's checks (validation, role) and audit entry, and is refused
+//! in the same words.
+//!
+//! Who acts: `agentprocess-admin` ([`Acting::command_line`]), the platform's operator,
+//! who holds the database URL and so stands above any organization's admin. It acts
+//! as an admin of the organization `--org` names, without a row among its identities
+//! (no organization may name an identity so), and is the only caller of what the
+//! platform alone grants (`create-org`, `set-limits` above the defaults, `reseal`,
+//! and a person's static token with `issue-token`): those operations refuse any
+//! caller that did not come through this command line. `migrate` changes the schema,
+//! not an organization, and is the one subcommand that is no operation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentprocess_app::flags::SealArgs;
-use agentprocess_engine::PersonFormat;
-use agentprocess_service::{Admin, SystemClock};
-use agentprocess_store::{Role, SqlStore, Store as _};
+use agentprocess_auth::Acting;
+use agentprocess_auth::identities::NewIdentity;
+use agentprocess_operations::Operations;
+use agentprocess_operations::processes::{AgentBinding, Binding, Source};
+use agentprocess_store::{Role, SqlStore};
 use anyhow::Context as _;
 use clap::{Subcommand, ValueEnum};
 
@@ -30,6 +44,13 @@ pub(crate) struct AdminArgs {
 enum Action {
     /// Apply database migrations.
     Migrate,
+    #[command(flatten)]
+    Call(Call),
+}
+
+/// The subcommands that are each one of the organization's operations.
+#[derive(Debug, Subcommand)]
+enum Call {
     /// Set an organization's OpenID provider (discovery must succeed), so its people can
     /// sign in; for bootstrapping when sign-up is closed.
     SetProvider {
@@ -46,9 +67,10 @@ enum Action {
         /// absent for a public client.
         #[arg(long, env = "AGENTPROCESS_IDP_CLIENT_SECRET", hide_env_values = true)]
         client_secret: Option<String>,
-        /// The API processes' --secret-key, which seals the client secret.
-        #[arg(long, env = "AGENTPROCESS_SECRET_KEY", hide_env_values = true)]
-        secret_key: String,
+        /// The API processes' key, which seals the client secret (--secret-key is
+        /// required).
+        #[command(flatten)]
+        seal: SealArgs,
         /// Allow an issuer on a private address or plain http (development only).
         #[arg(long)]
         allow_private_issuers: bool,
@@ -61,7 +83,7 @@ enum Action {
         #[arg(long)]
         name: Option<String>,
     },
-    /// Create a group.
+    /// Create a group (refused when it exists).
     CreateGroup {
         /// The organization.
         #[arg(long)]
@@ -102,7 +124,9 @@ enum Action {
         #[arg(long)]
         name: Option<String>,
     },
-    /// Issue a bearer token for an identity and print it (it is shown only once).
+    /// Issue a static bearer token for /mcp to an agent or a person and print it (it
+    /// is shown only once). People otherwise get their credentials by signing in: only
+    /// this command line issues one for a person.
     IssueToken {
         /// The organization.
         #[arg(long)]
@@ -125,12 +149,13 @@ enum Action {
         #[arg(long)]
         org: String,
     },
-    /// Import a PROCESS.md (or a folder holding one) as a draft.
+    /// Import a PROCESS.md (or a folder holding one, or a tar, tar.gz or zip archive of
+    /// its folder) as a draft.
     Import {
         /// The organization.
         #[arg(long)]
         org: String,
-        /// The file or folder.
+        /// The file, folder or archive.
         path: PathBuf,
     },
     /// Bind a role of a draft to a group.
@@ -219,14 +244,11 @@ enum Action {
         /// The organization.
         #[arg(long)]
         org: String,
-        /// The endpoint: an https:// URL.
+        /// The endpoint (http:// or https://).
         url: String,
         /// The servers' key, which seals the signing secret (--secret-key is required).
         #[command(flatten)]
         seal: SealArgs,
-        /// Whether the servers allow plain http hooks.
-        #[command(flatten)]
-        hooks: PlainHttpArgs,
     },
     /// Point a group at a Slack-compatible incoming webhook (Slack, Mattermost,
     /// Rocket.Chat): the messages its members get by email (work waiting, overdue,
@@ -239,14 +261,11 @@ enum Action {
         /// The group (`operators` for the operators' escalations and overdue steps).
         #[arg(long)]
         group: String,
-        /// The incoming-webhook URL: an https:// URL.
+        /// The incoming-webhook URL.
         url: String,
         /// The servers' key, which seals the URL.
         #[command(flatten)]
         seal: SealArgs,
-        /// Whether the servers allow plain http hooks.
-        #[command(flatten)]
-        hooks: PlainHttpArgs,
     },
     /// Remove a group's chat hook; its messages not yet posted are dropped.
     RemoveChatHook {
@@ -310,7 +329,7 @@ enum Action {
         /// The organization.
         #[arg(long)]
         org: String,
-        /// How many.
+        /// How many (at most 100).
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
@@ -329,99 +348,112 @@ enum Kind {
     Admin,
 }
 
-/// Whether a hook set here may be a plain http URL: as the servers of this database
-/// allow, so the command accepts no URL they would refuse to post to.
-#[derive(Debug, Clone, Copy, clap::Args)]
-struct PlainHttpArgs {
-    /// Accept a plain http:// URL, as servers given the same flag do (development and
-    /// tests); only https:// otherwise.
-    #[arg(long, env = "AGENTPROCESS_ALLOW_PLAIN_HTTP_HOOKS")]
-    allow_plain_http_hooks: bool,
+/// The subcommand's answer, as printed.
+type Printed = anyhow::Result<String>;
+
+pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let printed = runtime.block_on(act(args))?;
+    if !printed.is_empty() {
+        println!("{printed}");
+    }
+    Ok(())
 }
 
-impl PlainHttpArgs {
-    fn policy(self) -> agentprocess_service::PlainHttpHooks {
-        agentprocess_service::PlainHttpHooks::allowed_if(self.allow_plain_http_hooks)
+async fn act(args: AdminArgs) -> Printed {
+    match args.action {
+        Action::Migrate => {
+            let store = SqlStore::connect(&args.database_url, 1).await?;
+            store.migrate().await?;
+            Ok("migrations applied".to_owned())
+        }
+        Action::Call(call) => {
+            let operations = operations(&args.database_url, args.with_check, &call).await?;
+            answer(&operations, call).await
+        }
     }
 }
 
-/// Identity's operations over `store`, sealing with `seal`'s key (a throwaway key when
-/// none is given: then nothing sealed can be read or written usefully).
-fn identity(
-    store: SqlStore,
-    seal: Option<SealArgs>,
-    allow_private_issuers: bool,
-) -> anyhow::Result<agentprocess_auth::Auth> {
+/// Where this command line's operations reach: the process below the servers' surfaces
+/// (`agentprocess_app::assemble`) over the database, without evidence storage, sealing
+/// with the key given (`--secret-key`, which commands that seal or open something
+/// require) or else a throwaway one, with which nothing sealed is read or written.
+async fn operations(database_url: &str, with_check: bool, call: &Call) -> anyhow::Result<Operations> {
+    const PUBLIC_URL: &str = "http://localhost";
     let throwaway = agentprocess_auth::secrets::random_bytes::<32>();
-    let key = seal.unwrap_or_default().key(Some(&throwaway))?;
-    // Only organizations, providers and clients are administered here: no client
-    // metadata document is ever fetched.
+    let (seal, allow_private_issuers) = match call {
+        Call::SetProvider {
+            seal,
+            allow_private_issuers,
+            ..
+        } => (Some(seal), *allow_private_issuers),
+        Call::AddWebhook { seal, .. } | Call::ChatHook { seal, .. } | Call::Reseal { seal } => (Some(seal), false),
+        _ => (None, false),
+    };
+    let key = match seal {
+        Some(seal) => seal.key(None)?,
+        None => SealArgs::default().key(Some(&throwaway))?,
+    };
+    let database = agentprocess_app::Database {
+        url: agentprocess_app::Secret::new(database_url.to_owned()),
+        max_connections: 1,
+        migrate: false,
+    };
+    let settings = agentprocess_service::Settings {
+        seal_key: key.clone(),
+        ..agentprocess_service::Settings::new(PUBLIC_URL, throwaway.to_vec())
+    };
+    let extras = agentprocess_app::Extras {
+        publishes_check: with_check,
+        ..agentprocess_app::Extras::default()
+    };
+    let clock = Arc::new(agentprocess_service::SystemClock);
+    let service =
+        agentprocess_app::assemble(&database, &agentprocess_app::Storage::None, settings, clock, extras).await?;
+    // No client metadata document is ever fetched here.
     let identity = agentprocess_app::IdentityConfig {
         allow_private_issuers,
         metadata_documents: None,
         ..agentprocess_app::IdentityConfig::default()
     };
-    identity.auth(store, "http://localhost", key)
+    let auth = identity.auth(service.store().clone(), PUBLIC_URL, key)?;
+    Ok(Operations::new(Arc::new(auth), service))
 }
 
-pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(act(args))
-}
-
-async fn act(args: AdminArgs) -> anyhow::Result<()> {
-    let store = SqlStore::connect(&args.database_url, 1).await?;
-    if let Action::Migrate = args.action {
-        store.migrate().await?;
-        println!("migrations applied");
-        return Ok(());
-    }
-    let admin = Admin::new(store.clone(), Arc::new(SystemClock), PersonFormat::Email).with_capabilities(
-        agentprocess_format::Capabilities {
-            check: args.with_check,
-            ..agentprocess_service::CAPABILITIES
-        },
-    );
-    match args.action {
-        Action::Migrate => {}
-        Action::SetProvider {
+/// Calls the subcommand's operation as `agentprocess-admin` and says what it answered.
+async fn answer(operations: &Operations, call: Call) -> Printed {
+    match call {
+        Call::SetProvider {
             org,
             issuer,
             client_id,
             client_secret,
-            secret_key,
-            allow_private_issuers,
+            ..
         } => {
-            let seal = SealArgs {
-                secret_key: Some(secret_key),
-                previous_secret_keys: Vec::new(),
+            let sign_in = agentprocess_operations::organization::SignIn {
+                issuer,
+                client_id,
+                client_secret,
             };
-            let auth = identity(store.clone(), Some(seal), allow_private_issuers)?;
-            let actor = agentprocess_auth::audit::Actor {
-                id: "agentprocess-admin".to_owned(),
-                address: None,
-            };
-            auth.set_provider(
-                &actor,
-                &org,
-                &issuer,
-                &client_id,
-                client_secret.as_deref(),
-                jiff::Timestamp::now(),
-            )
-            .await
-            .map_err(|error| anyhow::anyhow!("{}", error.to_tool_error()))?;
-            println!("{org} signs in through {issuer}; its people sign in at /login?org=<its slug>");
+            operations.set_sign_in(&Acting::command_line(&org), &sign_in).await?;
+            Ok(format!(
+                "{org} signs in through {}; its people sign in at /login?org=<its slug>",
+                sign_in.issuer
+            ))
         }
-        Action::CreateOrg { id, name } => {
-            admin.create_org(&id, name.as_deref().unwrap_or(&id)).await?;
-            println!("organization {id} created");
+        Call::CreateOrg { id, name } => {
+            let name = name.unwrap_or_else(|| id.clone());
+            operations
+                .create_organization(&Acting::command_line(&id), &name)
+                .await?;
+            Ok(format!("organization {id} created"))
         }
-        Action::CreateGroup { org, id } => {
-            admin.create_group(&org, &id).await?;
-            println!("group {id} created");
+        Call::CreateGroup { org, id } => {
+            let new = agentprocess_auth::groups::NewGroup { id, name: None };
+            let group = operations.create_group(&Acting::command_line(&org), &new, None).await?;
+            Ok(format!("group {} created", group.id))
         }
-        Action::CreateIdentity {
+        Call::CreateIdentity {
             org,
             kind,
             id,
@@ -429,87 +461,85 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             person,
             groups,
         } => {
-            let role = match kind {
-                Kind::Agent => None,
-                Kind::Person => Some(Role::Member),
-                Kind::Operator => Some(Role::Operator),
-                Kind::Admin => Some(Role::Admin),
+            let new = NewIdentity {
+                id,
+                role: kind.role(),
+                name,
+                person,
+                groups,
             };
-            let name = name.unwrap_or_else(|| id.clone());
-            admin
-                .create_identity(&org, role, &id, &name, person.as_deref(), &groups)
+            let made = operations.create_identity(&Acting::command_line(&org), &new).await?;
+            Ok(format!(
+                "{} {} created",
+                made.role.map_or("agent", Role::as_str),
+                made.id
+            ))
+        }
+        Call::CreateClient { org, agent, name } => {
+            let new = agentprocess_operations::clients::NewClient { name, jwks: None };
+            let (client, secret) = operations
+                .create_client(&Acting::command_line(&org), &agent, &new, None)
                 .await?;
-            println!("{} {id} created", role.map_or("agent", Role::as_str));
-        }
-        Action::CreateClient { org, agent, name } => {
-            // Nothing of an agent client is sealed, so any key does.
-            let auth = identity(store.clone(), None, false)?;
-            let actor = agentprocess_auth::audit::Actor {
-                id: "agentprocess-admin".to_owned(),
-                address: None,
-            };
-            let new = agentprocess_auth::clients::NewAgentClient {
-                name: name.as_deref(),
-                jwks: None,
-            };
-            let (client, secret) = auth
-                .create_agent_client(&actor, &org, &agent, new, jiff::Timestamp::now(), None)
-                .await
-                .map_err(|error| anyhow::anyhow!("{}", error.to_tool_error()))?;
             let secret = secret.map(|(_, plain)| plain);
-            println!("{}", serde_json::json!({ "clientId": client.id, "secret": secret }));
+            Ok(serde_json::json!({ "clientId": client.id, "secret": secret }).to_string())
         }
-        Action::IssueToken { org, identity } => println!("{}", admin.issue_token(&org, &identity).await?),
-        Action::RevokeTokens { org, identity } => {
-            let revoked = admin.revoke_tokens(&org, &identity).await?;
-            println!("{revoked} token(s) of {identity} revoked");
+        Call::IssueToken { org, identity } => {
+            let (_, token) = operations.issue_token(&Acting::command_line(&org), &identity).await?;
+            Ok(token)
         }
-        Action::Identities { org } => {
-            for identity in admin.identities(&org).await? {
-                let person = identity.person.as_deref().unwrap_or("-");
-                println!(
-                    "{}\t{}\t{}\t{person}\t{}",
+        Call::RevokeTokens { org, identity } => {
+            let revoked = operations.revoke_tokens(&Acting::command_line(&org), &identity).await?;
+            Ok(format!("{revoked} token(s) of {identity} revoked"))
+        }
+        Call::Identities { org } => {
+            let identities = operations.identities(&Acting::command_line(&org)).await?;
+            Ok(lines(identities.iter().map(|identity| {
+                format!(
+                    "{}\t{}\t{}\t{}\t{}",
                     identity.id,
                     identity.kind,
                     identity.role.map_or("-", Role::as_str),
+                    identity.person.as_deref().unwrap_or("-"),
                     identity.groups.join(",")
-                );
-            }
+                )
+            })))
         }
-        Action::Import { org, path } => {
-            let (file, folder) = if path.is_dir() {
-                let folder = path.file_name().map(|name| name.to_string_lossy().into_owned());
-                (path.join("PROCESS.md"), folder)
-            } else {
-                (path.clone(), None)
-            };
-            let source = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let draft = admin.import_draft(&org, &source, folder.as_deref(), None).await?;
-            println!("draft of {} imported", draft.process);
-            for role in &draft.roles {
-                match draft.bindings.get(role) {
-                    Some(group) => println!("  role {role} → group {group}"),
-                    None => println!(
-                        "  role {role}: not bound yet (agentprocess admin bind --org {org} {} {role} GROUP)",
-                        draft.process
-                    ),
-                }
-            }
+        Call::Import { org, path } => {
+            let source = read_source(&path)?;
+            let draft = operations
+                .import(
+                    &Acting::command_line(&org),
+                    &source.text,
+                    source.folder.as_deref(),
+                    None,
+                )
+                .await?;
+            let roles = draft.roles.iter().map(|role| match draft.bindings.get(role) {
+                Some(group) => format!("  role {role} → group {group}"),
+                None => format!(
+                    "  role {role}: not bound yet (agentprocess admin bind --org {org} {} {role} GROUP)",
+                    draft.process
+                ),
+            });
+            Ok(lines(
+                std::iter::once(format!("draft of {} imported", draft.process)).chain(roles),
+            ))
         }
-        Action::Bind {
+        Call::Bind {
             org,
             process,
             role,
             group,
             force,
         } => {
-            let draft = admin.bind_role(&org, &process, &role, &group, force).await?;
-            println!("role {role} of {process} bound to group {group}");
-            for note in &draft.notes {
-                println!("  {note}");
-            }
+            let binding = Binding { group, force };
+            let draft = operations
+                .bind_role(&Acting::command_line(&org), (&process, &role), &binding)
+                .await?;
+            let bound = format!("role {role} of {process} bound to group {}", binding.group);
+            Ok(with_notes(bound, &draft.notes))
         }
-        Action::BindAgents {
+        Call::BindAgents {
             org,
             process,
             step,
@@ -517,32 +547,37 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
             groups,
             force,
         } => {
-            let claimants = agentprocess_engine::Claimants { agents, groups };
-            let draft = admin.bind_agents(&org, &process, &step, &claimants, force).await?;
-            println!("agent step {step} of {process} bound to {}", claimants.described());
-            for note in &draft.notes {
-                println!("  {note}");
-            }
+            let binding = AgentBinding { agents, groups, force };
+            let draft = operations
+                .bind_agents(&Acting::command_line(&org), (&process, &step), &binding)
+                .await?;
+            let claimants = agentprocess_engine::Claimants {
+                agents: binding.agents,
+                groups: binding.groups,
+            };
+            let bound = format!("agent step {step} of {process} bound to {}", claimants.described());
+            Ok(with_notes(bound, &draft.notes))
         }
-        Action::Publish { org, process } => {
-            let published = admin.publish(&org, &process, None).await?;
+        Call::Publish { org, process } => {
+            let published = operations.publish(&Acting::command_line(&org), &process, None).await?;
             let note = if published.unchanged { " (unchanged)" } else { "" };
-            println!(
+            Ok(format!(
                 "{process} version {}{note}: {}",
                 published.number, published.content_hash
-            );
+            ))
         }
-        Action::Versions { org, process } => {
-            for version in admin.versions(&org, &process).await? {
-                println!(
+        Call::Versions { org, process } => {
+            let versions = operations.versions(&Acting::command_line(&org), &process).await?;
+            Ok(lines(versions.iter().map(|version| {
+                format!(
                     "{}\t{}\t{}",
                     version.number,
                     version.content_hash,
                     time(version.published_at)
-                );
-            }
+                )
+            })))
         }
-        Action::CheckAgreement {
+        Call::CheckAgreement {
             org,
             process,
             from_version,
@@ -560,83 +595,63 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                 Some(target),
             )
             .map_err(|issues| anyhow::anyhow!("{}", issues.join("\n")))?;
-            let report = admin.check_agreement(&org, &process, &query).await?;
+            let report = operations
+                .check_agreement(&Acting::command_line(&org), &process, &query)
+                .await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                Ok(serde_json::to_string_pretty(&report)?)
             } else {
-                print!("{}", crate::agreement::text(&report));
+                Ok(crate::agreement::text(&report).trim_end().to_owned())
             }
         }
-        Action::AddWebhook { org, url, seal, hooks } => {
-            let webhook = admin
-                .with_seal_key(seal.key(None)?)
-                .with_plain_http_hooks(hooks.policy())
-                .add_webhook(&org, &url, None)
+        Call::AddWebhook { org, url, .. } => {
+            let new = agentprocess_operations::webhooks::NewWebhook { url };
+            let webhook = operations.add_webhook(&Acting::command_line(&org), &new, None).await?;
+            Ok(serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret }).to_string())
+        }
+        Call::ChatHook { org, group, url, .. } => {
+            let hook = operations
+                .set_chat_hook(&Acting::command_line(&org), &group, &url)
                 .await?;
-            let added = serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret });
-            println!("{added}");
+            Ok(serde_json::json!({ "group": hook.group, "host": hook.host }).to_string())
         }
-        Action::ChatHook {
-            org,
-            group,
-            url,
-            seal,
-            hooks,
-        } => {
-            let hook = admin
-                .with_seal_key(seal.key(None)?)
-                .with_plain_http_hooks(hooks.policy())
-                .set_chat_hook(&org, &group, &url)
+        Call::RemoveChatHook { org, group } => {
+            operations.remove_chat_hook(&Acting::command_line(&org), &group).await?;
+            Ok(format!("removed the chat hook of {group}"))
+        }
+        Call::Reseal { .. } => {
+            // Every organization's: the acting names none of them.
+            let resealed = operations.reseal(&Acting::command_line("")).await?;
+            Ok(format!(
+                "resealed {} webhook secret(s), {} chat hook URL(s) and {} identity provider secret(s)",
+                resealed.webhooks, resealed.chat_hooks, resealed.providers
+            ))
+        }
+        Call::SetLimits { org, limits, reset } => {
+            let limits = operations
+                .grant_limits(&Acting::command_line(&org), &limits.values(), reset)
                 .await?;
-            println!("{}", serde_json::json!({ "group": hook.group, "host": hook.host }));
+            Ok(limits_json(&limits).to_string())
         }
-        Action::RemoveChatHook { org, group } => {
-            admin.remove_chat_hook(&org, &group).await?;
-            println!("removed the chat hook of {group}");
+        Call::Limits { org } => {
+            let limits = operations.granted_limits(&Acting::command_line(&org)).await?;
+            Ok(limits_json(&limits).to_string())
         }
-        Action::Reseal { seal } => {
-            let key = seal.key(None)?;
-            let auth = identity(store.clone(), Some(seal), false)?;
-            let admin = admin.with_seal_key(key);
-            let (mut webhooks, mut providers, mut hooks) = (0, 0, 0);
-            let mut after: Option<String> = None;
-            loop {
-                let orgs = store.organization_ids(after.as_deref(), 100).await?;
-                for org in &orgs {
-                    webhooks += admin.reseal_webhooks(org).await?;
-                    hooks += admin.reseal_chat_hooks(org).await?;
-                    providers += usize::from(auth.reseal_provider(org, jiff::Timestamp::now()).await?);
-                }
-                match orgs.last() {
-                    Some(last) if orgs.len() == 100 => after = Some(last.clone()),
-                    _ => break,
-                }
-            }
-            println!(
-                "resealed {webhooks} webhook secret(s), {hooks} chat hook URL(s) and {providers} identity provider \
-                 secret(s)"
-            );
+        Call::RemoveWebhook { org, id } => {
+            operations.remove_webhook(&Acting::command_line(&org), &id).await?;
+            Ok(format!("webhook {id} removed"))
         }
-        Action::SetLimits { org, limits, reset } => {
-            let limits = admin.grant_limits(&org, &limits.values(), reset).await?;
-            println!("{}", limits_json(&limits));
+        Call::Webhooks { org } => {
+            let webhooks = operations.webhooks(&Acting::command_line(&org)).await?;
+            Ok(lines(webhooks.iter().map(|webhook| {
+                format!("{}\t{}\t{}", webhook.id, webhook.url, time(webhook.created_at))
+            })))
         }
-        Action::Limits { org } => {
-            println!("{}", limits_json(&admin.org_limits(&org).await?));
-        }
-        Action::RemoveWebhook { org, id } => {
-            admin.remove_webhook(&org, &id).await?;
-            println!("webhook {id} removed");
-        }
-        Action::Webhooks { org } => {
-            for webhook in admin.webhooks(&org).await? {
-                println!("{}\t{}\t{}", webhook.id, webhook.url, time(webhook.created_at));
-            }
-        }
-        Action::Deliveries { org, limit } => {
-            for delivery in admin.deliveries(&org, limit).await? {
+        Call::Deliveries { org, limit } => {
+            let deliveries = operations.deliveries(&Acting::command_line(&org), limit).await?;
+            Ok(lines(deliveries.iter().map(|delivery| {
                 let code = delivery.last_status_code.map(|code| code.to_string());
-                println!(
+                format!(
                     "{}\t{}\t{}\t{}\t{}\t{} attempt(s)\t{}\t{}",
                     delivery.notification_id,
                     delivery.event,
@@ -646,19 +661,52 @@ async fn act(args: AdminArgs) -> anyhow::Result<()> {
                     delivery.attempts,
                     code.as_deref().unwrap_or("-"),
                     delivery.last_error.as_deref().unwrap_or("-"),
-                );
-            }
+                )
+            })))
         }
     }
-    Ok(())
+}
+
+impl Kind {
+    /// A person's role; an agent has none.
+    fn role(self) -> Option<Role> {
+        match self {
+            Kind::Agent => None,
+            Kind::Person => Some(Role::Member),
+            Kind::Operator => Some(Role::Operator),
+            Kind::Admin => Some(Role::Admin),
+        }
+    }
+}
+
+/// The PROCESS.md to import: a folder's, with the folder's name, or a file (a
+/// PROCESS.md, or an archive of its folder) as the REST upload reads it.
+fn read_source(path: &Path) -> anyhow::Result<Source> {
+    let file = if path.is_dir() {
+        path.join("PROCESS.md")
+    } else {
+        path.to_owned()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut source = agentprocess_operations::processes::unpack(bytes)?;
+    if path.is_dir() {
+        source.folder = path.file_name().map(|name| name.to_string_lossy().into_owned());
+    }
+    Ok(source)
+}
+
+/// `first`, then each note indented on a line of its own.
+fn with_notes(first: String, notes: &[String]) -> String {
+    lines(std::iter::once(first).chain(notes.iter().map(|note| format!("  {note}"))))
+}
+
+fn lines(lines: impl Iterator<Item = String>) -> String {
+    lines.collect::<Vec<_>>().join("\n")
 }
 
 fn time(millis: i64) -> String {
-    jiff::Timestamp::from_millisecond(millis)
-        .map(|at| at.to_string())
-        .unwrap_or_default()
+    agentprocess_operations::time_text(millis)
 }
-
 /// Limits to grant an organization (0: no limit).
 #[derive(Debug, clap::Args)]
 struct LimitFlags {

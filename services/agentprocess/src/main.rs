@@ -79,8 +79,11 @@ enum Command {
     /// processes instead. Every role of every process is bound to the group of the two
     /// people; the welcome text lists what was published.
     Dev(Box<dev::Dev>),
-    /// Administer organizations, identities, tokens and processes in a database (for
-    /// bootstrapping; everything else goes through the REST surface).
+    /// Administer organizations, identities, tokens and processes in a database, as the
+    /// platform's operator (for bootstrapping, and what only the platform grants;
+    /// everything else goes through the REST surface). Each command is the operation
+    /// the REST surface calls, with its checks, and every change is in the
+    /// organization's audit log under the actor `agentprocess-admin`.
     Admin(admin::AdminArgs),
     /// Import a process folder on a server, bind its roles and publish it, through the
     /// REST surface with an admin API token: prints the version and its content hash,

@@ -406,7 +406,7 @@ fn admin_identities_get_tokens_shown_once() {
     let bad = db.run(&["create-identity", "--org", "acme", "--kind", "person", "Bad Id"]);
     let stderr = text(&bad.stderr);
     assert!(
-        stderr.contains("identity id \"Bad Id\"") && stderr.contains("person: required for a person"),
+        stderr.contains("id: \"Bad Id\"") && stderr.contains("person: a person needs one, their email"),
         "{stderr}"
     );
     let twice = db.run(&[
@@ -422,7 +422,7 @@ fn admin_identities_get_tokens_shown_once() {
     let stderr = text(&twice.stderr);
     assert!(!twice.status.success());
     assert!(
-        stderr.contains("exists already in acme") && !stderr.contains("duplicate key"),
+        stderr.contains("conflict: an identity \"mira\" exists already") && !stderr.contains("duplicate key"),
         "{stderr}"
     );
     assert_eq!(stderr.matches("exists already").count(), 1, "said once: {stderr}");

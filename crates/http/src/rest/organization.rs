@@ -106,7 +106,7 @@ pub(super) async fn me(
     let organization = web.auth.organization(caller.org()).await?;
     let csrf_token = match caller.via {
         Via::Session => Some(csrf_token(&session).await?),
-        Via::Token(_) => None,
+        Via::Token(_) | Via::CommandLine => None,
     };
     Ok(Json(SessionView {
         organization: organization.name,

@@ -115,6 +115,7 @@ impl TestApp {
                         .expect("an evaluator"),
                     ) as Arc<dyn agentprocess_evaluator::Evaluator>
                 }),
+                publishes_check: false,
             },
         )
         .await
