@@ -19,7 +19,7 @@ pub struct NewIdentity {
     pub id: String,
     /// A person's role; `None` makes an agent.
     pub role: Option<Role>,
-    /// A display name; the id (an agent's) or the email (a person's) when absent.
+    /// A display name; the id when absent.
     pub name: Option<String>,
     /// A person's email, which becomes their person value; an agent has none.
     pub person: Option<String>,
@@ -101,7 +101,7 @@ impl Auth {
                 IdentityKind::Agent
             },
             role: new.role,
-            name: name.or(email.as_deref()).unwrap_or(&new.id).to_owned(),
+            name: name.unwrap_or(&new.id).to_owned(),
             person: email,
             groups,
             deactivated_at: None,
