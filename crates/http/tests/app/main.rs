@@ -14,6 +14,7 @@ mod messages;
 mod oauth;
 mod older_versions;
 mod people_oauth;
+mod platform;
 mod policies;
 mod proxies;
 mod reseal;
