@@ -10,8 +10,16 @@
 //! (no organization may name an identity so), and is the only caller of what the
 //! platform alone grants (`create-org`, `set-limits` above the defaults, `reseal`,
 //! and a person's static token with `issue-token`): those operations refuse any
-//! caller that did not come through this command line. `migrate` changes the schema,
-//! not an organization, and is the one subcommand that is no operation.
+//! caller that did not come through this command line. Nothing reads that identity
+//! back from the organization's rows: a token it issues names `agentprocess-admin` as
+//! its maker, and its entries carry no address. `migrate` changes the schema, not an
+//! organization, and is the one subcommand that is no operation.
+//!
+//! The operations run over the process the servers run below their surfaces
+//! (`agentprocess_app::assemble`, so an unmigrated database is refused), without
+//! evidence storage, sealing with `--secret-key` where a command seals or opens
+//! something (`set-provider`, `add-webhook`, `chat-hook`, `reseal`) and with a
+//! throwaway key elsewhere, where nothing sealed is read or written.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
