@@ -62,15 +62,15 @@ class Database:
         )
 
     def entries(self, org: str) -> list[tuple[str, str, str, dict]]:
-        """The organization's audit log, oldest first: (actor, kind, target, detail)."""
-        sql = "SELECT actor, kind, target, detail FROM audit_log WHERE org_id = '{org}' ORDER BY id"
+        """The organization's audit log, oldest first: (actor, kind, target, detail),
+        the actor with the address it acted from, if any."""
+        columns = "actor || coalesce('@' || address, ''), kind, target, detail"
+        where = f"FROM audit_log WHERE org_id = '{org}' ORDER BY id"
         if self.backend == "sqlite":
             with sqlite3.connect(self.name) as connection:
-                rows = connection.execute(sql.format(org=org)).fetchall()
+                rows = connection.execute(f"SELECT {columns} {where}").fetchall()
         else:
-            text = servers.psql(
-                "SELECT json_build_array(actor, kind, target, detail)::text FROM ("
-                + sql.format(org=org) + ") AS entries", database=self.name)
+            text = servers.psql(f"SELECT json_build_array({columns})::text {where}", database=self.name)
             rows = [json.loads(line) for line in text.splitlines() if line]
         return [(actor, kind, target, json.loads(detail)) for actor, kind, target, detail in rows]
 
