@@ -225,11 +225,14 @@ pub(super) enum Call {
         /// The organization.
         #[arg(long)]
         org: String,
-        /// The endpoint (http:// or https://).
+        /// The endpoint: an https:// URL.
         url: String,
         /// The servers' key, which seals the signing secret (--secret-key is required).
         #[command(flatten)]
         seal: SealArgs,
+        /// Whether the servers allow plain http hooks.
+        #[command(flatten)]
+        hooks: PlainHttpArgs,
     },
     /// Point a group at a Slack-compatible incoming webhook (Slack, Mattermost,
     /// Rocket.Chat): the messages its members get by email (work waiting, overdue,
@@ -242,11 +245,14 @@ pub(super) enum Call {
         /// The group (`operators` for the operators' escalations and overdue steps).
         #[arg(long)]
         group: String,
-        /// The incoming-webhook URL.
+        /// The incoming-webhook URL: an https:// URL.
         url: String,
         /// The servers' key, which seals the URL.
         #[command(flatten)]
         seal: SealArgs,
+        /// Whether the servers allow plain http hooks.
+        #[command(flatten)]
+        hooks: PlainHttpArgs,
     },
     /// Remove a group's chat hook; its messages not yet posted are dropped.
     RemoveChatHook {
@@ -374,5 +380,22 @@ impl LimitFlags {
             open_runs: self.open_runs,
             stored_bytes: self.stored_bytes,
         }
+    }
+}
+
+/// Whether a hook set here may be a plain http URL: as the servers of this database
+/// allow, so the command accepts no URL they would refuse to post to.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(super) struct PlainHttpArgs {
+    /// Accept a plain http:// URL, as servers given the same flag do (development and
+    /// tests); only https:// otherwise.
+    #[arg(long, env = "AGENTPROCESS_ALLOW_PLAIN_HTTP_HOOKS")]
+    allow_plain_http_hooks: bool,
+}
+
+impl PlainHttpArgs {
+    /// The service's rule for hook URLs.
+    pub(super) fn policy(self) -> agentprocess_service::PlainHttpHooks {
+        agentprocess_service::PlainHttpHooks::allowed_if(self.allow_plain_http_hooks)
     }
 }

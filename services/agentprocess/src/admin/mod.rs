@@ -88,8 +88,13 @@ async fn operations(database_url: &str, with_check: bool, call: &Call) -> anyhow
         max_connections: 1,
         migrate: false,
     };
+    let plain_http_hooks = match call {
+        Call::AddWebhook { hooks, .. } | Call::ChatHook { hooks, .. } => hooks.policy(),
+        _ => agentprocess_service::PlainHttpHooks::Refused,
+    };
     let settings = agentprocess_service::Settings {
         seal_key: key.clone(),
+        plain_http_hooks,
         ..agentprocess_service::Settings::new(PUBLIC_URL, throwaway.to_vec())
     };
     let extras = agentprocess_app::Extras {
