@@ -4,13 +4,19 @@ people it concerns and sends them by email, through a real SMTP server on loopba
 group's members hear that work waits; the group and every operator hear it went
 overdue, and again as a reminder while it stays so; a person who turned them off hears
 nothing; once decided, the reminders stop and the initiator hears the run ended. Whoever the
-organization's policies keep from deciding an item is not told it waits for them."""
+organization's policies keep from deciding an item is not told it waits for them.
+
+What a run holds is hostile: values that would ping a channel, make links and images
+titled like ours, or forge the call to act and the footer reach every medium
+neutralised. A mail server's refusal reaches the organization as its class in words,
+its reply (which names the platform's relay) the operators' logs alone."""
 
 from __future__ import annotations
 
 import email
 import email.policy
 import json
+import re
 import tempfile
 import threading
 from contextlib import AsyncExitStack
@@ -23,6 +29,7 @@ from aiosmtpd.controller import Controller
 import scheduling
 import servers
 from client import connect, request_id
+from signin import Browser, bearer, csrf_of
 from test_scheduler import clients_of, eventually, start
 from test_webhooks import Receiver
 
@@ -32,14 +39,25 @@ PUBLIC = "https://processes.acme.test"
 
 
 class Mailbox:
-    """What a real SMTP server on loopback received: (recipients, parsed message)."""
+    """What a real SMTP server on loopback received: (recipients, parsed message); or,
+    given a `refusal`, a server that refuses every recipient with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusal: str | None = None) -> None:
         self.received: list[tuple[list[str], email.message.EmailMessage]] = []
         self.lock = threading.Lock()
+        self.refusal = refusal
+        self.refused: list[str] = []
         self.controller = Controller(self, hostname="127.0.0.1", port=servers.free_port())
         self.controller.start()
         self.url = f"smtp://127.0.0.1:{self.controller.port}"
+
+    async def handle_RCPT(self, server, session, envelope, address, options):  # noqa: N802 (aiosmtpd's name)
+        if self.refusal:
+            with self.lock:
+                self.refused.append(address)
+            return self.refusal
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
@@ -84,7 +102,7 @@ async def test_people_hear_of_waiting_overdue_and_ended_work_as_they_chose(deplo
     database = deployment.server.database_url
     hooked = json.loads(servers.admin(database, "chat-hook", "--org", "acme", "--group", "people", chat.url,
                                       "--secret-key", servers.SECRET_KEY, "--allow-plain-http-hooks"))
-    assert hooked == {"group": "people", "host": "127.0.0.1"}
+    assert hooked == {"group": "people", "host": "127.0.0.1", "kind": "markdown"}
     # Bob turned off what waits for him and what goes overdue.
     bob = deployment.sql("SELECT id FROM identities WHERE org_id = 'acme' AND person = 'bob@example.com'").strip()
     deployment.sql(f"INSERT INTO message_choices (org_id, identity_id, choices, updated_at) "
@@ -258,3 +276,228 @@ async def test_whoever_a_policy_keeps_from_an_item_is_not_told_it_waits_for_them
     assert mailbox.to("alice@example.com", "waits for you") == []
     assert [str(message["subject"]) for message in mailbox.to("bob@example.com")] == [
         "Prepare payment waits for you · payment v1"]
+
+
+# What an agent or a person may write into a run: each would ping a Slack channel, make
+# a link or an image titled like ours, or forge the call to act and a footer in a
+# plain-text email.
+CHANNEL = "<!channel> approve this now"
+HERE = "<!here>"
+SLACK_LINK = "<https://evil.example|Open the work item>"
+MARKDOWN_LINK = "[Open the work item](https://evil.example)"
+IMAGE = "![](https://evil.example/t.png)"
+FORGED = ("Acme\n\nOpen the work item: https://evil.example\n\n--\n"
+          "You get this from Acme because you are an admin.\nChoose what you hear of: https://evil.example\n")
+
+HOSTILE_PROCESS = """---
+name: vendor-review
+description: An agent looks a vendor up; finance approves within a minute.
+inputs:
+  vendorName: string
+  notes: string
+steps:
+  - id: research
+    agent: Look the vendor up and write a summary.
+    output:
+      summary: string
+  - id: finance_approval
+    person: finance
+    approve: Check the vendor name, the notes and the summary.
+    due: 1m
+  - id: done
+    finish: approved
+---
+
+# Vendor review
+
+## Finance approval
+
+Check the vendor name, the notes and the summary before the vendor is set up.
+"""
+
+
+def process_folder(text: str) -> Path:
+    """A folder of one process, as `--processes` and `admin import` read it."""
+    root = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-messages-"))
+    folder = root / re.search(r"^name: (\S+)$", text, re.M)[1]
+    folder.mkdir()
+    (folder / "PROCESS.md").write_text(text)
+    return folder
+
+
+def outside_code(text: str) -> str:
+    """What Markdown reads as markup: the text outside code spans."""
+    return "".join(text.split("`")[::2])
+
+
+def assert_plain_text_is_ours(text: str, call: str) -> None:
+    """The call to act is the one line that starts with it, and ours; the footer is the
+    real one, last; every line a value reaches is an indented fact."""
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("Open the")] == [call], text
+    assert lines[-3:] == ["--", "You get this from Acme because you are in the people group.",
+                          f"Choose what you hear of: {PUBLIC}/account#messages"] \
+        or lines[-3:] == ["--", "You get this from Acme because you started the run.",
+                          f"Choose what you hear of: {PUBLIC}/account#messages"], text
+    assert sum(line.startswith("--") for line in lines) == 1, text
+    assert sum(line.startswith("You get this") for line in lines) == 1, text
+    assert sum(line.startswith("Choose what") for line in lines) == 1, text
+    for line in lines:
+        if "evil.example" in line or "channel" in line:
+            assert line.startswith("    "), f"{line!r} in {text}"
+
+
+def assert_html_is_escaped(html: str) -> None:
+    for raw in ('href="https://evil', "<img", "src=", "<!channel>", "<!here>", "<https://evil"):
+        assert raw not in html, f"{raw} in {html}"
+    assert "&lt;!channel&gt;" in html and "&lt;https://evil.example|Open the work item&gt;" in html, html
+
+
+async def test_what_a_run_holds_forges_no_ping_link_image_call_or_footer(deployment):
+    deployment, mailbox, slack = deployment
+    database = deployment.server.database_url
+    markdown = Receiver(fail_first=False)
+    try:
+        folder = process_folder(HOSTILE_PROCESS)
+        servers.admin(database, "import", "--org", "acme", str(folder))
+        servers.admin(database, "bind", "--org", "acme", "vendor-review", "finance", "people")
+        servers.admin(database, "publish", "--org", "acme", "vendor-review")
+        hooked = json.loads(servers.admin(database, "chat-hook", "--org", "acme", "--group", "people", slack.url,
+                                          "--kind", "slack", "--secret-key", servers.SECRET_KEY,
+                                          "--allow-plain-http-hooks"))
+        assert hooked["kind"] == "slack", hooked
+        hooked = json.loads(servers.admin(database, "chat-hook", "--org", "acme", "--group", "operators",
+                                          markdown.url, "--secret-key", servers.SECRET_KEY,
+                                          "--allow-plain-http-hooks"))
+        assert hooked["kind"] == "markdown", "a host not Slack's reads Markdown"
+        async with AsyncExitStack() as stack:
+            clients = await clients_of(stack, deployment)
+            alice, agent = clients["alice"], clients["agent-1"]
+            run = await start(alice, "vendor-review", vendorName=f"{CHANNEL} {HERE}",
+                              notes=f"{SLACK_LINK} {MARKDOWN_LINK} {IMAGE}")
+            claimed = await agent.call("claim", runId=run, stepId="research", requestId=request_id())
+            await agent.call("submit", token=claimed["token"], output={"summary": FORGED}, evidence=[],
+                             summary="looked the vendor up", requestId=request_id())
+
+            [waiting] = await eventually(lambda: _async(mailbox.to("alice@example.com", "waits for you")),
+                                         what="the waiting email")
+            item = (await alice.call("get_run", runId=run))["workItems"][0]["id"]
+            call = f"Open the work item: {PUBLIC}/runs/{run}/items/{item}"
+            assert "\n" not in str(waiting["subject"]) and "\r" not in str(waiting["subject"])
+            text = text_of(waiting)
+            for shown in (f"    Vendor name: {CHANNEL} {HERE}", f"    Notes: {SLACK_LINK} {MARKDOWN_LINK} {IMAGE}",
+                          "    Summary: Acme ↵ Open the work item: https://evil.example ↵ -- ↵ You get this"):
+                assert shown in text, f"{shown} in {text}"
+            assert_plain_text_is_ours(text, call)
+            assert_html_is_escaped(html_of(waiting))
+
+            def posts(receiver: Receiver) -> list[str]:
+                return [json.loads(post["body"])["text"] for post in receiver.delivered()]
+
+            [slack_post] = await eventually(lambda: _async(posts(slack)), what="the Slack post")
+            for raw in ("<!channel>", "<!here>", "<https://evil"):
+                assert raw not in slack_post, f"{raw} in {slack_post}"
+            assert "&lt;!channel&gt;" in slack_post and "&lt;https://evil.example|Open the work item&gt;" \
+                in slack_post, slack_post
+            assert slack_post.splitlines()[1] == call, slack_post
+            assert all(line.startswith("> ") for line in slack_post.splitlines()[2:]), slack_post
+
+            # Overdue: the operators' hook reads Markdown.
+            deployment.advance(61)
+            [markdown_post] = await eventually(lambda: _async(posts(markdown)), what="the Markdown post")
+            read = outside_code(markdown_post)
+            for raw in ("](", "![", "<!", "<https", "evil.example", "@channel"):
+                assert raw not in read, f"{raw} outside code in {markdown_post}"
+            assert f"`{SLACK_LINK} {MARKDOWN_LINK} {IMAGE}`" in markdown_post, markdown_post
+            assert markdown_post.splitlines()[1] == call, markdown_post
+            assert all(line.startswith("> ") for line in markdown_post.splitlines()[2:]), markdown_post
+
+            # Rejected with a hostile note: the ended email carries it, neutralised.
+            view = await alice.call("get_run", runId=run)
+            decide = view["workItems"][0]["decide"]["arguments"]
+            bob = clients["bob"]
+            await bob.call("decide", **dict(decide, decision="rejected", note=FORGED + CHANNEL + IMAGE,
+                                            requestId=request_id()))
+            [ended] = await eventually(lambda: _async(mailbox.to("alice@example.com", "Your run was rejected")),
+                                       what="the ended email")
+            text = text_of(ended)
+            assert "Note: Acme ↵ Open the work item: https://evil.example ↵ --" in text, text
+            assert_plain_text_is_ours(text, f"Open the run: {PUBLIC}/runs/{run}")
+            for raw in ('href="https://evil', "<img", "<!channel>"):
+                assert raw not in html_of(ended), html_of(ended)
+    finally:
+        markdown.close()
+
+
+REFUSAL = ("550 5.1.1 <x@acme.test>: Recipient address rejected: relay-7.internal.example.net "
+           "(Postfix 3.7.2) 10.1.2.3")
+RELAY = ("relay-7.internal", "10.1.2.3", "Postfix")
+
+SIMPLE_PROCESS = """---
+name: sign-off
+description: A person signs a change off.
+inputs:
+  change: string
+steps:
+  - id: review
+    person: reviewer
+    approve: Sign the change off.
+  - id: done
+    finish: signed
+---
+
+# Sign-off
+
+## Review
+
+Sign the change off.
+"""
+
+
+async def test_a_mail_servers_refusal_reaches_the_organization_as_its_class_and_the_logs_whole():
+    mailbox = Mailbox(refusal=REFUSAL)
+    folder = process_folder(SIMPLE_PROCESS)
+    server = servers.start_sqlite(folder.parent, extra=("--smtp-url", mailbox.url,
+                                                         "--mail-from", "Processes <processes@localhost>"))
+    browser = Browser(server.bases[0])
+    try:
+        details = json.loads((server.workdir / "details.json").read_text())
+        admin_token = details["identities"]["admin"]["apiToken"]
+        async with AsyncExitStack() as stack:
+            alice = await connect(stack, server.mcp_url(), server.tokens["alice"], "alice")
+            await start(alice, "sign-off", change="a change")
+
+        async def failed():
+            answer = bearer(server.bases[0], admin_token, "GET", "/organization/messages/sent")
+            assert answer.status_code == 200, answer.text
+            emails = [item for item in answer.json()["items"] if item["channel"] == "email"]
+            return answer.text if emails and all(item["status"] == "failed" for item in emails) else None
+
+        # Refused for good: failed at the first attempt, not retried.
+        sent = await eventually(failed, what="the refused emails recorded as failed")
+        assert mailbox.refused, "the mail server was asked"
+        for item in json.loads(sent)["items"]:
+            if item["channel"] == "email":
+                assert item["lastError"] == "the mail server refused the recipient address", item
+                assert item["attempts"] == 1, item
+        for relay in RELAY:
+            assert relay not in sent, f"{relay} in {sent}"
+
+        form = browser.get("/dev/sign-in")
+        assert form.status_code == 200, form.text
+        signed = browser.post_form("/dev/sign-in", {"csrf": csrf_of(form.text), "identity": "admin"})
+        assert signed.status_code in (302, 303), signed.text
+        page = browser.get("/admin/messages")
+        assert page.status_code == 200, page.text
+        assert "the mail server refused the recipient address" in page.text, page.text
+        for relay in RELAY:
+            assert relay not in page.text, f"{relay} in the admin page"
+
+        # The operators' log holds the reply whole.
+        log = (server.workdir / "server.log").read_text()
+        assert "the mail server did not take a message" in log, log[-3000:]
+        assert "relay-7.internal.example.net (Postfix 3.7.2) 10.1.2.3" in log, log[-3000:]
+    finally:
+        browser.close()
+        servers.drop(server)
+        mailbox.close()

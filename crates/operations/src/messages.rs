@@ -4,7 +4,7 @@
 
 use agentprocess_auth::audit::{AuditEvent, detail};
 use agentprocess_auth::{Acting, Role};
-use agentprocess_service::{ChatHookView, Choices, OrgMessageSettings, Policies};
+use agentprocess_service::{ChatHookView, ChatKind, Choices, OrgMessageSettings, Policies};
 use agentprocess_store::MessageRecord;
 use serde_json::json;
 
@@ -59,12 +59,23 @@ impl Operations {
         Ok(self.service.admin().chat_hooks(acting.org()).await?)
     }
 
-    /// Points a group at a chat hook.
-    pub async fn set_chat_hook(&self, acting: &Acting, group: &str, url: &str) -> Result<ChatHookView, Error> {
+    /// Points a group at a chat hook whose chat reads `kind` (when not given, as its
+    /// URL says).
+    pub async fn set_chat_hook(
+        &self,
+        acting: &Acting,
+        group: &str,
+        url: &str,
+        kind: Option<ChatKind>,
+    ) -> Result<ChatHookView, Error> {
         acting.require(Role::Admin, true)?;
-        let hook = self.service.admin().set_chat_hook(acting.org(), group, url).await?;
+        let hook = self
+            .service
+            .admin()
+            .set_chat_hook(acting.org(), group, url, kind)
+            .await?;
         // The URL is the hook's credential: only its host is recorded.
-        let detail = detail([("host", json!(hook.host))]);
+        let detail = detail([("host", json!(hook.host)), ("kind", json!(hook.kind))]);
         self.record(acting, AuditEvent::ChatHookSet, group, detail).await?;
         Ok(hook)
     }

@@ -52,7 +52,7 @@ pub use hook_urls::PlainHttpHooks;
 pub use ids::{random_id, sha256_hex, token_run};
 pub use limits::{Admission, Limit, LimitValues, LimitsReport, OrgLimits, OverLimit};
 pub use messages::{
-    ChatHookView, Choice, Choices, LONGEST_REMINDER_HOURS, MailSettings, MessageKind, OrgMessageSettings,
+    ChatHookView, ChatKind, Choice, Choices, LONGEST_REMINDER_HOURS, MailSettings, MessageKind, OrgMessageSettings,
 };
 pub use open_versions::MAX_KEEP_OPEN_REASON_CHARS;
 pub use overdue::{OVERDUE_SHOWN, Overdue, WaitsOn};

@@ -158,6 +158,9 @@ pub struct ChatHook {
     pub group: String,
     /// The incoming-webhook URL, sealed with the server's key.
     pub sealed_url: String,
+    /// The markup its chat reads (`slack`, `markdown`); `None` for a hook set before
+    /// kinds were told, read by its URL.
+    pub kind: Option<String>,
     /// When it was set.
     pub created_at: i64,
 }
@@ -457,15 +460,17 @@ pub(crate) async fn message_choices(connection: &mut AnyConnection, org: &str) -
 }
 
 pub(crate) async fn chat_hooks(connection: &mut AnyConnection, org: &str) -> Result<Vec<ChatHook>> {
-    let rows = sqlx::query("SELECT group_id, url, created_at FROM chat_hooks WHERE org_id = $1 ORDER BY group_id")
-        .bind(org)
-        .fetch_all(connection)
-        .await?;
+    let rows =
+        sqlx::query("SELECT group_id, url, kind, created_at FROM chat_hooks WHERE org_id = $1 ORDER BY group_id")
+            .bind(org)
+            .fetch_all(connection)
+            .await?;
     rows.iter()
         .map(|row| {
             Ok(ChatHook {
                 group: row.try_get("group_id")?,
                 sealed_url: row.try_get("url")?,
+                kind: row.try_get("kind")?,
                 created_at: row.try_get("created_at")?,
             })
         })
@@ -552,12 +557,14 @@ pub(crate) async fn put_org_policies(
 
 pub(crate) async fn put_chat_hook(connection: &mut AnyConnection, org: &str, hook: &ChatHook) -> Result<()> {
     sqlx::query(
-        "INSERT INTO chat_hooks (org_id, group_id, url, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (org_id, group_id) DO UPDATE SET url = excluded.url, created_at = excluded.created_at",
+        "INSERT INTO chat_hooks (org_id, group_id, url, kind, created_at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (org_id, group_id) DO UPDATE SET url = excluded.url, kind = excluded.kind, \
+         created_at = excluded.created_at",
     )
     .bind(org)
     .bind(&hook.group)
     .bind(&hook.sealed_url)
+    .bind(hook.kind.as_deref())
     .bind(hook.created_at)
     .execute(connection)
     .await?;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use agentprocess_service::{ChatHookView, Choice, Choices, MessageKind, OrgMessageSettings, Policies};
+use agentprocess_service::{ChatHookView, ChatKind, Choice, Choices, MessageKind, OrgMessageSettings, Policies};
 use agentprocess_store::MessageRecord;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -163,6 +163,10 @@ pub(super) struct NewChatHook {
     /// allows it); kept sealed and never shown again.
     #[schema(pattern = "^https?://[^\\s]+$")]
     url: String,
+    /// The markup its chat reads posts in: `slack`, or `markdown` (Mattermost,
+    /// Rocket.Chat). Left out, Slack's own hosts are `slack` and any other `markdown`.
+    #[serde(default)]
+    kind: Option<ChatKind>,
 }
 
 #[utoipa::path(
@@ -179,7 +183,11 @@ pub(super) async fn set_chat_hook(
     Path(group): Path<String>,
     Body(hook): Body<NewChatHook>,
 ) -> Result<Json<ChatHookView>, ApiError> {
-    Ok(Json(web.operations.set_chat_hook(&caller, &group, &hook.url).await?))
+    Ok(Json(
+        web.operations
+            .set_chat_hook(&caller, &group, &hook.url, hook.kind)
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -217,7 +225,8 @@ pub(super) struct MessageView {
     attempts: u32,
     /// How many times it was sent (an overdue message's reminders).
     sent: u32,
-    /// Why the latest attempt failed, or why it was dropped.
+    /// Why the latest attempt failed, or why it was dropped, in words: for email, the
+    /// class of failure (the mail server's own reply is in the operators' logs).
     last_error: Option<String>,
     updated_at: String,
 }

@@ -140,9 +140,30 @@ async fn organization_settings(app: TestApp) -> TestApp {
         .await;
     assert_eq!(status, StatusCode::OK, "{hook}");
     assert_eq!(hook["host"], "hooks.example.com");
+    assert_eq!(hook["kind"], "markdown", "not Slack's host: read as Markdown");
     let (status, hooks) = app.rest(&admin, Method::GET, "/organization/chat-hooks", None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!hooks.to_string().contains("secret-part"), "{hooks}");
+    assert_eq!(hooks["items"][0]["kind"], "markdown", "{hooks}");
+    // The admin says which markup the chat reads; a kind there is not is refused.
+    let (status, hook) = app
+        .rest(
+            &admin,
+            Method::PUT,
+            "/organization/chat-hooks/reviewers",
+            Some(json!({ "url": url, "kind": "slack" })),
+        )
+        .await;
+    assert_eq!((status, &hook["kind"]), (StatusCode::OK, &json!("slack")), "{hook}");
+    let (status, refusal) = app
+        .rest(
+            &admin,
+            Method::PUT,
+            "/organization/chat-hooks/reviewers",
+            Some(json!({ "url": url, "kind": "html" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refusal}");
     assert!(
         !app.every_stored_text()
             .await

@@ -4,7 +4,7 @@
 use agentprocess_auth::SecretKey;
 use agentprocess_store::{ChatHook, Directory as _, Messages as _, MessagesTx as _, Store as _, StoreTx as _};
 
-use super::chat::{hook_context, open_hook};
+use super::chat::{ChatKind, hook_context, kind_of, open_hook};
 use crate::admin::Admin;
 use crate::hook_urls::hook_url_issues;
 use crate::{Error, invalid, millis, not_found};
@@ -17,6 +17,8 @@ pub struct ChatHookView {
     pub group: String,
     /// The host the hook posts to.
     pub host: String,
+    /// The markup its chat reads posts in.
+    pub kind: ChatKind,
     /// When it was set (milliseconds).
     pub created_at: i64,
 }
@@ -29,8 +31,15 @@ impl Admin {
         Ok(hooks.into_iter().map(|hook| view(key, org, hook)).collect())
     }
 
-    /// Points `group` at a Slack-compatible incoming-webhook `url`, replacing its hook.
-    pub async fn set_chat_hook(&self, org: &str, group: &str, url: &str) -> Result<ChatHookView, Error> {
+    /// Points `group` at a Slack-compatible incoming-webhook `url` whose chat reads
+    /// `kind` (when not given, as the URL's host says), replacing its hook.
+    pub async fn set_chat_hook(
+        &self,
+        org: &str,
+        group: &str,
+        url: &str,
+        kind: Option<ChatKind>,
+    ) -> Result<ChatHookView, Error> {
         let issues = hook_url_issues("url", url, self.plain_http_hooks);
         let groups = self.store.groups(org).await?;
         let operators = agentprocess_engine::Settings::default().escalation_group;
@@ -40,9 +49,11 @@ impl Admin {
         if !issues.is_empty() {
             return Err(invalid("the chat hook cannot be set", issues));
         }
+        let kind = kind.unwrap_or_else(|| ChatKind::of_url(url));
         let hook = ChatHook {
             group: group.to_owned(),
             sealed_url: self.seal_key()?.seal(url, &hook_context(org, group)),
+            kind: Some(kind.as_str().to_owned()),
             created_at: millis(self.now()),
         };
         let mut tx = self.store.begin().await?;
@@ -51,6 +62,7 @@ impl Admin {
         Ok(ChatHookView {
             group: hook.group,
             host: host_of(url).unwrap_or_default(),
+            kind,
             created_at: hook.created_at,
         })
     }
@@ -99,11 +111,13 @@ fn host_of(url: &str) -> Option<String> {
 
 /// What admins see of a kept hook.
 fn view(key: &SecretKey, org: &str, hook: ChatHook) -> ChatHookView {
-    let host = open_hook(key, org, &hook.group, &hook.sealed_url)
-        .ok()
-        .and_then(|url| host_of(&url))
+    let url = open_hook(key, org, &hook.group, &hook.sealed_url).ok();
+    let host = url
+        .as_deref()
+        .and_then(host_of)
         .unwrap_or_else(|| "(cannot be opened with this server's key)".to_owned());
     ChatHookView {
+        kind: kind_of(&hook, url.as_deref().unwrap_or_default()),
         group: hook.group,
         host,
         created_at: hook.created_at,

@@ -13,6 +13,7 @@ mod choices;
 mod hooks;
 mod letters;
 mod mail;
+mod medium;
 mod recipients;
 mod sending;
 mod settings;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::scheduler::{after_failure, rest};
 use crate::{Service, WebhookSettings, millis};
 
+pub use chat::ChatKind;
 pub(crate) use choices::Chosen;
 pub use choices::{Choice, Choices, LONGEST_REMINDER_HOURS, MessageKind, OrgMessageSettings};
 pub use hooks::ChatHookView;

@@ -12,10 +12,11 @@ use agentprocess_store::{
 };
 use futures_util::StreamExt as _;
 
-use super::chat::{Chat, open_hook};
+use super::chat::{Chat, kind_of, open_hook};
 use super::choices::{Chosen, MessageKind};
 use super::letters::{Told, chat_text, digest, letter};
-use super::mail::Mailer;
+use super::mail::{MailError, Mailer};
+use super::medium::Said;
 use super::recipients::Item;
 use crate::scheduler::duration_millis;
 use crate::{Policies, Service, WebhookSettings, millis};
@@ -33,7 +34,26 @@ struct Ready {
     version: Arc<ProcessVersion>,
     step: Option<String>,
     link: String,
-    why: String,
+    why: Said,
+}
+
+/// Why a message was not sent: words its organization's admins may read, and whether
+/// sending it again cannot help.
+struct Unsent {
+    words: String,
+    for_good: bool,
+}
+
+impl From<String> for Unsent {
+    fn from(words: String) -> Self {
+        Self { words, for_good: false }
+    }
+}
+
+impl From<&str> for Unsent {
+    fn from(words: &str) -> Self {
+        Self::from(words.to_owned())
+    }
 }
 
 /// What one organization's messages are checked and written with, read once a pass.
@@ -155,12 +175,14 @@ impl Service {
                     Ok(()) => MessageOutcome::Sent {
                         again_at: self.reminder_after(&organization.chosen, told, one, now),
                     },
-                    Err(error) if message.attempts >= sender.settings.max_attempts => {
-                        MessageOutcome::Failed { error: error.clone() }
+                    Err(unsent) if unsent.for_good || message.attempts >= sender.settings.max_attempts => {
+                        MessageOutcome::Failed {
+                            error: unsent.words.clone(),
+                        }
                     }
-                    Err(error) => MessageOutcome::Retry {
+                    Err(unsent) => MessageOutcome::Retry {
                         at: now.saturating_add(crate::webhooks::backoff(&sender.settings, message.attempts)),
-                        error: error.clone(),
+                        error: unsent.words.clone(),
                     },
                 });
             }
@@ -183,8 +205,9 @@ impl Service {
         first: &TakenMessage,
         organization: &Organization,
         told: &[Told<'_>],
-    ) -> Result<(), String> {
+    ) -> Result<(), Unsent> {
         let settings = super::settings_url(&self.settings.public_url);
+        let organization_name = Said::new(organization.name.clone());
         match first.channel {
             Channel::Email => {
                 let mailer = sender.mailer.as_ref().ok_or("no SMTP server is configured")?;
@@ -196,15 +219,18 @@ impl Service {
                 let address = identity.person.as_deref().ok_or("the recipient has no email address")?;
                 let (letter, id) = match told {
                     [one] => (
-                        letter(one, &organization.name, &settings),
+                        letter(one, &organization_name, &settings),
                         format!("{}.{}.{}", first.notification_id, first.recipient, first.sent),
                     ),
                     several => (
-                        digest(several, &organization.name, &settings),
+                        digest(several, &organization_name, &settings),
                         format!("digest.{}.{}", first.recipient, millis(self.now())),
                     ),
                 };
-                mailer.send(&identity.name, address, &letter, &id, &settings).await
+                mailer
+                    .send(&identity.name, address, &letter, &id, &settings)
+                    .await
+                    .map_err(|error| not_taken(first, error))
             }
             Channel::Chat => {
                 let hook = organization
@@ -214,8 +240,9 @@ impl Service {
                     .ok_or("the group's chat hook was removed")?;
                 let url = open_hook(&self.settings.seal_key, &first.org, &hook.group, &hook.sealed_url)
                     .map_err(|error| format!("the hook's URL cannot be opened: {error}"))?;
+                let medium = kind_of(hook, &url).medium();
                 for one in told {
-                    sender.chat.post(&url, &chat_text(one)).await?;
+                    sender.chat.post(&url, &chat_text(one, medium)).await?;
                 }
                 Ok(())
             }
@@ -244,7 +271,7 @@ impl Service {
             return Ok(Err(reason));
         }
         let why = match message.channel {
-            Channel::Chat => format!("this channel follows the {} group", message.recipient),
+            Channel::Chat => Said::new(format!("this channel follows the {} group", message.recipient)),
             Channel::Email => {
                 let Some(identity) = organization
                     .identities
@@ -255,7 +282,7 @@ impl Service {
                 };
                 let item = Item::of(&body, Some((&run, &version)), &organization.policies);
                 match self.why(identity, kind, item.as_ref()) {
-                    Some(why) => why,
+                    Some(why) => Said::new(why),
                     None => return Ok(Err(format!("{} no longer may decide it", message.recipient))),
                 }
             }
@@ -293,6 +320,24 @@ impl Service {
         let hours = chosen.organization.remind_every_hours;
         (told.kind == MessageKind::Overdue && hours > 0 && ready.step.is_some())
             .then(|| now.saturating_add(i64::from(hours) * 3_600_000))
+    }
+}
+
+/// What the organization reads of an email the mail server did not take: the class of
+/// failure. The server's own reply, which names the platform's mail relay, goes to the
+/// operators' logs alone.
+fn not_taken(message: &TakenMessage, error: MailError) -> Unsent {
+    tracing::warn!(
+        org = %message.org,
+        notification = %message.notification_id,
+        recipient = %message.recipient,
+        failure = error.failure.as_str(),
+        reply = %error.detail,
+        "the mail server did not take a message"
+    );
+    Unsent {
+        words: error.failure.to_string(),
+        for_good: error.failure.is_final(),
     }
 }
 

@@ -150,14 +150,22 @@ async fn choices_and_hooks(db: &TestDb) {
     let hook = agentprocess_store::ChatHook {
         group: "finance".to_owned(),
         sealed_url: "sealed".to_owned(),
+        kind: Some("markdown".to_owned()),
         created_at: 5,
     };
     tx.put_chat_hook("o", &hook).await.expect("hook");
+    // A hook set before kinds were told has none.
+    let untold = agentprocess_store::ChatHook {
+        group: "ops".to_owned(),
+        kind: None,
+        ..hook.clone()
+    };
+    tx.put_chat_hook("o", &untold).await.expect("hook");
     tx.commit().await.expect("commit");
     let chosen = store.message_choices("o").await.expect("choices");
     assert_eq!(chosen.len(), 2);
     assert_eq!(chosen["ann"], r#"{"waiting": "daily"}"#, "replaced");
-    assert_eq!(store.chat_hooks("o").await.expect("hooks"), [hook]);
+    assert_eq!(store.chat_hooks("o").await.expect("hooks"), [hook, untold]);
     assert!(store.chat_hooks("p").await.expect("hooks").is_empty());
 
     // Removing a hook drops what it had not yet posted.
@@ -181,4 +189,47 @@ async fn choices_and_hooks(db: &TestDb) {
     assert!(!tx.remove_chat_hook("o", "finance", 60).await.expect("remove"));
     tx.commit().await.expect("commit");
     assert!(store.take_messages(100, 1000, 10).await.expect("take").is_empty());
+}
+
+/// The migration that stopped keeping the mail server's replies, whose `UPDATE` replaces
+/// the replies kept before it.
+const MAIL_FAILURES: &str = include_str!("../../../../migrations/20261214000002_chat_kinds_and_mail_failures.sql");
+
+on_both!(a_mail_servers_reply_kept_before_gives_way_to_words, replies_replaced);
+async fn replies_replaced(db: &TestDb) {
+    seed(db, ROWS).await;
+    // As a server before it kept them: the relay's host, address and software.
+    seed(
+        db,
+        "INSERT INTO messages (org_id, notification_id, channel, recipient, kind, status, digest, attempts, sent, \
+         next_at, last_error, updated_at) VALUES \
+         ('o', 'n1', 'email', 'ann', 'waiting', 'failed', 0, 5, 0, 1, 'the SMTP server did not take it: permanent \
+         error (550): 5.1.1 <ann@o.test>: Recipient address rejected: relay-7.internal.example.net (Postfix 3.7.2) \
+         10.1.2.3', 1), \
+         ('o', 'n1', 'chat', 'finance', 'waiting', 'dropped', 0, 1, 0, 1, 'chat hook removed', 1)",
+    )
+    .await;
+    let update = MAIL_FAILURES
+        .split(';')
+        .find(|statement| statement.contains("UPDATE messages"))
+        .expect("the migration replaces kept replies");
+    seed(db, update).await;
+    let kept: Vec<Option<String>> = db
+        .store
+        .messages("o", 10)
+        .await
+        .expect("messages")
+        .into_iter()
+        .map(|message| message.last_error)
+        .collect();
+    assert_eq!(kept.len(), 2);
+    assert!(
+        kept.contains(&Some("the mail server did not take the message".to_owned())),
+        "{kept:?}"
+    );
+    assert!(
+        kept.contains(&Some("chat hook removed".to_owned())),
+        "another reason is kept"
+    );
+    assert!(!format!("{kept:?}").contains("relay-7"), "{kept:?}");
 }

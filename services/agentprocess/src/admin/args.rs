@@ -237,7 +237,8 @@ pub(super) enum Call {
     /// Point a group at a Slack-compatible incoming webhook (Slack, Mattermost,
     /// Rocket.Chat): the messages its members get by email (work waiting, overdue,
     /// escalations for the operators group) are posted there too. The URL is sealed
-    /// (--secret-key is required) and never shown again. Prints the group and the host.
+    /// (--secret-key is required) and never shown again. Prints the group, the host and
+    /// the kind.
     ChatHook {
         /// The organization.
         #[arg(long)]
@@ -247,6 +248,11 @@ pub(super) enum Call {
         group: String,
         /// The incoming-webhook URL: an https:// URL.
         url: String,
+        /// The markup the chat reads posts in: `slack`, or `markdown` (Mattermost,
+        /// Rocket.Chat); values from runs are escaped for it. Left out, Slack's own
+        /// hosts are slack and any other markdown.
+        #[arg(long, value_parser = chat_kind)]
+        kind: Option<agentprocess_service::ChatKind>,
         /// The servers' key, which seals the URL.
         #[command(flatten)]
         seal: SealArgs,
@@ -398,4 +404,9 @@ impl PlainHttpArgs {
     pub(super) fn policy(self) -> agentprocess_service::PlainHttpHooks {
         agentprocess_service::PlainHttpHooks::allowed_if(self.allow_plain_http_hooks)
     }
+}
+
+/// A chat kind as `--kind` names it.
+fn chat_kind(name: &str) -> Result<agentprocess_service::ChatKind, String> {
+    agentprocess_service::ChatKind::parse(name).ok_or_else(|| format!("{name:?} is not slack or markdown"))
 }

@@ -303,11 +303,13 @@ async fn answer(operations: &Operations, call: Call) -> Printed {
             let webhook = operations.add_webhook(&Acting::command_line(&org), &new, None).await?;
             Ok(serde_json::json!({ "id": webhook.id, "url": webhook.url, "secret": webhook.secret }).to_string())
         }
-        Call::ChatHook { org, group, url, .. } => {
+        Call::ChatHook {
+            org, group, url, kind, ..
+        } => {
             let hook = operations
-                .set_chat_hook(&Acting::command_line(&org), &group, &url)
+                .set_chat_hook(&Acting::command_line(&org), &group, &url, kind)
                 .await?;
-            Ok(serde_json::json!({ "group": hook.group, "host": hook.host }).to_string())
+            Ok(serde_json::json!({ "group": hook.group, "host": hook.host, "kind": hook.kind }).to_string())
         }
         Call::RemoveChatHook { org, group } => {
             operations.remove_chat_hook(&Acting::command_line(&org), &group).await?;

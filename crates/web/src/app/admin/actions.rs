@@ -179,7 +179,11 @@ const ACTIONS: &[Action] = &[
     Action {
         name: "set-chat-hook",
         names: &[],
-        fields: &[("group", "group", Kind::Text), ("url", "url", Kind::Text)],
+        fields: &[
+            ("group", "group", Kind::Text),
+            ("url", "url", Kind::Text),
+            ("kind", "kind", Kind::Text),
+        ],
     },
     Action {
         name: "remove-chat-hook",
@@ -321,6 +325,9 @@ fn version_named(sent: &str) -> Result<u32, ApiError> {
 struct ChatHookForm {
     group: String,
     url: String,
+    /// Left out: as the URL says.
+    #[serde(default)]
+    kind: Option<agentprocess_service::ChatKind>,
 }
 
 /// What a change answers: back to the page, or a secret made this once.
@@ -443,7 +450,9 @@ async fn perform(web: &Web, caller: &Caller, action: &Action, form: &[(String, S
         "set-policies" => operations.set_policies(acting, &command(action, form)?).await?,
         "set-chat-hook" => {
             let hook: ChatHookForm = command(action, form)?;
-            operations.set_chat_hook(acting, &hook.group, &hook.url).await?;
+            operations
+                .set_chat_hook(acting, &hook.group, &hook.url, hook.kind)
+                .await?;
         }
         "remove-chat-hook" => operations.remove_chat_hook(acting, name(0)).await?,
         "redeliver" => operations.redeliver(acting, name(0), name(1)).await?,

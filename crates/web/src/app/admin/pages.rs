@@ -6,6 +6,7 @@ use std::sync::Arc;
 use agentprocess_auth::Role;
 use agentprocess_engine::{Claimants, EVERY_AGENT_STEP};
 use agentprocess_operations::audit::AuditQuery;
+use agentprocess_service::ChatKind;
 use agentprocess_service::admin::Draft;
 use agentprocess_store::{Group, Identity};
 use axum::extract::{Path, Query, State};
@@ -627,13 +628,27 @@ async fn messages(web: &Web, caller: &Caller, form: &Form<'_>) -> Drawn {
         }
         h2 { "Chat hooks" }
         p { "A group's Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat) gets the messages its members get; "
-            code { "operators" } " gets the escalations and overdue steps. The URL is kept sealed and not shown again." }
+            code { "operators" } " gets the escalations and overdue steps. The URL is kept sealed and not shown again. "
+            "What a run holds is escaped for the chat's markup, so none of it pings the channel or makes a link." }
         ul {
             @for hook in &hooks {
-                li { (hook.group) " → " (hook.host) " " (form.button("remove-chat-hook", &format!("Remove the hook of {}", hook.group), &[("group", &hook.group)])) }
+                li { (hook.group) " → " (hook.host) " (" (hook.kind.as_str()) ") " (form.button("remove-chat-hook", &format!("Remove the hook of {}", hook.group), &[("group", &hook.group)])) }
             }
         }
-        (form.fields("set-chat-hook", &[("hook-group", "group", "Group"), ("hook-url", "url", "Incoming-webhook URL (https)")], "Set the hook"))
+        form method="post" action="/admin/do/set-chat-hook" {
+            (form.hidden())
+            (field("hook-group", "group", "Group", ""))
+            (field("hook-url", "url", "Incoming-webhook URL (https)", ""))
+            div class="field" {
+                label for="hook-kind" { "The chat's markup" }
+                select id="hook-kind" name="kind" {
+                    option value="" { "As the URL says (Slack's hosts: Slack; any other: Markdown)" }
+                    option value=(ChatKind::Slack.as_str()) { "Slack" }
+                    option value=(ChatKind::Markdown.as_str()) { "Markdown (Mattermost, Rocket.Chat)" }
+                }
+            }
+            button type="submit" { "Set the hook" }
+        }
         h2 { "Recent messages" }
         @if sent.is_empty() { p class="quiet" { "No messages yet: email needs the server's SMTP settings, chat a hook." } }
         @else { table {
