@@ -171,9 +171,15 @@ pub struct BackgroundArgs {
     /// lost queue entry delays its timer.
     #[arg(long, env = "AGENTPROCESS_RECONCILE_SECONDS", default_value_t = Seconds(SchedulerSettings::default().reconcile), value_parser = seconds)]
     pub reconcile_seconds: Seconds,
-    /// How long one webhook attempt may take, in seconds.
+    /// How long one webhook attempt or chat post may take, answer included, in
+    /// seconds. Short on purpose: the endpoints are the tenants' own, and a post that
+    /// times out is retried later (email has --smtp-timeout-seconds).
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_TIMEOUT_SECONDS", default_value_t = Seconds(WebhookSettings::default().timeout), value_parser = seconds)]
     pub webhook_timeout_seconds: Seconds,
+    /// How long connecting for one webhook attempt or chat post may take, in seconds
+    /// (at most --webhook-timeout-seconds).
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_CONNECT_TIMEOUT_SECONDS", default_value_t = Seconds(WebhookSettings::default().connect_timeout), value_parser = seconds)]
+    pub webhook_connect_timeout_seconds: Seconds,
     /// The wait before a webhook's second attempt, in seconds; it doubles after each.
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_RETRY_SECONDS", default_value_t = Seconds(WebhookSettings::default().retry_base), value_parser = seconds)]
     pub webhook_retry_seconds: Seconds,
@@ -183,9 +189,14 @@ pub struct BackgroundArgs {
     /// Attempts before a webhook delivery is given up.
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_MAX_ATTEMPTS", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..))]
     pub webhook_max_attempts: u32,
-    /// Webhook deliveries posted at once.
-    #[arg(long, env = "AGENTPROCESS_WEBHOOK_CONCURRENCY", default_value_t = 8)]
+    /// Webhook deliveries posted at once; as many messages to people sent at once.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_CONCURRENCY", default_value_t = WebhookSettings::default().concurrency)]
     pub webhook_concurrency: usize,
+    /// Of those, how many one organization may have under way: an organization whose
+    /// endpoint is slow or never answers holds this many, and the rest stay for the
+    /// others.
+    #[arg(long, env = "AGENTPROCESS_WEBHOOK_CONCURRENCY_PER_ORGANIZATION", default_value_t = WebhookSettings::default().per_organization, value_parser = at_least_one)]
+    pub webhook_concurrency_per_organization: usize,
     /// The longest pause between webhook passes, in seconds.
     #[arg(long, env = "AGENTPROCESS_WEBHOOK_POLL_SECONDS", default_value_t = Seconds(WebhookSettings::default().poll), value_parser = seconds)]
     pub webhook_poll_seconds: Seconds,
@@ -209,7 +220,7 @@ pub struct BackgroundArgs {
 }
 
 /// How email to people is sent (work waiting, overdue, escalations, runs ended).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct MailArgs {
     /// The SMTP server: `smtps://host:465` (TLS), `smtp://host:587?tls=required`
     /// (STARTTLS), or `smtp://host:25` (unencrypted: a trusted network only); a user name
@@ -222,6 +233,10 @@ pub struct MailArgs {
     /// The sender of email, such as `Processes <processes@example.com>`.
     #[arg(long, env = "AGENTPROCESS_MAIL_FROM", requires = "smtp_url")]
     pub mail_from: Option<String>,
+    /// How long connecting to the SMTP server, and each of its answers, may take, in
+    /// seconds. Longer than a chat post's: the SMTP server is the operator's own.
+    #[arg(long, env = "AGENTPROCESS_SMTP_TIMEOUT_SECONDS", default_value_t = Seconds(agentprocess_service::MailSettings::DEFAULT_TIMEOUT), value_parser = seconds)]
+    pub smtp_timeout_seconds: Seconds,
 }
 
 impl MailArgs {
@@ -243,6 +258,7 @@ impl MailArgs {
             url: url.clone(),
             password,
             from: from.clone(),
+            timeout: self.smtp_timeout_seconds.0,
         };
         let issues = settings.issues();
         anyhow::ensure!(issues.is_empty(), "{}", issues.join("; "));
@@ -276,9 +292,11 @@ impl BackgroundArgs {
                 reconcile: self.reconcile_seconds.0,
             },
             webhooks: WebhookSettings {
-                batch: 64,
+                batch: WebhookSettings::default().batch,
                 concurrency: self.webhook_concurrency.max(1),
+                per_organization: self.webhook_concurrency_per_organization.max(1),
                 timeout: self.webhook_timeout_seconds.0,
+                connect_timeout: self.webhook_connect_timeout_seconds.0,
                 retry_base: self.webhook_retry_seconds.0,
                 retry_max: self.webhook_retry_max_seconds.0,
                 max_attempts: self.webhook_max_attempts,
@@ -512,6 +530,15 @@ pub struct Seconds(pub Duration);
 impl std::fmt::Display for Seconds {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(formatter, "{}", self.0.as_secs_f64())
+    }
+}
+
+/// A count of one or more.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(count) => Ok(count),
+        Err(_) => Err(format!("{text:?} is not a whole number")),
     }
 }
 

@@ -173,6 +173,9 @@ pub struct OutboundSettings {
     pub extra_roots_pem: Vec<Vec<u8>>,
     /// How long one request may take, answer included.
     pub timeout: Duration,
+    /// How long connecting may take (within `timeout`); `None`: only `timeout`
+    /// bounds it.
+    pub connect_timeout: Option<Duration>,
     /// The largest answer read, in bytes.
     pub max_bytes: usize,
     /// The `User-Agent` sent.
@@ -186,6 +189,7 @@ impl Default for OutboundSettings {
             allow_hosts: Vec::new(),
             extra_roots_pem: Vec::new(),
             timeout: Duration::from_secs(10),
+            connect_timeout: None,
             max_bytes: 1024 * 1024,
             user_agent: concat!("agentprocess/", env!("CARGO_PKG_VERSION")).to_owned(),
         }
@@ -243,6 +247,9 @@ impl Outbound {
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(settings.timeout)
                 .user_agent(settings.user_agent.clone());
+            if let Some(connect_timeout) = settings.connect_timeout {
+                builder = builder.connect_timeout(connect_timeout);
+            }
             if guarded {
                 // A proxy would be the address reached, hiding the one asked for.
                 builder = builder

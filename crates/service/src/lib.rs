@@ -8,6 +8,7 @@ mod clock;
 mod cursor;
 mod deadline;
 mod error;
+mod fair;
 mod files;
 mod hook_urls;
 mod ids;

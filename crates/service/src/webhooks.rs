@@ -13,26 +13,32 @@ use std::time::Duration;
 
 use agentprocess_store::{AttemptResult, Delivery, DeliveryStatus, Store};
 use base64::Engine as _;
-use futures_util::StreamExt as _;
 use hmac::{KeyInit as _, Mac as _};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use crate::fair::{self, Pass, Sends, hold_for};
 use crate::hook_urls::send_refusal;
-use crate::scheduler::{after_failure, duration_millis, rest};
+use crate::scheduler::{after_failure, duration_millis};
 use crate::{Service, millis};
 use agentprocess_auth::outbound::{Outbound, OutboundError, OutboundSettings};
 use agentprocess_auth::{SealError, SecretKey};
 
-/// How webhooks are delivered.
+/// How webhooks are delivered (and chat messages posted, and messages to people
+/// retried).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookSettings {
-    /// Deliveries taken per pass.
+    /// Organizations with work due that one pass looks at (beyond those with no room).
     pub batch: u32,
-    /// Deliveries posted at once.
+    /// Sends under way at once, in each loop.
     pub concurrency: usize,
-    /// How long one attempt may take.
+    /// Sends under way at once for one organization, in each loop: an organization
+    /// whose endpoint is slow or never answers ties up this many and no more.
+    pub per_organization: usize,
+    /// How long one post may take, answer included (a webhook attempt, a chat post).
     pub timeout: Duration,
+    /// How long connecting for one post may take.
+    pub connect_timeout: Duration,
     /// The wait before the second attempt; it doubles with each further attempt.
     pub retry_base: Duration,
     /// The longest wait between attempts.
@@ -51,13 +57,35 @@ impl Default for WebhookSettings {
         Self {
             batch: 64,
             concurrency: 8,
-            timeout: Duration::from_secs(10),
+            per_organization: 2,
+            // Posts go to endpoints the tenants choose: an answer that takes longer is
+            // an endpoint in trouble, and the post is retried later rather than held.
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
             retry_base: Duration::from_secs(10),
             retry_max: Duration::from_secs(3600),
             max_attempts: 12,
             poll: Duration::from_secs(1),
             allow_private_networks: false,
         }
+    }
+}
+
+impl WebhookSettings {
+    /// The client settings of posts to tenants' endpoints (webhooks, chat hooks).
+    pub(crate) fn outbound(&self) -> OutboundSettings {
+        OutboundSettings {
+            allow_private: self.allow_private_networks,
+            timeout: self.timeout,
+            connect_timeout: Some(self.connect_timeout.min(self.timeout)),
+            ..OutboundSettings::default()
+        }
+    }
+
+    /// The longest one post's send may take: the post, and what comes before it
+    /// (opening a secret, reading the run a message is about).
+    pub(crate) fn send_deadline(&self) -> Duration {
+        self.timeout.saturating_mul(2)
     }
 }
 
@@ -89,72 +117,103 @@ pub fn sign_webhook(secret: &str, id: &str, timestamp: i64, body: &str) -> Optio
     Some(format!("v1,{signature}"))
 }
 
+/// What a delivery's task posts with.
+struct Posting {
+    client: Outbound,
+    settings: WebhookSettings,
+}
+
 impl Service {
     /// Delivers webhooks until `stop` is cancelled; attempts under way finish first.
+    /// Each pass shares its attempts between organizations (see [`crate::fair`]).
     pub async fn run_webhooks(self: Arc<Self>, settings: WebhookSettings, stop: CancellationToken) {
-        let client = match Outbound::new(OutboundSettings {
-            allow_private: settings.allow_private_networks,
-            timeout: settings.timeout,
-            ..OutboundSettings::default()
-        }) {
+        let client = match Outbound::new(settings.outbound()) {
             Ok(client) => client,
             Err(error) => {
                 tracing::error!(%error, "no HTTP client: webhooks are not delivered");
                 return;
             }
         };
+        let mut sends = Sends::new(settings.concurrency, settings.per_organization);
+        let posting = Arc::new(Posting { client, settings });
         loop {
-            let pause = match self.webhook_pass(&client, &settings).await {
-                Ok(taken) if taken >= settings.batch as usize => Duration::ZERO,
-                Ok(_) => settings.poll,
-                Err(error) => after_failure("webhook pass", &error, settings.poll),
+            let poll = posting.settings.poll;
+            let pause = match self.webhook_pass(&posting, &mut sends).await {
+                Ok(pass) => pass.pause(&sends, poll),
+                Err(error) => after_failure("webhook pass", &error, poll),
             };
-            if !rest(&stop, &self.deliveries_wake, pause).await {
-                return;
+            if !sends.rest(&stop, &self.deliveries_wake, pause).await {
+                break;
             }
         }
+        sends.finish().await;
     }
 
-    async fn webhook_pass(&self, client: &Outbound, settings: &WebhookSettings) -> Result<usize, String> {
+    /// Takes each organization's share of the deliveries due and starts their
+    /// attempts, waiting for none of them.
+    async fn webhook_pass(self: &Arc<Self>, posting: &Arc<Posting>, sends: &mut Sends) -> Result<Pass, String> {
+        let settings = &posting.settings;
         let now = millis(self.now());
         // An attempt that outlives this hold (a process that died mid-attempt) is
         // taken again afterwards.
-        let hold_until = now.saturating_add(duration_millis(settings.timeout).saturating_mul(3));
-        let taken = self
-            .bounded(self.store.take_deliveries(now, hold_until, settings.batch))
+        let hold_until = now.saturating_add(duration_millis(hold_for(settings.send_deadline())));
+        let listed = settings.batch.saturating_add(u32::try_from(sends.busiest()).unwrap_or(u32::MAX));
+        let organizations = self
+            .bounded(self.store.due_delivery_organizations(now, listed))
             .await
             .ok_or_else(|| self.past_deadline())?
             .map_err(|error| error.to_string())?;
-        let count = taken.len();
-        futures_util::stream::iter(taken)
-            .for_each_concurrent(settings.concurrency.max(1), |delivery| async move {
-                let span = tracing::info_span!(
-                    "POST",
-                    otel.kind = "client",
-                    http.request.method = "POST",
-                    agentprocess.webhook = %delivery.webhook_id,
-                    agentprocess.notification = %delivery.notification_id,
-                );
-                // An attempt, however late, continues the trace of the change that
-                // caused the notification.
-                agentprocess_telemetry::context::continue_from_traceparent(
-                    &span,
-                    delivery.trace_parent.as_deref(),
-                    None,
-                );
-                let result = self.attempt(client, settings, &delivery).instrument(span).await;
-                crate::observe::delivery(result.status);
-                let recorded = match self.bounded(self.store.record_attempt(&delivery, &result)).await {
-                    Some(recorded) => recorded.map_err(|error| error.to_string()),
-                    None => Err(self.past_deadline()),
-                };
-                if let Err(error) = recorded {
-                    // The delivery is taken again when its hold ends.
-                    tracing::warn!(%error, notification = %delivery.notification_id, "delivery outcome not recorded");
-                }
+        sends
+            .pass(organizations, |org, room| async move {
+                let taken = self
+                    .bounded(self.store.take_deliveries(&org, now, hold_until, room))
+                    .await
+                    .ok_or_else(|| self.past_deadline())?
+                    .map_err(|error| error.to_string())?;
+                let rows = taken.len();
+                let started = taken
+                    .into_iter()
+                    .map(|delivery| fair::Send {
+                        keys: vec![format!("{}/{}/{}", delivery.org, delivery.notification_id, delivery.webhook_id)],
+                        work: Box::pin(Arc::clone(self).deliver(Arc::clone(posting), delivery)),
+                    })
+                    .collect();
+                Ok((rows, started))
             })
+            .await
+    }
+
+    /// One attempt at `delivery`, within its deadline, and its outcome recorded.
+    async fn deliver(self: Arc<Self>, posting: Arc<Posting>, delivery: Delivery) {
+        let span = tracing::info_span!(
+            "POST",
+            otel.kind = "client",
+            http.request.method = "POST",
+            agentprocess.webhook = %delivery.webhook_id,
+            agentprocess.notification = %delivery.notification_id,
+        );
+        // An attempt, however late, continues the trace of the change that caused the
+        // notification.
+        agentprocess_telemetry::context::continue_from_traceparent(&span, delivery.trace_parent.as_deref(), None);
+        let deadline = posting.settings.send_deadline();
+        let attempt = tokio::time::timeout(deadline, self.attempt(&posting.client, &posting.settings, &delivery))
+            .instrument(span)
             .await;
-        Ok(count)
+        let Ok(result) = attempt else {
+            // Its hold ends soon after; it is taken again then.
+            tracing::warn!(notification = %delivery.notification_id, webhook = %delivery.webhook_id,
+                "webhook attempt past its deadline of {deadline:?}");
+            return;
+        };
+        crate::observe::delivery(result.status);
+        let recorded = match self.bounded(self.store.record_attempt(&delivery, &result)).await {
+            Some(recorded) => recorded.map_err(|error| error.to_string()),
+            None => Err(self.past_deadline()),
+        };
+        if let Err(error) = recorded {
+            // The delivery is taken again when its hold ends.
+            tracing::warn!(%error, notification = %delivery.notification_id, "delivery outcome not recorded");
+        }
     }
 
     async fn attempt(&self, client: &Outbound, settings: &WebhookSettings, delivery: &Delivery) -> AttemptResult {

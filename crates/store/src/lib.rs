@@ -210,12 +210,18 @@ pub trait Store: Directory + Grants + Limits {
     /// An organization's webhook endpoints, oldest first.
     fn webhooks(&self, org: &str) -> impl Future<Output = Result<Vec<Webhook>>> + Send;
 
-    /// Takes up to `limit` pending deliveries due at `now`, across organizations, for
-    /// an attempt: each counts one more attempt and is not taken again before
+    /// The organizations with deliveries due at `now`, the one whose oldest due
+    /// delivery has waited longest first, at most `limit`: a sweep across
+    /// organizations, so a pass can share its attempts between them.
+    fn due_delivery_organizations(&self, now: i64, limit: u32) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Takes up to `limit` of `org`'s pending deliveries due at `now`, oldest first,
+    /// for an attempt: each counts one more attempt and is not taken again before
     /// `hold_until` unless its attempt is recorded. Concurrent callers never take the
     /// same delivery.
     fn take_deliveries(
         &self,
+        org: &str,
         now: i64,
         hold_until: i64,
         limit: u32,

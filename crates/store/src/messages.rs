@@ -181,11 +181,18 @@ pub trait Messages {
         now: i64,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Takes up to `limit` pending messages due at `now` for sending: each counts one
-    /// more attempt and is hidden from other loops until `hold_until`. A recipient's
+    /// The organizations with messages due at `now`, the one whose oldest due message
+    /// has waited longest first, at most `limit`: a sweep across organizations, so a
+    /// pass can share its sends between them.
+    fn due_message_organizations(&self, now: i64, limit: u32) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Takes up to `limit` of `org`'s pending messages due at `now`, oldest first, for
+    /// sending: each counts one more attempt and is hidden from other loops until
+    /// `hold_until`; concurrent callers never take the same message. A recipient's
     /// daily digest is taken whole.
     fn take_messages(
         &self,
+        org: &str,
         now: i64,
         hold_until: i64,
         limit: u32,
@@ -299,36 +306,49 @@ pub(crate) async fn hand_over(
 /// The key of a message.
 type Key = (String, String, String);
 
+pub(crate) async fn due_message_organizations(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "/* all organizations: the message loop finds which organizations have messages due */ \
+         SELECT org_id FROM messages WHERE status = 'pending' AND next_at <= $1 \
+         GROUP BY org_id ORDER BY MIN(next_at), org_id LIMIT $2",
+    )
+    .bind(now)
+    .bind(i64::from(limit))
+    .fetch_all(connection)
+    .await?;
+    rows.iter().map(|row| Ok(row.try_get("org_id")?)).collect()
+}
+
 pub(crate) async fn take_messages(
     connection: &mut AnyConnection,
+    org: &str,
     now: i64,
     hold_until: i64,
     limit: u32,
 ) -> Result<Vec<TakenMessage>> {
     let due = sqlx::query(
-        "/* all organizations: the message loop finds what is due everywhere */ \
-         SELECT org_id, notification_id, channel, recipient, digest FROM messages \
-         WHERE status = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $2",
+        "SELECT notification_id, channel, recipient, digest FROM messages \
+         WHERE org_id = $1 AND status = 'pending' AND next_at <= $2 ORDER BY next_at LIMIT $3",
     )
+    .bind(org)
     .bind(now)
     .bind(i64::from(limit))
     .fetch_all(&mut *connection)
     .await?;
-    let mut by_org: BTreeMap<String, (Vec<Key>, Vec<String>)> = BTreeMap::new();
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut keys: Vec<Key> = Vec::with_capacity(due.len());
+    let mut digests: Vec<String> = Vec::new();
     for row in &due {
-        let (keys, digests) = by_org.entry(row.try_get("org_id")?).or_default();
         let recipient: String = row.try_get("recipient")?;
-        if row.try_get::<i64, _>("digest")? != 0 {
+        if row.try_get::<i64, _>("digest")? != 0 && !digests.contains(&recipient) {
             // The rest of the digest comes with it, whatever the limit.
             digests.push(recipient.clone());
         }
         keys.push((row.try_get("notification_id")?, row.try_get("channel")?, recipient));
     }
-    let mut taken = Vec::new();
-    for (org, (keys, digests)) in by_org {
-        taken.extend(take_of_organization(connection, &org, &keys, &digests, now, hold_until).await?);
-    }
-    Ok(taken)
+    take_of_organization(connection, org, &keys, &digests, now, hold_until).await
 }
 
 async fn take_of_organization(
@@ -601,8 +621,12 @@ impl Messages for crate::SqlStore {
         Ok(())
     }
 
-    async fn take_messages(&self, now: i64, hold_until: i64, limit: u32) -> Result<Vec<TakenMessage>> {
-        take_messages(&mut *self.lend().await?, now, hold_until, limit).await
+    async fn due_message_organizations(&self, now: i64, limit: u32) -> Result<Vec<String>> {
+        due_message_organizations(&mut *self.lend().await?, now, limit).await
+    }
+
+    async fn take_messages(&self, org: &str, now: i64, hold_until: i64, limit: u32) -> Result<Vec<TakenMessage>> {
+        take_messages(&mut *self.lend().await?, org, now, hold_until, limit).await
     }
 
     async fn settle_message(&self, message: &TakenMessage, outcome: &MessageOutcome, now: i64) -> Result<()> {

@@ -1,7 +1,5 @@
 //! Webhook endpoints, the notification outbox and its deliveries.
 
-use std::collections::BTreeMap;
-
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
@@ -148,40 +146,51 @@ async fn execute_notification(
     Ok(done.rows_affected())
 }
 
-/// Takes up to `limit` pending deliveries due at `now` for an attempt: each counts
-/// one more attempt and is hidden from other loops until `hold_until`, so a loop
-/// that dies mid-attempt delays a delivery and never loses it.
-///
-/// The due deliveries are found across organizations, then taken and read one
-/// organization at a time, so every write names one organization (as a database
-/// sharded by organization needs: a locking read across shards is not possible).
+/// The organizations with deliveries due at `now`, the one whose oldest due delivery
+/// has waited longest first, at most `limit`: what a pass shares between
+/// organizations, each then taken by [`take_deliveries`] on its own.
+pub(crate) async fn due_delivery_organizations(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<Vec<String>> {
+    let rows = sqlx::query(
+        "/* all organizations: the delivery loop finds which organizations have deliveries due */ \
+         SELECT org_id FROM deliveries WHERE status = 'pending' AND next_at <= $1 \
+         GROUP BY org_id ORDER BY MIN(next_at), org_id LIMIT $2",
+    )
+    .bind(now)
+    .bind(i64::from(limit))
+    .fetch_all(connection)
+    .await?;
+    rows.iter().map(|row| Ok(row.try_get("org_id")?)).collect()
+}
+
+/// Takes up to `limit` of `org`'s pending deliveries due at `now`, oldest first, for
+/// an attempt: each counts one more attempt and is hidden from other loops until
+/// `hold_until`, so a loop that dies mid-attempt delays a delivery and never loses it.
+/// Every statement names the one organization (as a database sharded by
+/// organization needs: a locking read across shards is not possible).
 pub(crate) async fn take_deliveries(
     connection: &mut AnyConnection,
+    org: &str,
     now: i64,
     hold_until: i64,
     limit: u32,
 ) -> Result<Vec<Delivery>> {
     let due = sqlx::query(
-        "/* all organizations: the delivery loop finds what is due everywhere */ \
-         SELECT org_id, notification_id, webhook_id FROM deliveries \
-         WHERE status = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $2",
+        "SELECT notification_id, webhook_id FROM deliveries \
+         WHERE org_id = $1 AND status = 'pending' AND next_at <= $2 ORDER BY next_at LIMIT $3",
     )
+    .bind(org)
     .bind(now)
     .bind(i64::from(limit))
     .fetch_all(&mut *connection)
     .await?;
-    let mut by_org: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for row in &due {
-        by_org
-            .entry(row.try_get("org_id")?)
-            .or_default()
-            .push((row.try_get("notification_id")?, row.try_get("webhook_id")?));
+    if due.is_empty() {
+        return Ok(Vec::new());
     }
-    let mut taken = Vec::new();
-    for (org, keys) in by_org {
-        taken.extend(take_of_organization(connection, &org, &keys, now, hold_until).await?);
-    }
-    Ok(taken)
+    let keys = due
+        .iter()
+        .map(|row| Ok((row.try_get("notification_id")?, row.try_get("webhook_id")?)))
+        .collect::<Result<Vec<(String, String)>>>()?;
+    take_of_organization(connection, org, &keys, now, hold_until).await
 }
 
 /// Takes those of `keys` still pending and due (another loop may have taken some

@@ -470,9 +470,14 @@ impl Store for SqlStore {
         outbox::webhooks(&mut connection, org).await
     }
 
-    async fn take_deliveries(&self, now: i64, hold_until: i64, limit: u32) -> Result<Vec<Delivery>> {
+    async fn due_delivery_organizations(&self, now: i64, limit: u32) -> Result<Vec<String>> {
         let mut connection = self.lend().await?;
-        outbox::take_deliveries(&mut connection, now, hold_until, limit).await
+        outbox::due_delivery_organizations(&mut connection, now, limit).await
+    }
+
+    async fn take_deliveries(&self, org: &str, now: i64, hold_until: i64, limit: u32) -> Result<Vec<Delivery>> {
+        let mut connection = self.lend().await?;
+        outbox::take_deliveries(&mut connection, org, now, hold_until, limit).await
     }
 
     async fn record_attempt(&self, delivery: &Delivery, result: &AttemptResult) -> Result<()> {

@@ -2,7 +2,7 @@
 //! take the same `{"text": …}` body, each read in its own markup). The URL is the
 //! credential, so it is kept sealed and never shown again once set.
 
-use agentprocess_auth::outbound::{Outbound, OutboundError, OutboundSettings};
+use agentprocess_auth::outbound::{Outbound, OutboundError};
 use agentprocess_auth::{SealError, SecretKey};
 use agentprocess_store::ChatHook;
 
@@ -85,13 +85,12 @@ pub(crate) struct Chat {
 }
 
 impl Chat {
+    /// Posts with the webhooks' client settings (their short connect and total
+    /// timeouts, and their rule for private addresses), to plain http hooks only as
+    /// `plain_http` allows.
     pub(crate) fn new(settings: &WebhookSettings, plain_http: PlainHttpHooks) -> Result<Self, String> {
         Ok(Self {
-            client: Outbound::new(OutboundSettings {
-                allow_private: settings.allow_private_networks,
-                timeout: settings.timeout,
-                ..OutboundSettings::default()
-            })?,
+            client: Outbound::new(settings.outbound())?,
             plain_http,
         })
     }

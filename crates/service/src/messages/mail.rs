@@ -27,6 +27,8 @@ pub struct MailSettings {
     pub password: Option<String>,
     /// The sender (`Process server <process@example.com>`).
     pub from: String,
+    /// How long connecting to the SMTP server, and each of its answers, may take.
+    pub timeout: Duration,
 }
 
 impl std::fmt::Debug for MailSettings {
@@ -35,6 +37,7 @@ impl std::fmt::Debug for MailSettings {
             .field("url", &"<hidden>")
             .field("password", &self.password.as_ref().map(|_| "<secret>"))
             .field("from", &self.from)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
@@ -46,6 +49,11 @@ pub(crate) struct Mailer {
 }
 
 impl MailSettings {
+    /// The SMTP timeout when none is chosen: longer than a chat post's, as an SMTP
+    /// server is the operator's own, answers each command in turn, and may greet
+    /// slowly on purpose (anti-spam delays).
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
     /// Every issue with these settings, in words (a URL that does not read, a sender
     /// that is no address); checked when a server starts.
     pub fn issues(&self) -> Vec<String> {
@@ -63,15 +71,15 @@ impl MailSettings {
         issues
     }
 
-    /// The mailer, each send giving up after `timeout`.
-    pub(crate) fn mailer(&self, timeout: Duration) -> Result<Mailer, String> {
+    /// The mailer, each connection and answer waited for at most `self.timeout`.
+    pub(crate) fn mailer(&self) -> Result<Mailer, String> {
         let issues = self.issues();
         if !issues.is_empty() {
             return Err(issues.join("; "));
         }
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(&self.url)
             .map_err(|error| error.to_string())?
-            .timeout(Some(timeout));
+            .timeout(Some(self.timeout));
         if let Some(password) = &self.password {
             let user = url::Url::parse(&self.url)
                 .map(|url| percent_decoded(url.username()))

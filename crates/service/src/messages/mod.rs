@@ -25,7 +25,8 @@ use std::time::Duration;
 use agentprocess_store::{Messages as _, Store as _, Unhanded};
 use tokio_util::sync::CancellationToken;
 
-use crate::scheduler::{after_failure, rest};
+use crate::fair::Sends;
+use crate::scheduler::after_failure;
 use crate::{Service, WebhookSettings, millis};
 
 pub use chat::ChatKind;
@@ -42,14 +43,17 @@ pub(crate) fn settings_url(public_url: &str) -> String {
 impl Service {
     /// Hands notifications over to people and sends their messages until `stop` is
     /// cancelled; sends under way finish first. Without `mail` no email is sent (chat
-    /// hooks still are). Retries and timeouts are the webhooks'.
+    /// hooks still are). Chat posts have the webhooks' timeouts, email the SMTP
+    /// server's; retries are the webhooks', and so is how sends are shared between
+    /// organizations (see [`crate::fair`]).
     pub async fn run_messages(
         self: Arc<Self>,
         settings: WebhookSettings,
         mail: Option<MailSettings>,
         stop: CancellationToken,
     ) {
-        let mailer = mail.and_then(|mail| match mail.mailer(settings.timeout) {
+        let mail_timeout = mail.as_ref().map_or(MailSettings::DEFAULT_TIMEOUT, |mail| mail.timeout);
+        let mailer = mail.and_then(|mail| match mail.mailer() {
             Ok(mailer) => Some(mailer),
             Err(error) => {
                 tracing::error!(%error, "no mailer: email is not sent");
@@ -63,20 +67,28 @@ impl Service {
                 return;
             }
         };
-        let sender = sending::Sender { mailer, chat, settings };
+        let mut sends = Sends::new(settings.concurrency, settings.per_organization);
+        let sender = Arc::new(sending::Sender {
+            mailer,
+            mail_timeout,
+            chat,
+            settings,
+        });
         loop {
             let handed = self.hand_over_pass(&sender).await;
-            let sent = self.message_pass(&sender).await;
+            let sent = self.message_pass(&sender, &mut sends).await;
             let batch = sender.settings.batch as usize;
+            let poll = sender.settings.poll;
             let pause = match (handed, sent) {
-                (Err(error), _) | (_, Err(error)) => after_failure("message pass", &error, sender.settings.poll),
-                (Ok(handed), Ok(sent)) if handed >= batch || sent >= batch => Duration::ZERO,
-                _ => sender.settings.poll,
+                (Err(error), _) | (_, Err(error)) => after_failure("message pass", &error, poll),
+                (Ok(handed), Ok(_)) if handed >= batch => Duration::ZERO,
+                (Ok(_), Ok(pass)) => pass.pause(&sends, poll),
             };
-            if !rest(&stop, &self.messages_wake, pause).await {
-                return;
+            if !sends.rest(&stop, &self.messages_wake, pause).await {
+                break;
             }
         }
+        sends.finish().await;
     }
 
     /// Hands over what the outbox holds that is new; how many notifications.

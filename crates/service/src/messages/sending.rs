@@ -3,14 +3,13 @@
 //! failures retried with the webhooks' backoff, and an overdue item's message sent
 //! again as a reminder while the item stays open.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentprocess_engine::{ProcessVersion, Run, StepState};
 use agentprocess_store::{
     Channel, ChatHook, Directory as _, Identity, MessageOutcome, Messages as _, Role, Store as _, TakenMessage,
 };
-use futures_util::StreamExt as _;
 
 use super::chat::{Chat, kind_of, open_hook};
 use super::choices::{Chosen, MessageKind};
@@ -18,14 +17,38 @@ use super::letters::{Told, chat_text, digest, letter};
 use super::mail::{MailError, Mailer};
 use super::medium::Said;
 use super::recipients::Item;
+use crate::fair::{self, Pass, Sends, hold_for};
 use crate::scheduler::duration_millis;
 use crate::{Policies, Service, WebhookSettings, millis};
 
 /// What sends messages.
 pub(crate) struct Sender {
     pub(crate) mailer: Option<Mailer>,
+    /// The SMTP timeout (the mailer's own).
+    pub(crate) mail_timeout: Duration,
     pub(crate) chat: Chat,
     pub(crate) settings: WebhookSettings,
+}
+
+impl Sender {
+    /// The longest a send on `channel` may take: twice its timeout, for a chat post
+    /// or an SMTP exchange, and what comes before it (reading the run).
+    fn send_deadline(&self, channel: Channel) -> Duration {
+        match channel {
+            Channel::Chat => self.settings.send_deadline(),
+            Channel::Email => self.mail_timeout.saturating_mul(2),
+        }
+    }
+
+    /// How long taken messages are held: enough for the longest send of a channel
+    /// in use, and recording how it went.
+    fn hold(&self) -> Duration {
+        let chat = self.send_deadline(Channel::Chat);
+        hold_for(match self.mailer {
+            Some(_) => chat.max(self.send_deadline(Channel::Email)),
+            None => chat,
+        })
+    }
 }
 
 /// A message ready to be told: the run as it is now, and why its recipient hears of it.
@@ -58,6 +81,7 @@ impl From<&str> for Unsent {
 
 /// What one organization's messages are checked and written with, read once a pass.
 struct Organization {
+    id: String,
     name: String,
     identities: Vec<Identity>,
     chosen: Chosen,
@@ -66,60 +90,96 @@ struct Organization {
 }
 
 impl Service {
-    /// Sends the messages due now; how many were taken.
-    pub(super) async fn message_pass(&self, sender: &Sender) -> Result<usize, String> {
+    /// Takes each organization's share of the messages due now and starts their
+    /// sends, waiting for none of them.
+    pub(super) async fn message_pass(self: &Arc<Self>, sender: &Arc<Sender>, sends: &mut Sends) -> Result<Pass, String> {
         let now = millis(self.now());
-        let hold_until = now.saturating_add(duration_millis(sender.settings.timeout).saturating_mul(3));
-        let taken = self
-            .bounded(self.store.take_messages(now, hold_until, sender.settings.batch))
+        let hold_until = now.saturating_add(duration_millis(sender.hold()));
+        let listed = sender
+            .settings
+            .batch
+            .saturating_add(u32::try_from(sends.busiest()).unwrap_or(u32::MAX));
+        let organizations = self
+            .bounded(self.store.due_message_organizations(now, listed))
             .await
             .ok_or_else(|| self.past_deadline())?
             .map_err(|error| error.to_string())?;
-        let count = taken.len();
-        let mut organizations: HashMap<String, Organization> = HashMap::new();
-        for message in &taken {
-            if !organizations.contains_key(&message.org) {
-                match self.bounded(self.organization_of(&message.org)).await {
-                    Some(Ok(organization)) => {
-                        organizations.insert(message.org.clone(), organization);
-                    }
-                    // Its messages are taken again when their hold ends.
-                    Some(Err(error)) => tracing::warn!(%error, org = %message.org, "messages not sent"),
-                    None => tracing::warn!(org = %message.org, "messages not sent: past the deadline"),
+        sends
+            .pass(organizations, |org, room| async move {
+                let taken = self
+                    .bounded(self.store.take_messages(&org, now, hold_until, room))
+                    .await
+                    .ok_or_else(|| self.past_deadline())?
+                    .map_err(|error| error.to_string())?;
+                let rows = taken.len();
+                if taken.is_empty() {
+                    return Ok((0, Vec::new()));
                 }
+                let organization = match self.bounded(self.organization_of(&org)).await {
+                    Some(Ok(organization)) => Arc::new(organization),
+                    // Its messages are taken again when their hold ends.
+                    Some(Err(error)) => {
+                        tracing::warn!(%error, org = %org, "messages not sent");
+                        return Ok((rows, Vec::new()));
+                    }
+                    None => {
+                        tracing::warn!(org = %org, "messages not sent: past the deadline");
+                        return Ok((rows, Vec::new()));
+                    }
+                };
+                let started = bundles(taken)
+                    .into_iter()
+                    .map(|bundle| fair::Send {
+                        keys: bundle.iter().map(key_of).collect(),
+                        work: Box::pin(Arc::clone(self).send_and_settle(
+                            Arc::clone(sender),
+                            Arc::clone(&organization),
+                            bundle,
+                        )),
+                    })
+                    .collect();
+                Ok((rows, started))
+            })
+            .await
+    }
+
+    /// Sends one bundle within its deadline, and records how each of its messages
+    /// went.
+    async fn send_and_settle(self: Arc<Self>, sender: Arc<Sender>, organization: Arc<Organization>, bundle: Vec<TakenMessage>) {
+        let Some(channel) = bundle.first().map(|first| first.channel) else {
+            return;
+        };
+        let deadline = sender.send_deadline(channel);
+        let outcomes = match tokio::time::timeout(deadline, self.send_bundle(&sender, &organization, &bundle)).await {
+            Ok(Ok(outcomes)) => outcomes,
+            // Taken again when the hold ends.
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "messages not sent");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(org = %organization.id, "messages not sent within their deadline of {deadline:?}");
+                return;
+            }
+        };
+        let at = millis(self.now());
+        for (message, outcome) in bundle.iter().zip(&outcomes) {
+            crate::observe::message(message.channel, outcome);
+            let settled = match self.bounded(self.store.settle_message(message, outcome, at)).await {
+                Some(settled) => settled.map_err(|error| error.to_string()),
+                None => Err(self.past_deadline()),
+            };
+            if let Err(error) = settled {
+                tracing::warn!(%error, notification = %message.notification_id, "message outcome not recorded");
             }
         }
-        let organizations = &organizations;
-        futures_util::stream::iter(bundles(taken))
-            .for_each_concurrent(sender.settings.concurrency.max(1), |bundle| async move {
-                let Some(organization) = bundle.first().and_then(|first| organizations.get(&first.org)) else {
-                    return;
-                };
-                let outcomes = match self.bounded(self.send_bundle(sender, organization, &bundle)).await {
-                    Some(Ok(outcomes)) => outcomes,
-                    Some(Err(error)) => {
-                        // Taken again when the hold ends.
-                        tracing::warn!(%error, "messages not sent");
-                        return;
-                    }
-                    None => return,
-                };
-                let at = millis(self.now());
-                for (message, outcome) in bundle.iter().zip(&outcomes) {
-                    crate::observe::message(message.channel, outcome);
-                    if let Err(error) = self.store.settle_message(message, outcome, at).await {
-                        tracing::warn!(%error, notification = %message.notification_id, "message outcome not recorded");
-                    }
-                }
-            })
-            .await;
-        Ok(count)
     }
 
     /// What `org`'s messages are checked and written with.
     async fn organization_of(&self, org: &str) -> Result<Organization, String> {
         let text = |error: agentprocess_store::Error| error.to_string();
         Ok(Organization {
+            id: org.to_owned(),
             name: self
                 .store
                 .organization(org)
@@ -362,6 +422,17 @@ fn still_open(run: &Run, kind: MessageKind, step: Option<&str>, item: Option<&st
         return Err("the step is no longer overdue".to_owned());
     }
     Ok(())
+}
+
+/// A message's key, unique within the loop.
+fn key_of(message: &TakenMessage) -> String {
+    format!(
+        "{}/{}/{}/{}",
+        message.org,
+        message.notification_id,
+        message.channel.as_str(),
+        message.recipient
+    )
 }
 
 /// The taken messages as bundles to send: a recipient's digest messages together,

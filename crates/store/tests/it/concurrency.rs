@@ -82,17 +82,19 @@ async fn a_second_lock_of_a_run_waits_and_sees_the_first_write() {
 async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
     let db = TestDb::new(Dialect::Postgres).await;
     let mut tx = db.store.begin().await.expect("begin");
-    for id in ["wh_a", "wh_b"] {
-        let webhook = agentprocess_store::Webhook {
-            id: id.to_owned(),
-            url: "http://127.0.0.1:9/".to_owned(),
-            secret: "whsec_a2V5".to_owned(),
-            created_at: 1,
-        };
-        tx.add_webhook("o", &webhook).await.expect("webhook");
+    for org in ["o", "p"] {
+        for id in ["wh_a", "wh_b"] {
+            let webhook = agentprocess_store::Webhook {
+                id: id.to_owned(),
+                url: "http://127.0.0.1:9/".to_owned(),
+                secret: "whsec_a2V5".to_owned(),
+                created_at: 1,
+            };
+            tx.add_webhook(org, &webhook).await.expect("webhook");
+        }
     }
     let ids: Vec<String> = (0..150).map(|i| format!("n_{i}")).collect();
-    for id in &ids {
+    for (index, id) in ids.iter().enumerate() {
         let notification = agentprocess_store::NewNotification {
             id,
             run_id: "r_1",
@@ -101,20 +103,27 @@ async fn concurrent_delivery_loops_never_take_one_delivery_twice() {
             created_at: 1,
             trace_parent: None,
         };
-        tx.add_notification("o", &notification).await.expect("notify");
+        let org = if index % 3 == 0 { "p" } else { "o" };
+        tx.add_notification(org, &notification).await.expect("notify");
     }
     tx.commit().await.expect("commit");
+    // Each loop does what a replica's delivery loop does: find the organizations with
+    // work due, then take a share of each.
     let mut loops = Vec::new();
     for _ in 0..4 {
         let store = db.store.clone();
         loops.push(tokio::spawn(async move {
             let mut taken = Vec::new();
             loop {
-                let batch = store.take_deliveries(10, 1_000, 7).await.expect("take");
-                if batch.is_empty() {
+                let organizations = store.due_delivery_organizations(10, 10).await.expect("due");
+                if organizations.is_empty() {
                     return taken;
                 }
-                taken.extend(batch.into_iter().map(|d| (d.notification_id, d.webhook_id)));
+                for org in organizations {
+                    let batch = store.take_deliveries(&org, 10, 1_000, 7).await.expect("take");
+                    assert!(batch.iter().all(|delivery| delivery.org == org), "only {org}'s");
+                    taken.extend(batch.into_iter().map(|d| (d.org, d.notification_id, d.webhook_id)));
+                }
             }
         }));
     }

@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod directory;
+mod fair;
 mod limits;
 mod messages;
 mod open_versions;

@@ -69,16 +69,16 @@ async fn handed_and_taken(db: &TestDb) {
     assert_eq!(left, ["n3"]);
 
     // At 100 the two immediate messages are due; bea's digest waits for 500.
-    let taken = store.take_messages(100, 1000, 10).await.expect("take");
+    let taken = store.take_messages("o", 100, 1000, 10).await.expect("take");
     let mut keys: Vec<(&str, Channel)> = taken.iter().map(|m| (m.recipient.as_str(), m.channel)).collect();
     keys.sort();
     assert_eq!(keys, [("ann", Channel::Email), ("finance", Channel::Chat)]);
     assert!(taken.iter().all(|m| m.attempts == 1 && m.sent == 0 && m.run_id == "r1"));
     // Held until 1000: taken by no other loop meanwhile.
-    assert!(store.take_messages(200, 1000, 10).await.expect("take").is_empty());
+    assert!(store.take_messages("o", 200, 1000, 10).await.expect("take").is_empty());
 
     // One limit's worth finds one digest message; the rest of the digest comes with it.
-    let digest = store.take_messages(500, 2000, 1).await.expect("take");
+    let digest = store.take_messages("o", 500, 2000, 1).await.expect("take");
     let notifications: Vec<&str> = digest.iter().map(|m| m.notification_id.as_str()).collect();
     assert_eq!(notifications, ["n1", "n2"], "bea's whole digest, oldest first");
     assert!(digest.iter().all(|m| m.digest && m.recipient == "bea"));
@@ -107,7 +107,7 @@ async fn handed_and_taken(db: &TestDb) {
         };
         store.settle_message(message, &outcome, 510).await.expect("settle");
     }
-    let again = store.take_messages(3000, 4000, 10).await.expect("take");
+    let again = store.take_messages("o", 3000, 4000, 10).await.expect("take");
     let mut keys: Vec<(&str, u32, u32)> = again
         .iter()
         .map(|m| (m.recipient.as_str(), m.sent, m.attempts))
@@ -188,7 +188,7 @@ async fn choices_and_hooks(db: &TestDb) {
     assert!(tx.remove_chat_hook("o", "finance", 60).await.expect("remove"));
     assert!(!tx.remove_chat_hook("o", "finance", 60).await.expect("remove"));
     tx.commit().await.expect("commit");
-    assert!(store.take_messages(100, 1000, 10).await.expect("take").is_empty());
+    assert!(store.take_messages("o", 100, 1000, 10).await.expect("take").is_empty());
 }
 
 /// The migration that stopped keeping the mail server's replies, whose `UPDATE` replaces

@@ -643,7 +643,7 @@ async fn outbox(db: &TestDb) {
     tx.commit().await.expect("commit");
     assert_eq!(store.webhooks("o").await.expect("list").len(), 2);
     // Due at 100: n_1 to both endpoints; taken once, with one attempt counted.
-    let taken = store.take_deliveries(200, 10_000, 10).await.expect("take");
+    let taken = store.take_deliveries("o", 200, 10_000, 10).await.expect("take");
     let mut keys: Vec<_> = taken
         .iter()
         .map(|d| (d.notification_id.as_str(), d.webhook_id.as_str(), d.attempts))
@@ -651,7 +651,7 @@ async fn outbox(db: &TestDb) {
     keys.sort();
     assert_eq!(keys, [("n_1", "wh_a", 1), ("n_1", "wh_b", 1)]);
     assert_eq!(taken[0].url, format!("http://127.0.0.1:9/{}", taken[0].webhook_id));
-    assert!(store.take_deliveries(200, 10_000, 10).await.expect("take").is_empty());
+    assert!(store.take_deliveries("o", 200, 10_000, 10).await.expect("take").is_empty());
     let delivered = AttemptResult {
         status: DeliveryStatus::Delivered,
         next_at: 300,
@@ -674,7 +674,7 @@ async fn outbox(db: &TestDb) {
     store.record_attempt(a, &delivered).await.expect("record");
     store.record_attempt(b, &retried).await.expect("record");
     // At 600: the retry of n_1 to wh_b, and n_2 to both.
-    let again = store.take_deliveries(600, 10_000, 10).await.expect("take");
+    let again = store.take_deliveries("o", 600, 10_000, 10).await.expect("take");
     assert_eq!(again.len(), 3);
     assert!(again.iter().any(|d| d.notification_id == "n_1" && d.attempts == 2));
     // A delivery carries the trace context of the change that caused it.
