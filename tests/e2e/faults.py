@@ -1,7 +1,8 @@
 """Parts of the test's own that it may harm: a private PostgreSQL (restarted, its
 backends terminated, its connection slots taken, a session left idle in transaction),
-a TCP proxy in front of anything (latency, resets, connections gone silent), and a
-kernel blackhole for the connections open to a port (half-open connections).
+a TCP proxy in front of anything (latency, resets, connections gone silent), a
+kernel blackhole for the connections open to a port (half-open connections), and a
+tarpit (an endpoint that accepts connections and never answers).
 
 None of them touches the machine's shared PostgreSQL or Redis."""
 
@@ -183,6 +184,47 @@ class ConnectionHog:
         deadline = time.monotonic() + 10
         while self.database.sessions_of("hog") and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+class Tarpit:
+    """A listener on loopback that accepts every connection and never answers: a slow
+    public chat service or webhook endpoint. It holds each connection until the client
+    gives up or the tarpit is closed."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1024)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+        self.held: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with self.lock:
+                self.held.append(connection)
+
+    def accepted(self) -> int:
+        """How many connections it has taken (and never answered)."""
+        with self.lock:
+            return len(self.held)
+
+    def close(self) -> None:
+        # Shut down first: that wakes the thread blocked in accept(), a close alone may not.
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.lock:
+            for connection in self.held:
+                connection.close()
+            self.held = []
 
 
 class TcpProxy:

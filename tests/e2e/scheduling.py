@@ -19,7 +19,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+import rawmcp
 import servers
+from client import request_id
 
 PROCESSES = Path(__file__).resolve().parent / "processes"
 SHARED_REDIS = "redis://127.0.0.1:6379"
@@ -32,6 +34,21 @@ SCHEDULER_FLAGS = [
     "--timer-poll-seconds", "0.05", "--webhook-retry-seconds", "0.3", "--webhook-poll-seconds", "0.1",
     "--webhook-timeout-seconds", "2", "--max-connections", "8", "--test-clock",
 ]
+
+
+def overridden(base: list[str], extra: tuple[str, ...]) -> list[str]:
+    """`base` then `extra`, a flag given in both taken from `extra` alone (the servers
+    refuse a flag given twice)."""
+    given = {flag for flag in extra if flag.startswith("--")}
+    kept: list[str] = []
+    index = 0
+    while index < len(base):
+        flag = base[index]
+        takes_value = index + 1 < len(base) and not base[index + 1].startswith("--")
+        if flag not in given:
+            kept.extend(base[index:index + (2 if takes_value else 1)])
+        index += 2 if takes_value else 1
+    return [*kept, *extra]
 
 
 class PrivateRedis:
@@ -180,7 +197,7 @@ class Deployment:
                  api_flags: tuple[str, ...] = (), api_env: dict | None = None,
                  queue: tuple[str, ...] = ()) -> None:
         folders = sorted(PROCESSES.iterdir())
-        self.flags = [*SCHEDULER_FLAGS, *flags]
+        self.flags = overridden(SCHEDULER_FLAGS, flags)
         database, url, tokens, persons = servers.seed_postgres(folders)
         self.workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-sched-"))
         self.redis_url = redis_url
@@ -263,3 +280,41 @@ def ready(base: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+# The noisy organization's runs: each makes a chat post and a webhook delivery that its
+# endpoint never answers.
+NOISY_RUNS = 40
+# How long another organization's message or delivery may take while the noisy one's
+# sends are held: a bound on the isolation, not a speed benchmark. With the shipped
+# 5 s post timeout, a loop that took the oldest work of all organizations and waited
+# for each pass's slowest send would make it wait behind 40 held sends, 8 at a time:
+# 25 s and more. Shared between organizations it goes out in the next pass (0.1 s
+# polls here), under a second on this machine; 10 s leaves room for a slow CI machine.
+ISOLATION_SECONDS = 10.0
+
+
+def noisy_organization(deployment: Deployment, endpoint: str, runs: int, org: str = "noisy") -> list[str]:
+    """Organization `org`, whose people group's chat hook and whose webhook both post
+    to `endpoint`, with `runs` runs of vendor-approval started, each waiting for its
+    people: as many chat messages and webhook deliveries for `endpoint`. Returns
+    the runs."""
+    url = deployment.server.database_url
+    servers.admin(url, "create-org", org, "--name", org)
+    servers.admin(url, "create-identity", "--org", org, "--kind", "person", "--person", f"mallory@{org}.example",
+                  "--group", "people", "mallory")
+    report = servers.admin(url, "import", "--org", org, str(PROCESSES / "vendor-approval"))
+    for role in servers.roles_in(report):
+        servers.admin(url, "bind", "--org", org, "vendor-approval", role, "people")
+    servers.admin(url, "publish", "--org", org, "vendor-approval")
+    servers.admin(url, "chat-hook", "--org", org, "--group", "people", endpoint, "--secret-key", servers.SECRET_KEY,
+                  "--allow-plain-http-hooks")
+    servers.add_webhook(url, endpoint, org=org)
+    token = servers.admin(url, "issue-token", "--org", org, "mallory").strip()
+    return [
+        rawmcp.call(deployment.server.base, token, "start_run", {
+            "process": "vendor-approval", "inputs": {"vendorName": f"Vendor {index}", "expectedAnnualSpend": 1},
+            "requestId": request_id(),
+        })["data"]["run"]["id"]
+        for index in range(runs)
+    ]

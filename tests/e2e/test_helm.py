@@ -761,6 +761,10 @@ def test_server_settings():
     assert api["AGENTPROCESS_LOG_JSON"] == "true"
     assert scheduler["AGENTPROCESS_SCHEDULER_LISTEN"] == "0.0.0.0:8081"
     assert scheduler["AGENTPROCESS_TIMER_POLL_SECONDS"] == "0.1"
+    # Tenants' endpoints get short timeouts and a share of the sends each.
+    assert scheduler["AGENTPROCESS_WEBHOOK_TIMEOUT_SECONDS"] == "5"
+    assert scheduler["AGENTPROCESS_WEBHOOK_CONNECT_TIMEOUT_SECONDS"] == "2"
+    assert scheduler["AGENTPROCESS_WEBHOOK_CONCURRENCY_PER_ORGANIZATION"] == "2"
     # The scheduler links to the pages in the messages it sends; it holds no evidence.
     assert scheduler["AGENTPROCESS_PUBLIC_URL"] == "https://process.example.com"
     assert "AGENTPROCESS_S3_BUCKET" not in scheduler
@@ -785,6 +789,7 @@ def test_mail_is_the_schedulers_with_its_password_mounted(tmp_path):
     scheduler = named(docs, "ConfigMap", "-scheduler")["data"]
     assert scheduler["AGENTPROCESS_SMTP_URL"] == "smtps://processes@smtp.example.com:465"
     assert scheduler["AGENTPROCESS_MAIL_FROM"] == "Processes <p@example.com>"
+    assert scheduler["AGENTPROCESS_SMTP_TIMEOUT_SECONDS"] == "30"
     assert "AGENTPROCESS_SMTP_URL" not in named(docs, "ConfigMap", "-api")["data"]
     pod = named(docs, "Deployment", "-scheduler")["spec"]["template"]["spec"]
     (container,) = pod["containers"]

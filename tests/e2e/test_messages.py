@@ -19,6 +19,7 @@ import json
 import re
 import tempfile
 import threading
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import anyio
 import pytest
 from aiosmtpd.controller import Controller
 
+import faults
 import scheduling
 import servers
 from client import connect, request_id
@@ -175,6 +177,42 @@ async def test_people_hear_of_waiting_overdue_and_ended_work_as_they_chose(deplo
     assert mailbox.to("bob@example.com") == []
     dropped = deployment.sql("SELECT last_error FROM messages WHERE status = 'dropped'").split()
     assert dropped, "the reminders after the decision were dropped"
+
+
+async def test_an_organization_whose_chat_hook_never_answers_delays_no_other_organizations_email():
+    """The attack: organization `noisy` points its chat hook (and webhook) at a server
+    that accepts and never answers, then starts 40 runs, each a chat post held until
+    its timeout. Acme's next "waiting" email still arrives within seconds, while the
+    tarpit holds noisy's posts: noisy's sends tie up noisy's share alone."""
+    mailbox = Mailbox()
+    tarpit = faults.Tarpit()
+    deployment = scheduling.Deployment(
+        scheduling.SHARED_REDIS, schedulers=1,
+        flags=("--smtp-url", mailbox.url, "--mail-from", "Acme processes <processes@acme.test>",
+               "--public-url", PUBLIC, "--webhook-allow-private-networks",
+               # The shipped post timeout: each post to the tarpit holds its send 5 s.
+               "--webhook-timeout-seconds", "5"),
+    )
+    try:
+        scheduling.noisy_organization(deployment, tarpit.url, scheduling.NOISY_RUNS)
+        await eventually(lambda: _async(tarpit.accepted() >= 1), what="noisy's posts held by the tarpit")
+        async with AsyncExitStack() as stack:
+            alice = await connect(stack, deployment.server.mcp_url(), deployment.server.tokens["alice"], "alice")
+            started = time.monotonic()
+            await start(alice, "vendor-approval", vendorName="Acme Tools", expectedAnnualSpend=1)
+            # Waited for past the bound, so a failure says how long it took.
+            await eventually(lambda: _async(mailbox.to("alice@example.com", "waits for you")),
+                             timeout=120, what="acme's waiting email")
+            took = time.monotonic() - started
+        # The tarpit still holds: not one of noisy's chat posts got through meanwhile.
+        posted = deployment.sql("SELECT count(*) FROM messages WHERE org_id = 'noisy' AND channel = 'chat' "
+                                "AND status = 'sent'")
+        assert int(posted) == 0, posted
+        assert took < scheduling.ISOLATION_SECONDS, f"acme's email took {took:.1f} s behind noisy's tarpit"
+    finally:
+        deployment.close()
+        tarpit.close()
+        mailbox.close()
 
 
 async def _async(value):

@@ -20,9 +20,10 @@ from contextlib import AsyncExitStack
 import anyio
 import pytest
 
+import faults
 import scheduling
 import servers
-from client import request_id
+from client import connect, request_id
 from test_scheduler import clients_of, eventually, start
 
 pytestmark = pytest.mark.anyio
@@ -282,3 +283,44 @@ async def test_signing_secrets_are_kept_sealed_and_survive_a_key_rotation(setup)
                 if body["type"] == "work_item.created" and body["run"]["id"] == run]
 
     assert await eventually(delivered, what="delivered, signed with the same secret")
+
+
+async def test_an_organization_whose_webhook_never_answers_delays_no_other_organizations_delivery():
+    """The attack: organization `noisy` points its webhook (and chat hook) at a server
+    that accepts and never answers, then starts 40 runs, each a delivery held until
+    its timeout. Acme's next delivery still arrives within seconds, while the tarpit
+    holds noisy's: noisy's attempts tie up noisy's share alone."""
+    tarpit = faults.Tarpit()
+    receiver = Receiver(fail_first=False)
+    deployment = scheduling.Deployment(
+        scheduling.SHARED_REDIS, schedulers=1,
+        # The shipped post timeout: each attempt at the tarpit holds its send 5 s.
+        flags=("--webhook-allow-private-networks", "--allow-plain-http-hooks", "--webhook-timeout-seconds", "5"),
+    )
+    try:
+        servers.add_webhook(deployment.server.database_url, receiver.url)
+        scheduling.noisy_organization(deployment, tarpit.url, scheduling.NOISY_RUNS)
+        await eventually(lambda: _async(tarpit.accepted() >= 1), what="noisy's deliveries held by the tarpit")
+        async with AsyncExitStack() as stack:
+            alice = await connect(stack, deployment.server.mcp_url(), deployment.server.tokens["alice"], "alice")
+            started = time.time()
+            run = await start(alice, "vendor-approval", vendorName="Acme Tools", expectedAnnualSpend=1)
+
+            async def delivered():
+                return [post for post in receiver.delivered() if json.loads(post["body"])["run"]["id"] == run]
+
+            # Waited for past the bound, so a failure says how long it took.
+            [post] = await eventually(delivered, timeout=120, what="acme's delivery")
+        took = post["at"] - started
+        # The tarpit still holds: not one of noisy's deliveries got through meanwhile.
+        through = deployment.sql("SELECT count(*) FROM deliveries WHERE org_id = 'noisy' AND status = 'delivered'")
+        assert int(through) == 0, through
+        assert took < scheduling.ISOLATION_SECONDS, f"acme's delivery took {took:.1f} s behind noisy's tarpit"
+    finally:
+        deployment.close()
+        receiver.close()
+        tarpit.close()
+
+
+async def _async(value):
+    return value
