@@ -154,7 +154,11 @@ impl Sends {
     /// Those with fewer sends under way come first (the longest waiting first among
     /// equals): when the loop is full, the room a finished send leaves goes to an
     /// organization that has none under way before one that already has.
-    pub(crate) async fn pass<Take, Taking>(&mut self, mut organizations: Vec<String>, mut take: Take) -> Result<Pass, String>
+    pub(crate) async fn pass<Take, Taking>(
+        &mut self,
+        mut organizations: Vec<String>,
+        mut take: Take,
+    ) -> Result<Pass, String>
     where
         Take: FnMut(String, u32) -> Taking,
         Taking: Future<Output = Result<(usize, Vec<Send>), String>>,
@@ -240,7 +244,10 @@ mod tests {
         assert!(sends.start("a", waiting_send(&["a2"], release.clone())));
         assert_eq!(sends.room("a"), 0, "a's share is under way");
         assert_eq!(sends.room("b"), 2, "b keeps its room");
-        assert!(!sends.start("b", waiting_send(&["a1"], release.clone())), "a key under way is not sent twice");
+        assert!(
+            !sends.start("b", waiting_send(&["a1"], release.clone())),
+            "a key under way is not sent twice"
+        );
         assert!(sends.start("b", waiting_send(&["b1"], release.clone())));
         assert!(sends.start("c", waiting_send(&["c1"], release.clone())));
         assert!(sends.is_full());
@@ -268,24 +275,47 @@ mod tests {
             .await
             .expect("pass");
         assert_eq!(asked, [("a".to_owned(), 2), ("b".to_owned(), 2)]);
-        assert_eq!(pass, Pass { taken: 4, more: true, waiting: false });
+        assert_eq!(
+            pass,
+            Pass {
+                taken: 4,
+                more: true,
+                waiting: false
+            }
+        );
         // The sends never end; the next pass finds both organizations without room,
         // and a third served at once.
         let pass = sends
-            .pass(vec!["a".to_owned(), "b".to_owned(), "c".to_owned()], |org: String, limit: u32| {
-                let sends: Vec<Send> = (0..limit)
-                    .map(|index| waiting_send(&[&format!("{org}{index}")], never.clone()))
-                    .collect();
-                async move { Ok((sends.len(), sends)) }
-            })
+            .pass(
+                vec!["a".to_owned(), "b".to_owned(), "c".to_owned()],
+                |org: String, limit: u32| {
+                    let sends: Vec<Send> = (0..limit)
+                        .map(|index| waiting_send(&[&format!("{org}{index}")], never.clone()))
+                        .collect();
+                    async move { Ok((sends.len(), sends)) }
+                },
+            )
             .await
             .expect("pass");
-        assert_eq!(pass, Pass { taken: 2, more: true, waiting: true });
+        assert_eq!(
+            pass,
+            Pass {
+                taken: 2,
+                more: true,
+                waiting: true
+            }
+        );
         // Full: the room one finished send leaves goes to an organization with none
         // under way, though listed last.
         let mut full = Sends::new(2, 2);
         assert!(full.start("a", waiting_send(&["a0"], never.clone())));
-        full.start("a", Send { keys: vec!["a1".to_owned()], work: Box::pin(async {}) });
+        full.start(
+            "a",
+            Send {
+                keys: vec!["a1".to_owned()],
+                work: Box::pin(async {}),
+            },
+        );
         while full.tasks.len() > 1 {
             tokio::task::yield_now().await;
             full.reap();

@@ -157,7 +157,9 @@ impl Service {
         // An attempt that outlives this hold (a process that died mid-attempt) is
         // taken again afterwards.
         let hold_until = now.saturating_add(duration_millis(hold_for(settings.send_deadline())));
-        let listed = settings.batch.saturating_add(u32::try_from(sends.busiest()).unwrap_or(u32::MAX));
+        let listed = settings
+            .batch
+            .saturating_add(u32::try_from(sends.busiest()).unwrap_or(u32::MAX));
         let organizations = self
             .bounded(self.store.due_delivery_organizations(now, listed))
             .await
@@ -174,7 +176,10 @@ impl Service {
                 let started = taken
                     .into_iter()
                     .map(|delivery| fair::Send {
-                        keys: vec![format!("{}/{}/{}", delivery.org, delivery.notification_id, delivery.webhook_id)],
+                        keys: vec![format!(
+                            "{}/{}/{}",
+                            delivery.org, delivery.notification_id, delivery.webhook_id
+                        )],
                         work: Box::pin(Arc::clone(self).deliver(Arc::clone(posting), delivery)),
                     })
                     .collect();

@@ -306,7 +306,11 @@ pub(crate) async fn hand_over(
 /// The key of a message.
 type Key = (String, String, String);
 
-pub(crate) async fn due_message_organizations(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<Vec<String>> {
+pub(crate) async fn due_message_organizations(
+    connection: &mut AnyConnection,
+    now: i64,
+    limit: u32,
+) -> Result<Vec<String>> {
     let rows = sqlx::query(
         "/* all organizations: the message loop finds which organizations have messages due */ \
          SELECT org_id FROM messages WHERE status = 'pending' AND next_at <= $1 \

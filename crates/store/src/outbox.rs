@@ -149,7 +149,11 @@ async fn execute_notification(
 /// The organizations with deliveries due at `now`, the one whose oldest due delivery
 /// has waited longest first, at most `limit`: what a pass shares between
 /// organizations, each then taken by [`take_deliveries`] on its own.
-pub(crate) async fn due_delivery_organizations(connection: &mut AnyConnection, now: i64, limit: u32) -> Result<Vec<String>> {
+pub(crate) async fn due_delivery_organizations(
+    connection: &mut AnyConnection,
+    now: i64,
+    limit: u32,
+) -> Result<Vec<String>> {
     let rows = sqlx::query(
         "/* all organizations: the delivery loop finds which organizations have deliveries due */ \
          SELECT org_id FROM deliveries WHERE status = 'pending' AND next_at <= $1 \

@@ -92,7 +92,11 @@ struct Organization {
 impl Service {
     /// Takes each organization's share of the messages due now and starts their
     /// sends, waiting for none of them.
-    pub(super) async fn message_pass(self: &Arc<Self>, sender: &Arc<Sender>, sends: &mut Sends) -> Result<Pass, String> {
+    pub(super) async fn message_pass(
+        self: &Arc<Self>,
+        sender: &Arc<Sender>,
+        sends: &mut Sends,
+    ) -> Result<Pass, String> {
         let now = millis(self.now());
         let hold_until = now.saturating_add(duration_millis(sender.hold()));
         let listed = sender
@@ -145,7 +149,12 @@ impl Service {
 
     /// Sends one bundle within its deadline, and records how each of its messages
     /// went.
-    async fn send_and_settle(self: Arc<Self>, sender: Arc<Sender>, organization: Arc<Organization>, bundle: Vec<TakenMessage>) {
+    async fn send_and_settle(
+        self: Arc<Self>,
+        sender: Arc<Sender>,
+        organization: Arc<Organization>,
+        bundle: Vec<TakenMessage>,
+    ) {
         let Some(channel) = bundle.first().map(|first| first.channel) else {
             return;
         };

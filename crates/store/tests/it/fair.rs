@@ -3,9 +3,7 @@
 //! a bounded share of each one's oldest due rows, so one organization's backlog never
 //! fills a pass and hides another's newer work.
 
-use agentprocess_store::{
-    Channel, Messages as _, NewMessage, NewNotification, Store as _, StoreTx as _, Webhook,
-};
+use agentprocess_store::{Channel, Messages as _, NewMessage, NewNotification, Store as _, StoreTx as _, Webhook};
 
 use crate::support::{TestDb, on_both};
 
@@ -60,7 +58,10 @@ async fn fair_messages(db: &TestDb) {
     let due = store.due_message_organizations(200, 10).await.expect("due");
     assert_eq!(due, ["busy", "quiet"]);
     assert_eq!(store.due_message_organizations(200, 1).await.expect("due"), ["busy"]);
-    assert!(store.due_message_organizations(5, 10).await.expect("due").is_empty(), "nothing due yet");
+    assert!(
+        store.due_message_organizations(5, 10).await.expect("due").is_empty(),
+        "nothing due yet"
+    );
 
     // A take names one organization and takes at most its share, oldest first.
     let busy = store.take_messages("busy", 200, 1_000, 4).await.expect("take");
@@ -68,8 +69,15 @@ async fn fair_messages(db: &TestDb) {
     assert_eq!(ids, ["b00", "b01", "b02", "b03"]);
     assert!(busy.iter().all(|m| m.org == "busy" && m.attempts == 1));
     let quiet = store.take_messages("quiet", 200, 1_000, 4).await.expect("take");
-    let ids: Vec<(&str, &str)> = quiet.iter().map(|m| (m.org.as_str(), m.notification_id.as_str())).collect();
-    assert_eq!(ids, [("quiet", "q00")], "the quiet organization's message, in the same pass");
+    let ids: Vec<(&str, &str)> = quiet
+        .iter()
+        .map(|m| (m.org.as_str(), m.notification_id.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        [("quiet", "q00")],
+        "the quiet organization's message, in the same pass"
+    );
 
     // What was taken is held: the next pass, while those sends are under way, takes
     // the busy organization's next share and never one taken before.
@@ -77,7 +85,13 @@ async fn fair_messages(db: &TestDb) {
     let next = store.take_messages("busy", 300, 1_000, 4).await.expect("take");
     let ids: Vec<&str> = next.iter().map(|m| m.notification_id.as_str()).collect();
     assert_eq!(ids, ["b04", "b05", "b06", "b07"]);
-    assert!(store.take_messages("quiet", 300, 1_000, 4).await.expect("take").is_empty());
+    assert!(
+        store
+            .take_messages("quiet", 300, 1_000, 4)
+            .await
+            .expect("take")
+            .is_empty()
+    );
 }
 
 on_both!(
@@ -109,9 +123,15 @@ async fn fair_deliveries(db: &TestDb) {
     let mut ids: Vec<&str> = busy.iter().map(|d| d.notification_id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["b00", "b01", "b02", "b03"], "the oldest four");
-    assert!(busy.iter().all(|d| d.org == "busy" && d.url == "https://busy.example/hook"));
+    assert!(
+        busy.iter()
+            .all(|d| d.org == "busy" && d.url == "https://busy.example/hook")
+    );
     let quiet = store.take_deliveries("quiet", 200, 1_000, 4).await.expect("take");
-    let ids: Vec<(&str, &str)> = quiet.iter().map(|d| (d.org.as_str(), d.notification_id.as_str())).collect();
+    let ids: Vec<(&str, &str)> = quiet
+        .iter()
+        .map(|d| (d.org.as_str(), d.notification_id.as_str()))
+        .collect();
     assert_eq!(ids, [("quiet", "q00")]);
 
     assert_eq!(store.due_delivery_organizations(300, 10).await.expect("due"), ["busy"]);

@@ -651,7 +651,13 @@ async fn outbox(db: &TestDb) {
     keys.sort();
     assert_eq!(keys, [("n_1", "wh_a", 1), ("n_1", "wh_b", 1)]);
     assert_eq!(taken[0].url, format!("http://127.0.0.1:9/{}", taken[0].webhook_id));
-    assert!(store.take_deliveries("o", 200, 10_000, 10).await.expect("take").is_empty());
+    assert!(
+        store
+            .take_deliveries("o", 200, 10_000, 10)
+            .await
+            .expect("take")
+            .is_empty()
+    );
     let delivered = AttemptResult {
         status: DeliveryStatus::Delivered,
         next_at: 300,
