@@ -148,7 +148,7 @@ def test_every_change_of_the_command_line_is_audited_as_agentprocess_admin(datab
     changed(db, ["remove-webhook", "--org", "acme", webhook["id"]], [("webhook.removed", webhook["id"])])
     hooked = changed(db, ["chat-hook", "--org", "acme", "--group", "finance", "https://chat.example.com/hooks/T0",
                           "--secret-key", key], [("chat_hook.set", "finance")])
-    assert json.loads(hooked) == {"group": "finance", "host": "chat.example.com"}
+    assert json.loads(hooked) == {"group": "finance", "host": "chat.example.com", "kind": "markdown"}
     changed(db, ["remove-chat-hook", "--org", "acme", "--group", "finance"], [("chat_hook.removed", "finance")])
     granted = json.loads(changed(db, ["set-limits", "--org", "acme", "--open-runs", "5"],
                                  [("limits.granted", "acme")]))
