@@ -19,6 +19,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import anyio
+
 import rawmcp
 import servers
 from client import request_id
@@ -282,19 +284,35 @@ def ready(base: str) -> bool:
         return False
 
 
-# The noisy organization's runs: each makes a chat post and a webhook delivery that its
-# endpoint never answers.
+# The noisy organization, named to sort before acme: a loop that served organizations
+# in the order of their names would serve it first. Its runs each make a chat post and
+# a webhook delivery that its endpoint never answers.
+NOISY_ORG = "abusive"
 NOISY_RUNS = 40
+# The shipped post timeout (--webhook-timeout-seconds): each post to the tarpit holds
+# its send this long.
+POST_TIMEOUT_SECONDS = 5
 # How long another organization's message or delivery may take while the noisy one's
-# sends are held: a bound on the isolation, not a speed benchmark. With the shipped
-# 5 s post timeout, a loop that took the oldest work of all organizations and waited
-# for each pass's slowest send would make it wait behind 40 held sends, 8 at a time:
-# 25 s and more. Shared between organizations it goes out in the next pass (0.1 s
-# polls here), under a second on this machine; 10 s leaves room for a slow CI machine.
+# sends are held: a bound on the isolation, not a speed benchmark. A loop that took
+# the oldest work of all organizations and waited for each pass's slowest send would
+# make it wait for the pass under way: 40 held sends, 8 at a time, 5 s each, some 25 s.
+# Shared between organizations it goes out in the next pass (0.1 s polls here), under
+# a second on this machine; 10 s leaves room for a slow CI machine.
 ISOLATION_SECONDS = 10.0
 
 
-def noisy_organization(deployment: Deployment, endpoint: str, runs: int, org: str = "noisy") -> list[str]:
+async def backlog_under_way(tarpit) -> None:
+    """Waits until the tarpit holds the noisy organization's posts, then one post
+    timeout more: a pass begun before all its runs were started has ended, and the
+    loop works through the whole backlog, as the attacker would have it."""
+    deadline = time.monotonic() + 60
+    while tarpit.accepted() < 1:
+        assert time.monotonic() < deadline, "no post reached the tarpit"
+        await anyio.sleep(0.1)
+    await anyio.sleep(POST_TIMEOUT_SECONDS + 1)
+
+
+def noisy_organization(deployment: Deployment, endpoint: str, runs: int, org: str = NOISY_ORG) -> list[str]:
     """Organization `org`, whose people group's chat hook and whose webhook both post
     to `endpoint`, with `runs` runs of vendor-approval started, each waiting for its
     people: as many chat messages and webhook deliveries for `endpoint`. Returns

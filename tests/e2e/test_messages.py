@@ -180,22 +180,21 @@ async def test_people_hear_of_waiting_overdue_and_ended_work_as_they_chose(deplo
 
 
 async def test_an_organization_whose_chat_hook_never_answers_delays_no_other_organizations_email():
-    """The attack: organization `noisy` points its chat hook (and webhook) at a server
+    """The attack: a noisy organization points its chat hook (and webhook) at a server
     that accepts and never answers, then starts 40 runs, each a chat post held until
     its timeout. Acme's next "waiting" email still arrives within seconds, while the
-    tarpit holds noisy's posts: noisy's sends tie up noisy's share alone."""
+    tarpit holds the noisy organization's posts: they tie up its own share alone."""
     mailbox = Mailbox()
     tarpit = faults.Tarpit()
     deployment = scheduling.Deployment(
         scheduling.SHARED_REDIS, schedulers=1,
         flags=("--smtp-url", mailbox.url, "--mail-from", "Acme processes <processes@acme.test>",
-               "--public-url", PUBLIC, "--webhook-allow-private-networks",
-               # The shipped post timeout: each post to the tarpit holds its send 5 s.
-               "--webhook-timeout-seconds", "5"),
+               "--public-url", PUBLIC, "--webhook-allow-private-networks", "--allow-plain-http-hooks",
+               "--webhook-timeout-seconds", str(scheduling.POST_TIMEOUT_SECONDS)),
     )
     try:
         scheduling.noisy_organization(deployment, tarpit.url, scheduling.NOISY_RUNS)
-        await eventually(lambda: _async(tarpit.accepted() >= 1), what="noisy's posts held by the tarpit")
+        await scheduling.backlog_under_way(tarpit)
         async with AsyncExitStack() as stack:
             alice = await connect(stack, deployment.server.mcp_url(), deployment.server.tokens["alice"], "alice")
             started = time.monotonic()
@@ -204,11 +203,11 @@ async def test_an_organization_whose_chat_hook_never_answers_delays_no_other_org
             await eventually(lambda: _async(mailbox.to("alice@example.com", "waits for you")),
                              timeout=120, what="acme's waiting email")
             took = time.monotonic() - started
-        # The tarpit still holds: not one of noisy's chat posts got through meanwhile.
-        posted = deployment.sql("SELECT count(*) FROM messages WHERE org_id = 'noisy' AND channel = 'chat' "
-                                "AND status = 'sent'")
+        # The tarpit still holds: not one of the noisy organization's posts got through.
+        posted = deployment.sql(f"SELECT count(*) FROM messages WHERE org_id = '{scheduling.NOISY_ORG}' "
+                                "AND channel = 'chat' AND status = 'sent'")
         assert int(posted) == 0, posted
-        assert took < scheduling.ISOLATION_SECONDS, f"acme's email took {took:.1f} s behind noisy's tarpit"
+        assert took < scheduling.ISOLATION_SECONDS, f"acme's email took {took:.1f} s behind the tarpit"
     finally:
         deployment.close()
         tarpit.close()
