@@ -257,11 +257,13 @@ def add_webhook(database_url: str, url: str, org: str = "acme", plain_http: bool
     return json.loads(admin(database_url, "add-webhook", "--org", org, url, "--secret-key", SECRET_KEY, *plain))
 
 
-def start_postgres(processes: int = 2, extra: tuple[str, ...] = ()) -> Server:
+def start_postgres(processes: int = 2, extra: tuple[str, ...] = (), folders: list[Path] | None = None) -> Server:
     """`processes` API processes over one fresh PostgreSQL database, with `extra` options
-    (with an --evaluator-url, processes with `check:` are published too)."""
+    (with an --evaluator-url, processes with `check:` are published too), publishing
+    the process `folders` (the official fixtures when None)."""
     with_check = "--evaluator-url" in extra
-    database, url, tokens, persons = seed_postgres(sorted(FIXTURES.iterdir()), with_check)
+    published = sorted(FIXTURES.iterdir()) if folders is None else folders
+    database, url, tokens, persons = seed_postgres(published, with_check)
     workdir = Path(tempfile.mkdtemp(prefix="agentprocess-e2e-pg-"))
     server = Server("postgres", [], tokens, persons, database, url, "acme", workdir)
     secret = secrets.token_bytes(32)

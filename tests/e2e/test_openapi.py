@@ -178,6 +178,7 @@ BODIES = {
     ("POST", "/api/v1/agents/{id}/tokens/{token}/rotate"): {"overlapSeconds": 0},
     ("PUT", "/api/v1/processes/{name}/draft/roles/{role}"): {"group": "finance"},
     ("PUT", "/api/v1/processes/{name}/draft/agent-steps/{step}"): {"agents": ["bot"]},
+    ("PUT", "/api/v1/processes/{name}/versions/{number}/open"): {"reason": "sweep"},
     ("POST", "/api/v1/runs/{id}/cancel"): {"reason": "sweep"},
     ("POST", "/api/v1/webhooks"): {"url": "https://hooks.example.com/b"},
     ("POST", "/api/v1/apps"): {"name": "n", "redirectUris": ["https://inbox.example.com/cb2"]},

@@ -2,15 +2,18 @@
 step to one agent and its approver role to another group, an agent and a person who
 name version 1 in `start_run` are refused (`forbidden`, in words) and no run is made,
 while a run started before goes on by version 1. Through the built binaries and the
-official MCP client, on SQLite and on PostgreSQL; the versions are published with
+official MCP client, on SQLite and on PostgreSQL, each a server of its own (so the
+shared servers' processes stay the fixtures); version 2 is published with
 `agentprocess admin`, as an operator would."""
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+
 import pytest
 
 import servers
-from client import request_id
+from client import connect, request_id
 
 pytestmark = pytest.mark.anyio
 
@@ -44,15 +47,32 @@ async def runs_of(client) -> list[str]:
             return found
 
 
-async def test_an_agent_or_a_person_naming_an_older_version_starts_no_run(clients, server, tmp_path):
-    folder = tmp_path / NAME
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def own_server(request, tmp_path_factory):
+    """A server whose one process, published as version 1 with its role bound to
+    `people`, is this module's."""
+    folder = tmp_path_factory.mktemp("processes") / NAME
     folder.mkdir()
     (folder / "PROCESS.md").write_text(PROCESS)
+    if request.param == "sqlite":
+        started = servers.start_sqlite(processes=folder.parent)
+    else:
+        started = servers.start_postgres(processes=1, folders=[folder])
+    yield started
+    servers.drop(started)
+
+
+@pytest.fixture
+async def clients(own_server):
+    async with AsyncExitStack() as stack:
+        yield {name: await connect(stack, own_server.mcp_url(), token, name)
+               for name, token in own_server.tokens.items()}
+
+
+async def test_an_agent_or_a_person_naming_an_older_version_starts_no_run(clients, own_server):
+    server = own_server
     admin = lambda *args: servers.admin(server.database_url, *args)  # noqa: E731
     org = ["--org", server.org]
-    admin("import", *org, str(folder))
-    admin("bind", *org, NAME, "approver", "people")
-    admin("publish", *org, NAME)
     before = await clients["agent-2"].call("start_run", process=NAME, version=1, inputs={}, requestId=request_id())
 
     # Version 2: write_erp for agent-1 alone, approvals for finance.
