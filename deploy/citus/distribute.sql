@@ -32,6 +32,7 @@ SELECT create_distributed_table('memberships', 'org_id');
 SELECT create_distributed_table('message_choices', 'org_id');
 SELECT create_distributed_table('messages', 'org_id');
 SELECT create_distributed_table('notifications', 'org_id');
+SELECT create_distributed_table('open_versions', 'org_id');
 SELECT create_distributed_table('org_groups', 'org_id');
 SELECT create_distributed_table('org_limits', 'org_id');
 SELECT create_distributed_table('org_policies', 'org_id');
