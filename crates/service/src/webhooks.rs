@@ -125,7 +125,7 @@ struct Posting {
 
 impl Service {
     /// Delivers webhooks until `stop` is cancelled; attempts under way finish first.
-    /// Each pass shares its attempts between organizations (see [`crate::fair`]).
+    /// Each pass shares its attempts between organizations (the `fair` module).
     pub async fn run_webhooks(self: Arc<Self>, settings: WebhookSettings, stop: CancellationToken) {
         let client = match Outbound::new(settings.outbound()) {
             Ok(client) => client,

@@ -45,7 +45,7 @@ impl Service {
     /// cancelled; sends under way finish first. Without `mail` no email is sent (chat
     /// hooks still are). Chat posts have the webhooks' timeouts, email the SMTP
     /// server's; retries are the webhooks', and so is how sends are shared between
-    /// organizations (see [`crate::fair`]).
+    /// organizations (the `fair` module).
     pub async fn run_messages(
         self: Arc<Self>,
         settings: WebhookSettings,
