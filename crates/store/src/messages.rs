@@ -311,16 +311,10 @@ pub(crate) async fn due_message_organizations(
     now: i64,
     limit: u32,
 ) -> Result<Vec<String>> {
-    let rows = sqlx::query(
-        "/* all organizations: the message loop finds which organizations have messages due */ \
-         SELECT org_id FROM messages WHERE status = 'pending' AND next_at <= $1 \
-         GROUP BY org_id ORDER BY MIN(next_at), org_id LIMIT $2",
-    )
-    .bind(now)
-    .bind(i64::from(limit))
-    .fetch_all(connection)
-    .await?;
-    rows.iter().map(|row| Ok(row.try_get("org_id")?)).collect()
+    let sweep = "/* all organizations: the message loop finds which organizations have messages due */ \
+                 SELECT org_id FROM messages WHERE status = 'pending' AND next_at <= $1 \
+                 GROUP BY org_id ORDER BY MIN(next_at), org_id LIMIT $2";
+    crate::outbox::due_organizations(connection, sweep, now, limit).await
 }
 
 pub(crate) async fn take_messages(

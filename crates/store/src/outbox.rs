@@ -154,15 +154,25 @@ pub(crate) async fn due_delivery_organizations(
     now: i64,
     limit: u32,
 ) -> Result<Vec<String>> {
-    let rows = sqlx::query(
-        "/* all organizations: the delivery loop finds which organizations have deliveries due */ \
-         SELECT org_id FROM deliveries WHERE status = 'pending' AND next_at <= $1 \
-         GROUP BY org_id ORDER BY MIN(next_at), org_id LIMIT $2",
-    )
-    .bind(now)
-    .bind(i64::from(limit))
-    .fetch_all(connection)
-    .await?;
+    let sweep = "/* all organizations: the delivery loop finds which organizations have deliveries due */ \
+                 SELECT org_id FROM deliveries WHERE status = 'pending' AND next_at <= $1 \
+                 GROUP BY org_id ORDER BY MIN(next_at), org_id LIMIT $2";
+    due_organizations(connection, sweep, now, limit).await
+}
+
+/// The organizations a `sweep` (a statement over all organizations, binding `now` and
+/// `limit`) names, in its order.
+pub(crate) async fn due_organizations(
+    connection: &mut AnyConnection,
+    sweep: &'static str,
+    now: i64,
+    limit: u32,
+) -> Result<Vec<String>> {
+    let rows = sqlx::query(sweep)
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(connection)
+        .await?;
     rows.iter().map(|row| Ok(row.try_get("org_id")?)).collect()
 }
 
