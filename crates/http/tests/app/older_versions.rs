@@ -163,6 +163,12 @@ async fn older_versions(app: TestApp) -> TestApp {
     let form = browser.get(&app, "/processes/vendor-payment/start?version=1").await;
     assert_eq!(form.status, StatusCode::FORBIDDEN, "{}", form.text);
     assert!(form.text.contains("closed to new runs"), "{}", form.text);
+    assert!(form.text.contains("Start a run of the latest version"), "{}", form.text);
+    assert!(
+        !form.text.contains("Your role"),
+        "the refusal is not about a role: {}",
+        form.text
+    );
 
     // Only an admin keeps a version open, and says why; a version that does not
     // exist is not found.

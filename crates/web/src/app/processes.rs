@@ -250,6 +250,29 @@ pub(super) fn standing_words(openings: &Openings, number: u32, zone: &jiff::tz::
     }
 }
 
+/// The start page of a version closed to new runs: what it means and where to go, in
+/// the page's words (the refusal is not about the person's role), with the
+/// protocol's refusal kept in a details element.
+fn closed_page(visitor: &Visitor, name: &str, number: u32, refusal: &ToolError) -> Response {
+    let body = html! {
+        p { "New runs of " (name) " start on its latest version. No admin of your organization keeps version " (number) " open, so a run cannot start on it; runs already started on it go on." }
+        p {
+            a href=(format!("/processes/{name}/start")) { "Start a run of the latest version" }
+            " · " a href=(format!("/processes/{name}/versions/{number}")) { "Version " (number) }
+        }
+        details {
+            summary { "Technical details" }
+            p { code { (refusal.code.as_str()) } ": " (refusal.message) }
+        }
+    };
+    page(
+        StatusCode::FORBIDDEN,
+        &format!("Version {number} of {name} is closed to new runs"),
+        Some(visitor),
+        body,
+    )
+}
+
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Which {
     version: Option<u32>,
@@ -275,7 +298,7 @@ async fn start_page(
             .refuse_closed_version(visitor.caller.org(), name, number)
             .await
     {
-        return failed(visitor, closed);
+        return closed_page(visitor, name, number, &closed.into_tool_error());
     }
     let csrf = match csrf_token(session).await {
         Ok(token) => token,
