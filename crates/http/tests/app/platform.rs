@@ -22,6 +22,15 @@ fn refusal(result: Result<impl std::fmt::Debug, Error>) -> String {
     }
 }
 
+/// The organization's audit log, newest first.
+async fn audit_log(store: &agentprocess_store::SqlStore, org: &str) -> Vec<agentprocess_store::AuditRow> {
+    let filter = AuditFilter {
+        limit: 200,
+        ..AuditFilter::default()
+    };
+    store.audit(org, &filter).await.expect("log").0
+}
+
 on_both!(only_the_command_line_reaches_what_the_platform_grants, platform_only);
 async fn platform_only(app: TestApp) -> TestApp {
     let app = app
@@ -59,31 +68,13 @@ async fn platform_only(app: TestApp) -> TestApp {
         LimitValues::default()
     );
     assert!(store.organization("globex").await.expect("read").is_none());
-    let (entries, _) = store
-        .audit(
-            "acme",
-            &AuditFilter {
-                limit: 200,
-                ..AuditFilter::default()
-            },
-        )
-        .await
-        .expect("log");
+    let entries = audit_log(store, "acme").await;
     assert!(entries.is_empty(), "{entries:?}");
 
     let platform = Acting::command_line("acme");
     let granted = operations.grant_limits(&platform, &more, false).await.expect("granted");
     assert_eq!(granted.granted.open_runs, Some(1_000_000));
-    let (entries, _) = store
-        .audit(
-            "acme",
-            &AuditFilter {
-                limit: 200,
-                ..AuditFilter::default()
-            },
-        )
-        .await
-        .expect("log");
+    let entries = audit_log(store, "acme").await;
     let entries: Vec<(&str, &str, Option<&str>)> = entries
         .iter()
         .map(|entry| (entry.actor.as_str(), entry.kind.as_str(), entry.target.as_deref()))
