@@ -314,13 +314,18 @@ async fn older_versions(app: TestApp) -> TestApp {
                 &[
                     ("process", "vendor-payment"),
                     ("version", "1"),
-                    ("reason", "month-end runs"),
+                    ("reason", "month-end runs <script>x</script>"),
                 ],
             ),
         )
         .await;
     assert_eq!(kept.status, StatusCode::SEE_OTHER, "{}", kept.text);
     let after = ann.get(&app, back).await;
-    assert!(after.text.contains("month-end runs"), "{}", after.text);
+    assert!(after.text.contains("month-end runs &lt;script&gt;"), "{}", after.text);
+    assert!(
+        !after.text.contains("<script>x"),
+        "a reason is text on the page: {}",
+        after.text
+    );
     app
 }
